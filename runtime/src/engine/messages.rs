@@ -1,0 +1,92 @@
+//! The messages ranks and threads exchange. Headers are bincode-encoded on the wire; token
+//! payloads travel beside them (see `wire`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::node::AnyToken;
+use crate::wire::WireToken;
+
+/// A thread: its collection and its index in it.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct ThreadAddr {
+    pub(crate) coll: u32,
+    pub(crate) index: u32,
+}
+
+/// One split-merge instance, unique in the job: the opening rank and its counter.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct InstanceId {
+    pub(crate) rank: u32,
+    pub(crate) seq: u64,
+}
+
+/// No flow-control slot: the opener has no window.
+pub(crate) const NO_SLOT: u32 = u32::MAX;
+
+/// What a token carries about one enclosing split instance.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub(crate) struct Frame {
+    pub(crate) instance: InstanceId,
+    /// The split (or stream) thread, where credits return.
+    pub(crate) opener: ThreadAddr,
+    pub(crate) slot: u32,
+    /// Index of the merge thread in the closing node's collection.
+    pub(crate) merge_thread: u32,
+}
+
+/// A token's context: the call it belongs to and its stack of open instances.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub(crate) struct Ctx {
+    pub(crate) call_rank: u32,
+    pub(crate) call: u64,
+    pub(crate) frames: Vec<Frame>,
+}
+
+impl Ctx {
+    pub(crate) fn slot(&self) -> Option<usize> {
+        self.frames.last().filter(|f| f.slot != NO_SLOT).map(|f| f.slot as usize)
+    }
+}
+
+#[derive(Serialize, Deserialize, Debug)]
+pub(crate) enum Header {
+    /// A token for node `node` of graph `graph`, on thread `to`.
+    Token { to: ThreadAddr, graph: u32, node: u32, ctx: Ctx },
+    /// The opener of `instance` produced `total` tokens; `ctx` is the context outside it.
+    Close { to: ThreadAddr, graph: u32, node: u32, ctx: Ctx, instance: InstanceId, total: u64 },
+    /// A token of `instance` in flow-control slot `slot` was merged.
+    Credit { to: ThreadAddr, instance: InstanceId, slot: u32 },
+    /// The output of call `call` of graph `graph`.
+    Reply { graph: u32, call: u64 },
+    Control(Control),
+}
+
+/// Messages between the runtimes of different ranks (not between threads).
+#[derive(Serialize, Deserialize, Debug, Clone)]
+pub(crate) enum Control {
+    /// Rank `from` built graph `graph` with this description.
+    Fingerprint { graph: u32, from: u32, description: String },
+    /// Rank 0's verdict on graph `graph`: `None` if all ranks agree.
+    Verdict { graph: u32, error: Option<String> },
+    /// Rank `from` has finished its own calls and is ready to shut down.
+    Done { from: u32 },
+    /// Rank 0 to all: shut down.
+    Shutdown,
+    /// Rank `from`'s trace events (JSON objects, comma-separated).
+    Trace { from: u32, events: String },
+}
+
+/// A token, moved (same rank) or encoded (from another rank).
+pub(crate) enum Payload {
+    Local(AnyToken),
+    Wire(WireToken),
+}
+
+impl Payload {
+    pub(crate) fn into_token(self, decode: fn(WireToken) -> AnyToken) -> AnyToken {
+        match self {
+            Payload::Local(t) => t,
+            Payload::Wire(w) => decode(w),
+        }
+    }
+}

@@ -1,0 +1,259 @@
+//! The per-rank execution engine: thread cells with their input queues, the worker pool that
+//! runs them, and message delivery (moved locally, handed to the transport otherwise).
+//!
+//! A DPS thread is a `Cell`: a FIFO queue plus a body holding the user state and the split and
+//! merge bookkeeping. A cell with queued messages is scheduled on the ready queue exactly once
+//! (the `scheduled` flag); a worker takes it, runs a batch of its messages, and schedules it
+//! again if more arrived. So a thread runs one operation at a time and its state needs no lock.
+
+mod messages;
+mod thread;
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::{Receiver, Sender};
+
+pub(crate) use messages::{Control, Ctx, Header, InstanceId, Payload, ThreadAddr};
+use thread::ThreadBody;
+
+use crate::collection::CollInfo;
+use crate::failure;
+use crate::graph::GraphImpl;
+use crate::node::{AnyState, AnyToken};
+use crate::trace::Tracer;
+use crate::transport::Transport;
+use crate::wire::WireToken;
+
+/// Messages a worker handles from one cell before giving others a turn.
+const BATCH: usize = 64;
+
+pub(crate) struct Envelope {
+    pub(crate) header: Header,
+    pub(crate) payload: Option<Payload>,
+}
+
+pub(crate) struct Cell {
+    queue: Mutex<VecDeque<Envelope>>,
+    scheduled: AtomicBool,
+    body: Mutex<ThreadBody>,
+}
+
+type CallSlot = Sender<Result<Payload, String>>;
+
+pub(crate) struct Engine {
+    pub(crate) rank: usize,
+    pub(crate) ranks: usize,
+    pub(crate) hosts: Vec<String>,
+    colls: RwLock<Vec<Arc<CollInfo>>>,
+    cells: RwLock<HashMap<ThreadAddr, Arc<Cell>>>,
+    graphs: RwLock<Vec<Arc<GraphImpl>>>,
+    ready: Sender<Option<Arc<Cell>>>,
+    transport: RwLock<Option<Arc<dyn Transport>>>,
+    calls: Mutex<HashMap<u64, CallSlot>>,
+    next_call: AtomicU64,
+    next_instance: AtomicU64,
+    control: Mutex<VecDeque<Control>>,
+    control_signal: Condvar,
+    failure: Mutex<Option<String>>,
+    pub(crate) tracer: Tracer,
+}
+
+impl Engine {
+    pub(crate) fn new(rank: usize, ranks: usize, hosts: Vec<String>, ready: Sender<Option<Arc<Cell>>>) -> Self {
+        Engine {
+            rank,
+            ranks,
+            hosts,
+            colls: RwLock::default(),
+            cells: RwLock::default(),
+            graphs: RwLock::default(),
+            ready,
+            transport: RwLock::new(None),
+            calls: Mutex::default(),
+            next_call: AtomicU64::new(0),
+            next_instance: AtomicU64::new(0),
+            control: Mutex::default(),
+            control_signal: Condvar::new(),
+            failure: Mutex::new(None),
+            tracer: Tracer::default(),
+        }
+    }
+
+    pub(crate) fn set_transport(&self, t: Option<Arc<dyn Transport>>) {
+        *self.transport.write().unwrap() = t;
+    }
+
+    pub(crate) fn transport(&self) -> Option<Arc<dyn Transport>> {
+        self.transport.read().unwrap().clone()
+    }
+
+    pub(crate) fn add_collection(&self, info: Arc<CollInfo>, mut init: impl FnMut(usize) -> Box<AnyState>) {
+        let mut cells = self.cells.write().unwrap();
+        for (index, &rank) in info.ranks.iter().enumerate() {
+            if rank == self.rank {
+                let addr = ThreadAddr { coll: info.id as u32, index: index as u32 };
+                let name = format!("{}[{index}]", info.name);
+                let body = ThreadBody::new(addr, name, init(index));
+                cells.insert(addr, Arc::new(Cell { queue: Mutex::default(), scheduled: AtomicBool::new(false), body: Mutex::new(body) }));
+            }
+        }
+        self.colls.write().unwrap().push(info);
+    }
+
+    pub(crate) fn collections(&self) -> usize {
+        self.colls.read().unwrap().len()
+    }
+
+    pub(crate) fn add_graph(&self, g: Arc<GraphImpl>) {
+        self.graphs.write().unwrap().push(g);
+    }
+
+    pub(crate) fn graph(&self, id: u32) -> Arc<GraphImpl> {
+        self.graphs.read().unwrap()[id as usize].clone()
+    }
+
+    pub(crate) fn graph_count(&self) -> usize {
+        self.graphs.read().unwrap().len()
+    }
+
+    pub(crate) fn new_instance(&self) -> InstanceId {
+        InstanceId { rank: self.rank as u32, seq: self.next_instance.fetch_add(1, Ordering::Relaxed) }
+    }
+
+    pub(crate) fn rank_of(&self, addr: ThreadAddr) -> usize {
+        self.colls.read().unwrap()[addr.coll as usize].ranks[addr.index as usize]
+    }
+
+    /// Sends a message to `rank`: moved into a local queue, or encoded for the transport.
+    pub(crate) fn post(&self, rank: usize, header: Header, payload: Option<(AnyToken, fn(AnyToken) -> WireToken)>) {
+        if rank == self.rank {
+            self.dispatch(header, payload.map(|(t, _)| Payload::Local(t)));
+            return;
+        }
+        let token = payload.map(|(t, encode)| encode(t));
+        let bytes = bincode::serialize(&header).expect("dps: header encoding");
+        self.tracer.message(rank, bytes.len() + token.as_ref().map_or(0, |t| t.bytes.len() + t.bulks_out.iter().map(|b| b.len).sum::<usize>()));
+        match self.transport() {
+            Some(t) => t.send(rank, bytes, token),
+            None => panic!("dps: no transport to reach rank {rank}"),
+        }
+    }
+
+    /// Called by the transport for every frame received.
+    pub(crate) fn receive(&self, header: &[u8], token: Option<WireToken>) {
+        let header: Header = bincode::deserialize(header).unwrap_or_else(|e| panic!("dps transport error: bad header: {e}"));
+        self.dispatch(header, token.map(Payload::Wire));
+    }
+
+    fn dispatch(&self, header: Header, payload: Option<Payload>) {
+        match header {
+            Header::Token { to, .. } | Header::Close { to, .. } | Header::Credit { to, .. } => {
+                let cell = self.cells.read().unwrap().get(&to).cloned();
+                match cell {
+                    Some(cell) => self.enqueue(&cell, Envelope { header, payload }),
+                    None => panic!("dps: rank {} received a message for thread {to:?}, which it does not host", self.rank),
+                }
+            }
+            Header::Reply { call, .. } => {
+                if let Some(slot) = self.calls.lock().unwrap().remove(&call) {
+                    let _ = slot.send(Ok(payload.expect("dps: reply without token")));
+                }
+            }
+            Header::Control(c) => {
+                self.control.lock().unwrap().push_back(c);
+                self.control_signal.notify_all();
+            }
+        }
+    }
+
+    fn enqueue(&self, cell: &Arc<Cell>, env: Envelope) {
+        cell.queue.lock().unwrap().push_back(env);
+        if !cell.scheduled.swap(true, Ordering::AcqRel) {
+            let _ = self.ready.send(Some(cell.clone()));
+        }
+    }
+
+    /// Registers a call and returns its id and the receiver of its result.
+    pub(crate) fn new_call(&self) -> (u64, Receiver<Result<Payload, String>>) {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let id = self.next_call.fetch_add(1, Ordering::Relaxed);
+        if let Some(msg) = self.failure.lock().unwrap().clone() {
+            let _ = tx.send(Err(msg));
+        } else {
+            self.calls.lock().unwrap().insert(id, tx);
+        }
+        (id, rx)
+    }
+
+    /// Records a failure (single-rank jobs): every pending and future call returns it.
+    pub(crate) fn fail(&self, message: String) {
+        self.failure.lock().unwrap().get_or_insert(message.clone());
+        for (_, slot) in self.calls.lock().unwrap().drain() {
+            let _ = slot.send(Err(message.clone()));
+        }
+    }
+
+    pub(crate) fn send_control(&self, rank: usize, c: Control) {
+        self.post(rank, Header::Control(c), None);
+    }
+
+    /// Waits for a control message matching `pick`, up to `timeout` (forever if `None`).
+    pub(crate) fn wait_control<T>(&self, timeout: Option<Duration>, mut pick: impl FnMut(&Control) -> Option<T>) -> Option<T> {
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let mut queue = self.control.lock().unwrap();
+        loop {
+            if let Some(pos) = queue.iter().position(|c| pick(c).is_some()) {
+                let c = queue.remove(pos).unwrap();
+                return pick(&c);
+            }
+            queue = match deadline {
+                None => self.control_signal.wait(queue).unwrap(),
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        return None;
+                    }
+                    self.control_signal.wait_timeout(queue, d - now).unwrap().0
+                }
+            };
+        }
+    }
+}
+
+/// A worker: runs scheduled cells until it receives `None`.
+pub(crate) fn worker_loop(engine: Arc<Engine>, ready: Receiver<Option<Arc<Cell>>>) {
+    while let Ok(Some(cell)) = ready.recv() {
+        {
+            let mut body = cell.body.lock().unwrap_or_else(|p| p.into_inner());
+            for _ in 0..BATCH {
+                let Some(env) = cell.queue.lock().unwrap().pop_front() else { break };
+                let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body.handle(&engine, env)));
+                if let Err(payload) = run {
+                    // Only reached when the job is not aborted by the hook (one rank).
+                    let described = failure::take_last_panic();
+                    engine.fail(described.unwrap_or_else(|| failure::describe_panic(&failure::panic_message(&*payload))));
+                }
+            }
+        }
+        let more = !cell.queue.lock().unwrap().is_empty();
+        if more {
+            let _ = engine.ready.send(Some(cell));
+            continue;
+        }
+        cell.scheduled.store(false, Ordering::Release);
+        // A message may have arrived between the check and the store.
+        if !cell.queue.lock().unwrap().is_empty() && !cell.scheduled.swap(true, Ordering::AcqRel) {
+            let _ = engine.ready.send(Some(cell));
+        }
+    }
+}
+
+impl Engine {
+    /// Makes one worker exit its loop.
+    pub(crate) fn stop_one_worker(&self) {
+        let _ = self.ready.send(None);
+    }
+}

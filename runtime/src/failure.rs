@@ -1,0 +1,88 @@
+//! Failure is loud, never a hang: a panic anywhere names the operation, thread and rank, and
+//! on a multi-rank job aborts every rank at once through `MPI_Abort`.
+
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Once;
+
+static ABORT_JOB_ON_PANIC: AtomicBool = AtomicBool::new(false);
+static RANK: AtomicUsize = AtomicUsize::new(0);
+static INSTALL: Once = Once::new();
+static ABORTING: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    /// The operation this thread is running, as (operation, thread) names.
+    static CURRENT_OP: RefCell<Option<(String, String)>> = const { RefCell::new(None) };
+    /// The description of the last panic on this thread, for the worker that catches it.
+    static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Takes the description the hook recorded for the last panic on this thread.
+pub(crate) fn take_last_panic() -> Option<String> {
+    LAST_PANIC.with(|l| l.borrow_mut().take())
+}
+
+/// Exit code of a job ended by a panic.
+pub(crate) const PANIC_EXIT_CODE: i32 = 101;
+
+/// Installs the panic hook (once per process). With `abort_job`, a panic ends the MPI job.
+pub(crate) fn install_hook(rank: usize, abort_job: bool) {
+    RANK.store(rank, Ordering::SeqCst);
+    ABORT_JOB_ON_PANIC.store(abort_job, Ordering::SeqCst);
+    INSTALL.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            let described = describe_panic(&panic_message(info.payload()));
+            eprintln!("{described}");
+            LAST_PANIC.with(|l| *l.borrow_mut() = Some(described));
+            default(info);
+            if ABORT_JOB_ON_PANIC.load(Ordering::SeqCst) {
+                // One thread aborts the job; any other panicking thread waits to be killed.
+                if ABORTING.swap(true, Ordering::SeqCst) {
+                    loop {
+                        std::thread::park();
+                    }
+                }
+                crate::transport::mpi::abort_job(PANIC_EXIT_CODE);
+            }
+        }));
+    });
+}
+
+/// Stops aborting on panic (after a clean shutdown MPI is finalised).
+pub(crate) fn disarm() {
+    ABORT_JOB_ON_PANIC.store(false, Ordering::SeqCst);
+}
+
+/// "dps: rank R: operation 'x' on thread 'c[i]' panicked: msg", or "dps: rank R: panic: msg".
+pub(crate) fn describe_panic(message: &str) -> String {
+    let rank = RANK.load(Ordering::SeqCst);
+    CURRENT_OP.with(|c| match &*c.borrow() {
+        Some((op, thread)) => format!("dps: rank {rank}: operation '{op}' on thread '{thread}' panicked: {message}"),
+        None => format!("dps: rank {rank}: panic: {message}"),
+    })
+}
+
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(non-string panic payload)".into()
+    }
+}
+
+/// Runs `f` as operation `op` on thread `thread`, so that a panic inside names them.
+pub(crate) fn in_op<R>(op: &str, thread: &str, f: impl FnOnce() -> R) -> R {
+    struct Reset(Option<(String, String)>);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            let prev = self.0.take();
+            CURRENT_OP.with(|c| *c.borrow_mut() = prev);
+        }
+    }
+    let prev = CURRENT_OP.with(|c| c.borrow_mut().replace((op.to_string(), thread.to_string())));
+    let _reset = Reset(prev);
+    f()
+}

@@ -1,0 +1,57 @@
+//! # Dynamic Parallel Schedules on MPI
+//!
+//! An application is a flow graph of operations built at run time: **leaf** (one token in,
+//! one out), **split** (one in, many out), **merge** (many in, one out: the runtime counts
+//! the split's tokens) and **stream** (a merge that posts outputs while inputs still
+//! arrive). Operations run on the threads of **collections**, each thread with its own
+//! state, mapped onto MPI ranks by a string such as `"0*2 1"`. A **route** picks, per token,
+//! the thread of the next collection. Tokens move as soon as they are produced, so stages
+//! pipeline and communication overlaps computation; a progress thread per rank owns every
+//! MPI call. Splits have a flow-control window that bounds the tokens they create.
+//!
+//! ```
+//! use dps::{route, Node, Runtime};
+//! let rt = Runtime::single();
+//! let main = rt.collection("main", "0", |_| ()).unwrap();
+//! let upper = rt.collection("upper", "all*2", |_| ()).unwrap();
+//! let split = Node::split("split", &main, route::fixed(0), |_: &mut (), s: String| {
+//!     s.chars().enumerate().collect::<Vec<_>>()
+//! });
+//! let to_upper = Node::leaf("to_upper", &upper, route::round_robin(), |_: &mut (), (i, c): (usize, char)| {
+//!     (i, c.to_ascii_uppercase())
+//! });
+//! let merge = Node::merge("merge", &main, dps::MergeFn::new(
+//!     |_: &mut ()| Vec::new(),
+//!     |_, acc: &mut Vec<(usize, char)>, t: (usize, char)| acc.push(t),
+//!     |_, mut acc| { acc.sort(); acc.into_iter().map(|(_, c)| c).collect::<String>() },
+//! ));
+//! let graph = rt.graph("uppercase", split >> to_upper >> merge).unwrap();
+//! assert_eq!(rt.call(&graph, "hello".to_string()).unwrap(), "HELLO");
+//! rt.shutdown().unwrap();
+//! ```
+//!
+//! See `runtime/examples/` for programs that run under `mpirun`.
+
+mod collection;
+mod engine;
+mod error;
+mod failure;
+mod graph;
+mod mapping;
+mod node;
+mod ops;
+pub mod route;
+mod runtime;
+mod token;
+mod trace;
+mod transport;
+mod wire;
+
+pub use collection::Collection;
+pub use error::{Error, ErrorKind};
+pub use graph::Graph;
+pub use node::{branch, Either, Node, Path, DEFAULT_WINDOW};
+pub use ops::{Merge, MergeFn, Posted, Stream};
+pub use route::{Route, RouteCtx};
+pub use runtime::{Pending, Runtime};
+pub use token::{Bulk, BulkElem, BulkVec, Token};

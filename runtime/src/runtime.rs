@@ -1,0 +1,375 @@
+//! The per-rank runtime: starts MPI, the worker pool and the progress thread; creates
+//! collections and graphs; runs calls; shuts everything down on every rank.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_channel::Receiver;
+use mpi::topology::{Communicator, SimpleCommunicator};
+use mpi::traits::CommunicatorCollectives;
+
+use crate::collection::{CollInfo, Collection};
+use crate::engine::{self, Control, Ctx, Engine, Payload};
+use crate::error::ErrorKind;
+use crate::failure;
+use crate::graph::{self, Graph};
+use crate::node::{AnyToken, Entry, Path};
+use crate::transport::mpi::MpiTransport;
+use crate::transport::Transport;
+use crate::{mapping, Error, Token};
+
+/// How long a rank waits for the others to build the same graph before giving up.
+const GRAPH_AGREEMENT_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long rank 0 waits for the other ranks' trace events at shutdown.
+const TRACE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The DPS runtime of one rank. Every rank creates the same collections and graphs in the
+/// same order (SPMD); any rank may then run graphs with [`call`](Runtime::call) or
+/// [`start`](Runtime::start); every rank ends with [`shutdown`](Runtime::shutdown).
+///
+/// ```
+/// use dps::{route, Node, Runtime};
+/// let rt = Runtime::single();
+/// let main = rt.collection("main", "0", |_| ()).unwrap();
+/// let work = rt.collection("work", "all*2", |i| i).unwrap();
+/// let split = Node::split("split", &main, route::fixed(0), |_: &mut (), n: u64| 0..n);
+/// let square = Node::leaf("square", &work, route::round_robin(), |_: &mut usize, x: u64| x * x);
+/// let sum = Node::merge("sum", &main, dps::MergeFn::new(|_: &mut ()| 0u64, |_, acc: &mut u64, x: u64| *acc += x, |_, acc| acc));
+/// let graph = rt.graph("sum of squares", split >> square >> sum).unwrap();
+/// assert_eq!(rt.call(&graph, 4).unwrap(), 0 + 1 + 4 + 9);
+/// rt.shutdown().unwrap();
+/// ```
+pub struct Runtime {
+    engine: Arc<Engine>,
+    workers: Vec<JoinHandle<()>>,
+    transport: Option<Arc<dyn Transport>>,
+    universe: Option<mpi::environment::Universe>,
+    trace: Option<PathBuf>,
+    finished: bool,
+}
+
+impl std::fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Runtime(rank {} of {})", self.engine.rank, self.engine.ranks)
+    }
+}
+
+/// A call started with [`Runtime::start`]; [`wait`](Pending::wait) for its output.
+#[must_use = "a started call must be waited for"]
+pub struct Pending<O> {
+    rx: Receiver<Result<Payload, String>>,
+    decode: fn(crate::wire::WireToken) -> AnyToken,
+    _out: std::marker::PhantomData<fn() -> O>,
+}
+
+impl<O> std::fmt::Debug for Pending<O> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Pending")
+    }
+}
+
+impl<O: Token> Pending<O> {
+    /// Blocks until the graph's output arrives.
+    ///
+    /// # Errors
+    /// If an operation failed (on a one-rank job; on more ranks a failure aborts the job).
+    pub fn wait(self) -> Result<O, Error> {
+        let result = self.rx.recv().map_err(|_| Error::new(ErrorKind::Failed, "dps: the runtime stopped before the call finished"))?;
+        let payload = result.map_err(|m| Error::new(ErrorKind::Failed, m))?;
+        Ok(*payload.into_token(self.decode).downcast::<O>().expect("dps: graph output type"))
+    }
+}
+
+fn worker_count() -> usize {
+    std::env::var("DPS_WORKERS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
+}
+
+impl Runtime {
+    /// Initialises MPI (under `mpirun`, `srun`, or as a single process) and starts the
+    /// runtime on this rank.
+    ///
+    /// # Errors
+    /// If MPI cannot be initialised with a threading level that allows a progress thread.
+    pub fn init() -> Result<Runtime, Error> {
+        let (universe, _) = mpi::initialize_with_threading(mpi::Threading::Multiple)
+            .ok_or_else(|| Error::new(ErrorKind::Mpi, "dps: MPI was already initialised in this process"))?;
+        Runtime::from_universe(universe)
+    }
+
+    /// Starts the runtime on an MPI universe the application initialised itself (for example
+    /// to run raw MPI code first). It must grant `Threading::Multiple` or `Serialized`.
+    ///
+    /// # Errors
+    /// If the threading level is too low.
+    pub fn from_universe(universe: mpi::environment::Universe) -> Result<Runtime, Error> {
+        let level = mpi::environment::threading_support();
+        if level < mpi::Threading::Serialized {
+            return Err(Error::new(ErrorKind::Mpi, format!("dps: MPI grants threading level {level:?}; the progress thread needs Serialized or Multiple")));
+        }
+        let world = universe.world();
+        let (rank, ranks) = (world.rank() as usize, world.size() as usize);
+        let hosts = gather_host_names(&world);
+        failure::install_hook(rank, ranks > 1);
+        let mut rt = Runtime::start_engine(rank, ranks, hosts);
+        if ranks > 1 {
+            let comm = world.duplicate();
+            let weak = Arc::downgrade(&rt.engine);
+            let deliver = Arc::new(move |header: &[u8], token| {
+                if let Some(engine) = weak.upgrade() {
+                    engine.receive(header, token)
+                }
+            });
+            let transport: Arc<dyn Transport> = Arc::new(MpiTransport::start(comm, deliver));
+            rt.engine.set_transport(Some(transport.clone()));
+            rt.transport = Some(transport);
+        }
+        rt.universe = Some(universe);
+        Ok(rt)
+    }
+
+    /// A one-rank runtime without MPI, for tests, examples and serial runs.
+    pub fn single() -> Runtime {
+        failure::install_hook(0, false);
+        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string());
+        Runtime::start_engine(0, 1, vec![host.unwrap_or_else(|_| "localhost".into())])
+    }
+
+    fn start_engine(rank: usize, ranks: usize, hosts: Vec<String>) -> Runtime {
+        let (ready_tx, ready_rx) = crossbeam_channel::unbounded();
+        let engine = Arc::new(Engine::new(rank, ranks, hosts, ready_tx));
+        let workers = (0..worker_count())
+            .map(|i| {
+                let (engine, ready) = (engine.clone(), ready_rx.clone());
+                std::thread::Builder::new()
+                    .name(format!("dps-worker-{i}"))
+                    .spawn(move || engine::worker_loop(engine, ready))
+                    .expect("dps: cannot spawn a worker thread")
+            })
+            .collect();
+        Runtime { engine, workers, transport: None, universe: None, trace: None, finished: false }
+    }
+
+    /// This rank's number.
+    pub fn rank(&self) -> usize {
+        self.engine.rank
+    }
+
+    /// Number of ranks in the job.
+    pub fn ranks(&self) -> usize {
+        self.engine.ranks
+    }
+
+    /// True on rank 0.
+    pub fn is_root(&self) -> bool {
+        self.engine.rank == 0
+    }
+
+    /// Records operation spans and messages; rank 0 writes them all to `path` (Chrome trace
+    /// JSON, opens in Perfetto) at shutdown. Call it on every rank.
+    pub fn trace_to(&mut self, path: impl Into<PathBuf>) {
+        self.engine.tracer.enable(self.engine.rank);
+        self.trace = Some(path.into());
+    }
+
+    /// Creates a thread collection named `name`, mapped onto ranks by `mapping` (see the
+    /// module `mapping`: `"0*2 1"`, `"all"`, `"nodeA*2 nodeB"`). `init(i)` creates the state
+    /// of thread `i`, on the rank that hosts it.
+    ///
+    /// # Errors
+    /// If the mapping string is malformed or names a rank or host that does not exist.
+    pub fn collection<S: Send + 'static>(&self, name: &str, mapping: &str, init: impl Fn(usize) -> S) -> Result<Collection<S>, Error> {
+        let ranks = mapping::parse(mapping, &self.engine.hosts).map_err(|e| Error::mapping(format!("collection \"{name}\": {e}")))?;
+        let info = Arc::new(CollInfo { id: self.engine.collections(), name: name.to_string(), mapping: mapping.to_string(), ranks });
+        self.engine.add_collection(info.clone(), |i| Box::new(init(i)));
+        Ok(Collection::new(info))
+    }
+
+    /// Builds and validates a graph from a path of nodes. Collective: every rank must build
+    /// the same graphs in the same order; ranks whose graphs differ get an error naming the
+    /// first difference, instead of hanging later.
+    ///
+    /// # Errors
+    /// If the graph does not validate (a merge without a split, a split never merged, a
+    /// node with two successors) or the ranks disagree.
+    pub fn graph<I: Token, O: Token>(&self, name: &str, path: impl Into<Path<I, O>>) -> Result<Graph<I, O>, Error> {
+        let id = self.engine.graph_count();
+        let imp = Arc::new(graph::build(id, name, path.into())?);
+        // Registered before agreeing: once rank 0 has agreed, tokens may arrive at once.
+        self.engine.add_graph(imp.clone());
+        self.agree_on_graph(id as u32, &imp.description)?;
+        Ok(Graph::new(imp))
+    }
+
+    fn agree_on_graph(&self, id: u32, description: &str) -> Result<(), Error> {
+        if self.ranks() == 1 {
+            return Ok(());
+        }
+        let timeout = Some(GRAPH_AGREEMENT_TIMEOUT);
+        if !self.is_root() {
+            let from = self.rank() as u32;
+            self.engine.send_control(0, Control::Fingerprint { graph: id, from, description: description.to_string() });
+            let verdict = self.engine.wait_control(timeout, |c| match c {
+                Control::Verdict { graph, error } if *graph == id => Some(error.clone()),
+                _ => None,
+            });
+            return match verdict {
+                Some(None) => Ok(()),
+                Some(Some(e)) => Err(Error::graph(e)),
+                None => Err(Error::graph(format!("graph #{id}: rank 0 did not confirm it within {timeout:?}: all ranks must build the same graphs in the same order"))),
+            };
+        }
+        let mut error = None;
+        for _ in 1..self.ranks() {
+            let got = self.engine.wait_control(timeout, |c| match c {
+                Control::Fingerprint { graph, from, description } if *graph == id => Some((*from, description.clone())),
+                _ => None,
+            });
+            match got {
+                Some((from, d)) if d != description && error.is_none() => {
+                    error = Some(format!(
+                        "ranks built different graphs: graph #{id} on rank {from} differs from rank 0: {}",
+                        graph::first_difference(&d, description)
+                    ))
+                }
+                Some(_) => {}
+                None => {
+                    error = Some(format!("graph #{id}: not every rank built it within {timeout:?}: all ranks must build the same graphs in the same order"));
+                    break;
+                }
+            }
+        }
+        for r in 1..self.ranks() {
+            self.engine.send_control(r, Control::Verdict { graph: id, error: error.clone() });
+        }
+        error.map_or(Ok(()), |e| Err(Error::graph(e)))
+    }
+
+    /// Runs `graph` on `input` and waits for its output.
+    ///
+    /// # Errors
+    /// If an operation failed (one-rank jobs; on more ranks a failure aborts the job).
+    pub fn call<I: Token, O: Token>(&self, graph: &Graph<I, O>, input: I) -> Result<O, Error> {
+        self.start(graph, input).wait()
+    }
+
+    /// Starts `graph` on `input` without waiting; several calls may run at once.
+    pub fn start<I: Token, O: Token>(&self, graph: &Graph<I, O>, input: I) -> Pending<O> {
+        let g = &graph.imp;
+        let (call, rx) = self.engine.new_call();
+        let ctx = Ctx { call_rank: self.engine.rank as u32, call, frames: Vec::new() };
+        let entry: &Entry<usize> = &g.entry;
+        self.engine.forward(g, Some(entry), Box::new(input), ctx);
+        Pending { rx, decode: g.decode_out, _out: std::marker::PhantomData }
+    }
+
+    /// Ends the runtime on this rank. Collective: each rank calls it once its own calls are
+    /// done; the ranks keep serving each other's tokens until every rank has called it.
+    ///
+    /// # Errors
+    /// If the trace file cannot be written.
+    pub fn shutdown(mut self) -> Result<(), Error> {
+        self.finish()
+    }
+
+    fn finish(&mut self) -> Result<(), Error> {
+        if self.finished {
+            return Ok(());
+        }
+        self.finished = true;
+        let (rank, ranks) = (self.engine.rank, self.engine.ranks);
+        if ranks > 1 {
+            if rank == 0 {
+                for _ in 1..ranks {
+                    self.engine.wait_control(None, |c| matches!(c, Control::Done { .. }).then_some(()));
+                }
+                for r in 1..ranks {
+                    self.engine.send_control(r, Control::Shutdown);
+                }
+            } else {
+                self.engine.send_control(0, Control::Done { from: rank as u32 });
+                self.engine.wait_control(None, |c| matches!(c, Control::Shutdown).then_some(()));
+            }
+        }
+        let trace_result = self.collect_trace();
+        self.stop_workers();
+        if let Some(t) = self.transport.take() {
+            t.finish();
+        }
+        self.engine.set_transport(None);
+        failure::disarm();
+        drop(self.universe.take());
+        trace_result
+    }
+
+    fn collect_trace(&self) -> Result<(), Error> {
+        let Some(path) = &self.trace else { return Ok(()) };
+        let (rank, ranks) = (self.engine.rank, self.engine.ranks);
+        let mine = self.engine.tracer.take();
+        if rank != 0 {
+            self.engine.send_control(0, Control::Trace { from: rank as u32, events: mine });
+            return Ok(());
+        }
+        let mut all = vec![mine];
+        for _ in 1..ranks {
+            match self.engine.wait_control(Some(TRACE_TIMEOUT), |c| match c {
+                Control::Trace { events, .. } => Some(events.clone()),
+                _ => None,
+            }) {
+                Some(events) => all.push(events),
+                None => break,
+            }
+        }
+        crate::trace::write_file(path, &all).map_err(|e| Error::new(ErrorKind::Failed, format!("cannot write trace {}: {e}", path.display())))
+    }
+
+    fn stop_workers(&mut self) {
+        for _ in &self.workers {
+            let _ = self.engine_ready_stop();
+        }
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+
+    fn engine_ready_stop(&self) -> Result<(), ()> {
+        self.engine.stop_one_worker();
+        Ok(())
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        if self.finished {
+            return;
+        }
+        if self.engine.ranks > 1 && !std::thread::panicking() {
+            // Leaving without a collective shutdown would hang the other ranks.
+            eprintln!("dps: rank {}: the runtime was dropped without shutdown(); ending the job", self.engine.rank);
+            crate::transport::mpi::abort_job(1);
+        }
+        self.finished = true;
+        self.stop_workers();
+    }
+}
+
+fn host_name() -> String {
+    mpi::environment::processor_name().map(|s| s.trim_end_matches('\0').to_string()).unwrap_or_else(|_| "localhost".into())
+}
+
+/// Every rank's host name, gathered on all ranks (before the progress thread starts).
+fn gather_host_names(world: &SimpleCommunicator) -> Vec<String> {
+    const LEN: usize = 256;
+    let mut mine = [0u8; LEN];
+    let name = host_name();
+    let n = name.len().min(LEN);
+    mine[..n].copy_from_slice(&name.as_bytes()[..n]);
+    let mut all = vec![0u8; LEN * world.size() as usize];
+    world.all_gather_into(&mine[..], &mut all[..]);
+    all.chunks(LEN).map(|c| String::from_utf8_lossy(c).trim_end_matches('\0').to_string()).collect()
+}

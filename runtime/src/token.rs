@@ -1,0 +1,142 @@
+//! Tokens: the data objects that flow through a graph, and `Bulk`, their byte-copy payload.
+//!
+//! Any owned `Serialize + DeserializeOwned + Send + 'static` type is a token. Tokens handed to
+//! a thread on the same rank are moved, never encoded. Tokens that cross ranks are encoded
+//! with bincode, except the `Bulk` vectors inside them: those travel as raw bytes in MPI
+//! messages of their own, sent straight from the vector's memory and received straight into a
+//! freshly allocated vector, so a large numeric payload is never encoded element by element.
+
+use serde::de::{DeserializeOwned, Deserializer};
+use serde::ser::Serializer;
+use serde::{Deserialize, Serialize};
+use std::ops::{Deref, DerefMut};
+
+use crate::wire;
+
+/// A value that can flow through a DPS graph.
+///
+/// Implemented for every owned serde type; there is nothing to implement by hand.
+///
+/// ```
+/// #[derive(serde::Serialize, serde::Deserialize)]
+/// struct CharToken { chr: char, pos: usize }
+/// fn is_token<T: dps::Token>() {}
+/// is_token::<CharToken>();
+/// ```
+pub trait Token: Serialize + DeserializeOwned + Send + 'static {}
+impl<T: Serialize + DeserializeOwned + Send + 'static> Token for T {}
+
+/// Element types a [`Bulk`] vector may hold.
+pub trait BulkElem: bytemuck::Pod + Send + Sync + Serialize + DeserializeOwned + 'static {
+    /// Wraps a vector of this type into the type-tagged form the transport carries.
+    #[doc(hidden)]
+    fn into_any(v: Vec<Self>) -> BulkVec;
+    /// Takes the vector back out, or returns `None` if the tag is another type.
+    #[doc(hidden)]
+    fn from_any(v: BulkVec) -> Option<Vec<Self>>;
+    /// The tag sent on the wire.
+    #[doc(hidden)]
+    const KIND: u8;
+}
+
+macro_rules! bulk_kinds {
+    ($($variant:ident($t:ty) = $kind:expr),* $(,)?) => {
+        /// A received bulk vector, tagged with its element type.
+        #[doc(hidden)]
+        #[derive(Debug)]
+        pub enum BulkVec { $($variant(Vec<$t>)),* }
+
+        impl BulkVec {
+            /// Allocates a zeroed vector of `count` elements of the type tagged `kind`.
+            pub(crate) fn alloc(kind: u8, count: usize) -> Option<BulkVec> {
+                match kind { $($kind => Some(BulkVec::$variant(vec![<$t>::default(); count])),)* _ => None }
+            }
+            /// The vector's memory as bytes, to receive into.
+            pub(crate) fn as_bytes_mut(&mut self) -> &mut [u8] {
+                match self { $(BulkVec::$variant(v) => bytemuck::cast_slice_mut(v.as_mut_slice())),* }
+            }
+        }
+
+        $(impl BulkElem for $t {
+            fn into_any(v: Vec<Self>) -> BulkVec { BulkVec::$variant(v) }
+            fn from_any(v: BulkVec) -> Option<Vec<Self>> {
+                match v { BulkVec::$variant(v) => Some(v), #[allow(unreachable_patterns)] _ => None }
+            }
+            const KIND: u8 = $kind;
+        })*
+    };
+}
+
+bulk_kinds! {
+    U8(u8) = 1, U16(u16) = 2, U32(u32) = 3, U64(u64) = 4,
+    I32(i32) = 5, I64(i64) = 6, F32(f32) = 7, F64(f64) = 8,
+}
+
+/// A vector of plain numbers that crosses ranks as raw bytes (one memory copy by MPI, no
+/// encoding). Use it for matrix blocks, image tiles and any other large numeric payload.
+///
+/// It dereferences to `Vec<T>`:
+///
+/// ```
+/// use dps::Bulk;
+/// let mut block: Bulk<f64> = vec![0.0; 4].into();
+/// block[1] = 2.5;
+/// assert_eq!(block.iter().sum::<f64>(), 2.5);
+/// let v: Vec<f64> = block.into_inner();
+/// assert_eq!(v.len(), 4);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Bulk<T: BulkElem>(pub Vec<T>);
+
+impl<T: BulkElem> Bulk<T> {
+    /// Unwraps the vector.
+    pub fn into_inner(self) -> Vec<T> {
+        self.0
+    }
+}
+
+impl<T: BulkElem> From<Vec<T>> for Bulk<T> {
+    fn from(v: Vec<T>) -> Self {
+        Bulk(v)
+    }
+}
+
+impl<T: BulkElem> Deref for Bulk<T> {
+    type Target = Vec<T>;
+    fn deref(&self) -> &Vec<T> {
+        &self.0
+    }
+}
+
+impl<T: BulkElem> DerefMut for Bulk<T> {
+    fn deref_mut(&mut self) -> &mut Vec<T> {
+        &mut self.0
+    }
+}
+
+impl<T: BulkElem> Serialize for Bulk<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // Inside the transport the bytes go out of band and only their index is encoded;
+        // anywhere else (JSON, a file) the vector is encoded normally.
+        match wire::register_outgoing_bulk(bytemuck::cast_slice(&self.0), T::KIND, self.0.len()) {
+            Some(index) => s.serialize_u32(index),
+            None => self.0.serialize(s),
+        }
+    }
+}
+
+impl<'de, T: BulkElem> Deserialize<'de> for Bulk<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        if wire::decoding_with_bulks() {
+            let index = u32::deserialize(d)?;
+            let any = wire::take_incoming_bulk(index).ok_or_else(|| {
+                serde::de::Error::custom(format!("bulk payload #{index} missing from message"))
+            })?;
+            T::from_any(any)
+                .map(Bulk)
+                .ok_or_else(|| serde::de::Error::custom("bulk payload has another element type"))
+        } else {
+            Vec::<T>::deserialize(d).map(Bulk)
+        }
+    }
+}

@@ -1,0 +1,253 @@
+//! The MPI transport: one progress thread per rank owns every MPI call.
+//!
+//! Workers queue frames on a channel; the progress thread packs the frames queued for the
+//! same rank into one packet (coalescing small messages), sends it with `MPI_Isend`, then
+//! sends each bulk payload of those frames as a message of its own straight from the token's
+//! memory. Incoming messages are found with `MPI_Improbe` (any source, any tag) and received
+//! with `MPI_Mrecv`; since MPI keeps the order of messages from one source, the bulk messages
+//! of a packet are the next ones from its source, and are received straight into freshly
+//! allocated vectors. When idle the thread spins, then yields, then waits on its channel for
+//! short periods, so that oversubscribed ranks leave the cores to the workers.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, Sender, TryRecvError};
+use mpi::point_to_point::{Destination, MatchedReceiveVec, Source};
+use mpi::request::{Request, StaticScope};
+use mpi::topology::{Communicator, SimpleCommunicator};
+use mpi::traits::CommunicatorCollectives;
+
+use super::Transport;
+use crate::wire::{self, InFrame, WireToken};
+
+const TAG_PACKET: i32 = 1;
+const TAG_BULK: i32 = 2;
+/// A packet is sent once it holds this many bytes, even if more frames are queued.
+const PACKET_LIMIT: usize = 256 * 1024;
+/// Idle iterations spent spinning, then yielding, before waiting on the channel.
+const SPIN: u32 = 100;
+const YIELD: u32 = 2000;
+const IDLE_WAIT: Duration = Duration::from_micros(200);
+
+enum Outgoing {
+    Frame { dest: usize, header: Vec<u8>, token: Option<WireToken> },
+    Finish,
+}
+
+/// Ends the whole MPI job (from the panic hook).
+pub(crate) fn abort_job(code: i32) -> ! {
+    SimpleCommunicator::world().abort(code)
+}
+
+pub(crate) struct MpiTransport {
+    tx: Sender<Outgoing>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// Moves a communicator to the progress thread, which is its only user from then on.
+struct SendComm(SimpleCommunicator);
+// SAFETY: the communicator is used by exactly one thread (the progress thread) after the move;
+// MPI was initialised with a threading level that allows MPI calls from a non-main thread.
+unsafe impl Send for SendComm {}
+
+type Deliver = Arc<dyn Fn(&[u8], Option<WireToken>) + Send + Sync>;
+
+impl MpiTransport {
+    pub(crate) fn start(comm: SimpleCommunicator, deliver: Deliver) -> Self {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let comm = SendComm(comm);
+        let thread = std::thread::Builder::new()
+            .name("dps-progress".into())
+            .spawn(move || {
+                let comm = comm;
+                Progress::new(comm.0, rx, deliver).run()
+            })
+            .expect("dps: cannot spawn the progress thread");
+        MpiTransport { tx, thread: Mutex::new(Some(thread)) }
+    }
+}
+
+impl Transport for MpiTransport {
+    fn send(&self, dest: usize, header: Vec<u8>, token: Option<WireToken>) {
+        self.tx.send(Outgoing::Frame { dest, header, token }).expect("dps transport error: progress thread is gone");
+    }
+
+    fn finish(&self) {
+        let _ = self.tx.send(Outgoing::Finish);
+        if let Some(t) = self.thread.lock().unwrap().take() {
+            t.join().expect("dps transport error: progress thread panicked");
+        }
+    }
+}
+
+/// Memory an in-flight send reads from, freed when the send completes.
+enum Keep {
+    Packet(#[allow(dead_code)] Vec<u8>),
+    Token(#[allow(dead_code)] Arc<WireToken>),
+}
+
+struct Progress {
+    comm: SimpleCommunicator,
+    rx: Receiver<Outgoing>,
+    deliver: Deliver,
+    /// Per destination: the packet being filled and the tokens whose bulks follow it.
+    packets: Vec<(Vec<u8>, Vec<WireToken>)>,
+    sends: Vec<(Request<'static, [u8], StaticScope>, Keep)>,
+    /// Per source: frames received, waiting for their bulk messages (with the count received).
+    incoming: Vec<VecDeque<(InFrame, usize)>>,
+}
+
+impl Progress {
+    fn new(comm: SimpleCommunicator, rx: Receiver<Outgoing>, deliver: Deliver) -> Self {
+        let n = comm.size() as usize;
+        Progress {
+            comm,
+            rx,
+            deliver,
+            packets: (0..n).map(|_| (Vec::new(), Vec::new())).collect(),
+            sends: Vec::new(),
+            incoming: (0..n).map(|_| VecDeque::new()).collect(),
+        }
+    }
+
+    fn run(mut self) {
+        let mut finishing = false;
+        let mut barrier: Option<Request<'static, ()>> = None;
+        let mut idle: u32 = 0;
+        loop {
+            let mut busy = false;
+            loop {
+                match self.rx.try_recv() {
+                    Ok(Outgoing::Frame { dest, header, token }) => {
+                        busy = true;
+                        self.queue_frame(dest, &header, token);
+                    }
+                    Ok(Outgoing::Finish) | Err(TryRecvError::Disconnected) => {
+                        finishing = true;
+                        break;
+                    }
+                    Err(TryRecvError::Empty) => break,
+                }
+            }
+            for dest in 0..self.packets.len() {
+                self.flush(dest);
+            }
+            busy |= self.receive_all();
+            busy |= self.complete_sends();
+            if finishing && self.sends.is_empty() {
+                // Every rank has completed its sends once the barrier completes.
+                match barrier.take() {
+                    None => barrier = Some(self.comm.immediate_barrier()),
+                    Some(b) => match b.test() {
+                        Ok(_) => {
+                            self.receive_all();
+                            return;
+                        }
+                        Err(b) => barrier = Some(b),
+                    },
+                }
+            }
+            if busy {
+                idle = 0;
+                continue;
+            }
+            idle = idle.saturating_add(1);
+            if idle < SPIN {
+                std::hint::spin_loop();
+            } else if idle < YIELD || finishing {
+                std::thread::yield_now();
+            } else if let Ok(out) = self.rx.recv_timeout(IDLE_WAIT) {
+                idle = 0;
+                match out {
+                    Outgoing::Frame { dest, header, token } => self.queue_frame(dest, &header, token),
+                    Outgoing::Finish => finishing = true,
+                }
+            }
+        }
+    }
+
+    fn queue_frame(&mut self, dest: usize, header: &[u8], token: Option<WireToken>) {
+        let (packet, tokens) = &mut self.packets[dest];
+        wire::push_frame(packet, header, token.as_ref());
+        if let Some(t) = token.filter(|t| !t.bulks_out.is_empty()) {
+            tokens.push(t);
+        }
+        if packet.len() >= PACKET_LIMIT {
+            self.flush(dest);
+        }
+    }
+
+    fn flush(&mut self, dest: usize) {
+        let (packet, tokens) = std::mem::take(&mut self.packets[dest]);
+        if packet.is_empty() {
+            return;
+        }
+        let target = self.comm.process_at_rank(dest as i32);
+        let bytes = as_static(packet.as_ptr(), packet.len());
+        self.sends.push((target.immediate_send_with_tag(StaticScope, bytes, TAG_PACKET), Keep::Packet(packet)));
+        for token in tokens {
+            let token = Arc::new(token);
+            for b in &token.bulks_out {
+                assert!(b.len <= i32::MAX as usize, "dps transport error: a bulk of {} bytes exceeds MPI's 2 GiB message limit", b.len);
+                let bytes = as_static(b.ptr, b.len);
+                self.sends.push((target.immediate_send_with_tag(StaticScope, bytes, TAG_BULK), Keep::Token(token.clone())));
+            }
+        }
+    }
+
+    fn complete_sends(&mut self) -> bool {
+        let before = self.sends.len();
+        let pending = std::mem::take(&mut self.sends);
+        for (request, keep) in pending {
+            match request.test() {
+                Ok(_) => drop(keep),
+                Err(request) => self.sends.push((request, keep)),
+            }
+        }
+        self.sends.len() != before
+    }
+
+    fn receive_all(&mut self) -> bool {
+        let mut any = false;
+        while let Some((msg, status)) = self.comm.any_process().immediate_matched_probe() {
+            any = true;
+            let src = status.source_rank() as usize;
+            match status.tag() {
+                TAG_PACKET => {
+                    let (packet, _) = (msg, status).matched_receive_vec::<u8>();
+                    let frames = wire::parse_packet(&packet).unwrap_or_else(|e| panic!("dps transport error: from rank {src}: {e}"));
+                    self.incoming[src].extend(frames.into_iter().map(|f| (f, 0)));
+                }
+                TAG_BULK => {
+                    let (frame, filled) = self.incoming[src]
+                        .iter_mut()
+                        .find(|(f, filled)| f.token.as_ref().is_some_and(|t| *filled < t.bulks_in.len()))
+                        .unwrap_or_else(|| panic!("dps transport error: unexpected bulk message from rank {src}"));
+                    let buf = frame.token.as_mut().unwrap().bulks_in[*filled].as_bytes_mut();
+                    let expected = buf.len();
+                    let got = status.count(<u8 as mpi::datatype::Equivalence>::equivalent_datatype()) as usize;
+                    assert_eq!(got, expected, "dps transport error: bulk from rank {src} has {got} bytes, expected {expected}");
+                    msg.matched_receive_into(buf);
+                    *filled += 1;
+                }
+                tag => panic!("dps transport error: unknown tag {tag} from rank {src}"),
+            }
+            let queue = &mut self.incoming[src];
+            while queue.front().is_some_and(|(f, filled)| f.token.as_ref().map_or(0, |t| t.bulks_in.len()) == *filled) {
+                let (frame, _) = queue.pop_front().unwrap();
+                (self.deliver)(&frame.header, frame.token);
+            }
+        }
+        any
+    }
+}
+
+/// Extends a slice's lifetime for a send request.
+fn as_static(ptr: *const u8, len: usize) -> &'static [u8] {
+    // SAFETY: the memory is owned by the `Keep` stored beside the request and freed only after
+    // the request completes; heap buffers do not move when their owner moves.
+    unsafe { std::slice::from_raw_parts(ptr, len) }
+}

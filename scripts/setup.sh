@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs every system package the project needs on Debian 12 (idempotent: about a
+# second when everything is already there). WITH_SLURM=1 adds Slurm and munge.
+set -euo pipefail
+PKGS=(openmpi-bin libopenmpi-dev libopenblas-dev libclang1-14 libclang-common-14-dev
+      build-essential pkg-config)
+[[ "${WITH_SLURM:-0}" == 1 ]] && PKGS+=(slurmctld slurmd slurm-client munge)
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  SUDO=""; [[ $(id -u) == 0 ]] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
