@@ -4,7 +4,7 @@ use std::fmt;
 
 /// An error reported by the DPS runtime: bad input (a mapping string, a graph that does not
 /// validate or differs between ranks) or a failure during execution.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct Error {
     kind: ErrorKind,
     message: String,
@@ -43,6 +43,13 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
+    }
+}
+
+/// Shows the message as is, so that `main` returning this error prints it readably.
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({:?} error)", self.message, self.kind)
     }
 }
 

@@ -22,6 +22,8 @@ use crate::{mapping, Error, Token};
 
 /// How long a rank waits for the others to build the same graph before giving up.
 const GRAPH_AGREEMENT_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long a runtime dropped without `shutdown()` waits for the other ranks to do the same.
+const DROP_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long rank 0 waits for the other ranks' trace events at shutdown.
 const TRACE_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -274,28 +276,30 @@ impl Runtime {
     /// # Errors
     /// If the trace file cannot be written.
     pub fn shutdown(mut self) -> Result<(), Error> {
-        self.finish()
+        self.finish(None)
     }
 
-    fn finish(&mut self) -> Result<(), Error> {
+    /// The collective shutdown; with a `timeout`, gives up if the other ranks do not join.
+    fn finish(&mut self, timeout: Option<Duration>) -> Result<(), Error> {
         if self.finished {
             return Ok(());
         }
-        self.finished = true;
         let (rank, ranks) = (self.engine.rank, self.engine.ranks);
+        let gave_up = || Error::new(ErrorKind::Failed, format!("dps: rank {rank}: the other ranks did not shut down within {timeout:?}"));
         if ranks > 1 {
             if rank == 0 {
                 for _ in 1..ranks {
-                    self.engine.wait_control(None, |c| matches!(c, Control::Done { .. }).then_some(()));
+                    self.engine.wait_control(timeout, |c| matches!(c, Control::Done { .. }).then_some(())).ok_or_else(gave_up)?;
                 }
                 for r in 1..ranks {
                     self.engine.send_control(r, Control::Shutdown);
                 }
             } else {
                 self.engine.send_control(0, Control::Done { from: rank as u32 });
-                self.engine.wait_control(None, |c| matches!(c, Control::Shutdown).then_some(()));
+                self.engine.wait_control(timeout, |c| matches!(c, Control::Shutdown).then_some(())).ok_or_else(gave_up)?;
             }
         }
+        self.finished = true;
         let trace_result = self.collect_trace();
         self.stop_workers();
         if let Some(t) = self.transport.take() {
@@ -348,8 +352,10 @@ impl Drop for Runtime {
         if self.finished {
             return;
         }
-        if self.engine.ranks > 1 && !std::thread::panicking() {
-            // Leaving without a collective shutdown would hang the other ranks.
+        // Dropped without shutdown(), typically because main returned an error. If every rank
+        // does the same (bad input seen by all), they shut down together and each prints its
+        // error; if not, the others would hang, so the job is ended.
+        if self.engine.ranks > 1 && self.finish(Some(DROP_SHUTDOWN_TIMEOUT)).is_err() {
             eprintln!("dps: rank {}: the runtime was dropped without shutdown(); ending the job", self.engine.rank);
             crate::transport::mpi::abort_job(1);
         }

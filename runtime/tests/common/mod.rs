@@ -1,0 +1,54 @@
+//! Launches MPI jobs from tests: `scripts/mpirun` with a timeout, one job at a time.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Jobs run one at a time: parallel `mpirun`s on 2 cores would only slow each other down.
+static ONE_JOB_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// Seconds after which a job counts as hung and is killed.
+pub const JOB_TIMEOUT_S: u64 = 120;
+
+pub struct Job {
+    pub status: std::process::ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+    pub elapsed: Duration,
+}
+
+pub fn mpirun_script() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/mpirun")
+}
+
+/// Runs `program args` on `ranks` ranks under `timeout`.
+pub fn mpirun(ranks: usize, program: &std::path::Path, args: &[&str]) -> Job {
+    let _one = ONE_JOB_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let start = Instant::now();
+    let Output { status, stdout, stderr } = Command::new("timeout")
+        .args(["-k", "5", &JOB_TIMEOUT_S.to_string()])
+        .arg(mpirun_script())
+        .args(["-n", &ranks.to_string()])
+        .arg(program)
+        .args(args)
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .expect("cannot run timeout/mpirun");
+    let job = Job {
+        status,
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        elapsed: start.elapsed(),
+    };
+    assert_ne!(job.status.code(), Some(124), "job timed out after {JOB_TIMEOUT_S} s (hang):\n{}", job.stderr);
+    job
+}
+
+/// Path of an example binary built by `cargo test` next to the test binary.
+pub fn example(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    exe.parent().unwrap().parent().unwrap().join("examples").join(name)
+}

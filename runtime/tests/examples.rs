@@ -1,0 +1,40 @@
+//! The examples under `mpirun` on 1, 2 and 4 ranks, and the errors they must report.
+
+mod common;
+use common::{example, mpirun};
+
+#[test]
+fn uppercase_tutorial_on_1_2_4_ranks() {
+    for ranks in [1, 2, 4] {
+        for map in ["all", "0 0", "all*3"] {
+            let job = mpirun(ranks, &example("uppercase"), &["--map", map, "hello dps world"]);
+            assert!(job.status.success(), "{ranks} ranks, map {map}: {}", job.stderr);
+            assert_eq!(job.stdout.trim(), "HELLO DPS WORLD", "{ranks} ranks, map {map}");
+        }
+    }
+}
+
+#[test]
+fn flood_merges_every_token() {
+    for ranks in [1, 2, 4] {
+        let job = mpirun(ranks, &example("flood"), &["--tokens", "20000", "--window", "8"]);
+        assert!(job.status.success(), "{ranks} ranks: {}", job.stderr);
+        assert!(job.stdout.contains("merged 20000 tokens"), "{}", job.stdout);
+    }
+}
+
+#[test]
+fn bad_mapping_is_a_clear_error_before_any_work() {
+    for ranks in [1, 2] {
+        let job = mpirun(ranks, &example("uppercase"), &["--map", "0 7"]);
+        assert!(!job.status.success());
+        assert!(
+            job.stderr.contains("collection \"compute\": bad mapping \"0 7\": rank 7 does not exist"),
+            "stderr: {}",
+            job.stderr
+        );
+        assert!(!job.stdout.contains("HELLO"), "no work may have been done");
+        let job = mpirun(ranks, &example("uppercase"), &["--map", "0*two"]);
+        assert!(job.stderr.contains("\"two\" in \"0*two\" is not a count"), "stderr: {}", job.stderr);
+    }
+}

@@ -1,0 +1,348 @@
+//! Runtime scenarios on 1, 2 and 4 ranks. Each `scenario_*` test is `#[ignore]`d: the
+//! matching normal test relaunches this test binary under `mpirun` to run it on every rank.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use dps::{branch, route, Either, Merge, MergeFn, Node, Posted, Runtime, Stream};
+
+fn run_on(ranks: usize, scenario: &str) -> common::Job {
+    let exe = std::env::current_exe().unwrap();
+    common::mpirun(ranks, &exe, &["--ignored", "--exact", scenario, "--nocapture", "--test-threads=1"])
+}
+
+fn passes_on_1_2_4(scenario: &str) {
+    for ranks in [1, 2, 4] {
+        let job = run_on(ranks, scenario);
+        assert!(job.status.success(), "{scenario} on {ranks} ranks failed:\n{}\n{}", job.stdout, job.stderr);
+        let passed = job.stdout.matches("test result: ok. 1 passed").count();
+        assert_eq!(passed, ranks, "{scenario} on {ranks} ranks: every rank must run it:\n{}", job.stdout);
+    }
+}
+
+fn sum() -> MergeFn<u64, u64, u64, impl Fn(&mut ()) -> u64, impl Fn(&mut (), &mut u64, u64), impl Fn(&mut (), u64) -> u64> {
+    MergeFn::new(|_: &mut ()| 0u64, |_, acc: &mut u64, x: u64| *acc += x, |_, acc| acc)
+}
+
+// ---------------------------------------------------------------- nested split-merge
+
+#[test]
+fn nested_split_merge() {
+    passes_on_1_2_4("scenario_nested");
+}
+
+#[test]
+#[ignore]
+fn scenario_nested() {
+    let rt = Runtime::init().unwrap();
+    let main = rt.collection("main", "0", |_| ()).unwrap();
+    let rows = rt.collection("rows", "all", |_| ()).unwrap();
+    let cells = rt.collection("cells", "all*2", |_| ()).unwrap();
+    // Sum of i*j over an n x m grid: outer split by row, inner split by cell.
+    let outer = Node::split("rows", &main, route::fixed(0), |_: &mut (), (n, m): (u64, u64)| (0..n).map(move |i| (i, m)));
+    let inner = Node::split("cells", &rows, route::by_key(|t: &(u64, u64)| t.0 as usize), |_: &mut (), (i, m): (u64, u64)| {
+        (0..m).map(move |j| (i, j))
+    })
+    .window(3);
+    let product = Node::leaf("product", &cells, route::round_robin(), |_: &mut (), (i, j): (u64, u64)| i * j);
+    let row_sum = Node::merge("row_sum", &rows, sum());
+    let total = Node::merge("total", &main, sum());
+    let g = rt.graph("nested", outer >> inner >> product >> row_sum >> total).unwrap();
+    if rt.is_root() {
+        for (n, m) in [(1, 1), (7, 5), (30, 40)] {
+            let expect: u64 = (0..n).flat_map(|i| (0..m).map(move |j| i * j)).sum();
+            assert_eq!(rt.call(&g, (n, m)).unwrap(), expect);
+        }
+        // An empty split still completes its merge.
+        assert_eq!(rt.call(&g, (0, 5)).unwrap(), 0);
+        assert_eq!(rt.call(&g, (3, 0)).unwrap(), 0);
+    }
+    rt.shutdown().unwrap();
+}
+
+// ---------------------------------------------------------------- stream
+
+#[test]
+fn stream_posts_outputs_while_inputs_arrive() {
+    passes_on_1_2_4("scenario_stream");
+}
+
+static STREAM_FINISHED: AtomicBool = AtomicBool::new(false);
+static EARLY_ARRIVALS: AtomicUsize = AtomicUsize::new(0);
+
+/// Passes each input on at once, doubled.
+struct Forward;
+impl Stream<()> for Forward {
+    type In = u64;
+    type Out = u64;
+    type Acc = ();
+    fn start(&self, _: &mut ()) {}
+    fn input(&self, _: &mut (), _: &mut (), x: u64, out: &mut Posted<u64>) {
+        out.post(2 * x);
+    }
+    fn finish(&self, _: &mut (), _: (), _: &mut Posted<u64>) {
+        STREAM_FINISHED.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Sums, and counts the tokens that arrived before the stream had all its inputs.
+struct SumAndWatch;
+impl Merge<()> for SumAndWatch {
+    type In = u64;
+    type Out = u64;
+    type Acc = u64;
+    fn start(&self, _: &mut ()) -> u64 {
+        0
+    }
+    fn merge(&self, _: &mut (), acc: &mut u64, x: u64) {
+        if !STREAM_FINISHED.load(Ordering::SeqCst) {
+            EARLY_ARRIVALS.fetch_add(1, Ordering::SeqCst);
+        }
+        *acc += x;
+    }
+    fn finish(&self, _: &mut (), acc: u64) -> u64 {
+        acc
+    }
+}
+
+#[test]
+#[ignore]
+fn scenario_stream() {
+    let rt = Runtime::init().unwrap();
+    let main = rt.collection("main", "0", |_| ()).unwrap();
+    let work = rt.collection("work", "all", |_| ()).unwrap();
+    let split = Node::split("split", &main, route::fixed(0), |_: &mut (), n: u64| 0..n);
+    let slow = Node::leaf("slow", &work, route::round_robin(), |_: &mut (), x: u64| {
+        std::thread::sleep(Duration::from_millis(5));
+        x
+    });
+    let stream = Node::stream("forward", &main, Forward);
+    // Its own threads: behind the slow tokens in work's queues it could not start early.
+    let after = rt.collection("after", "all", |_| ()).unwrap();
+    let add_one = Node::leaf("add_one", &after, route::round_robin(), |_: &mut (), x: u64| x + 1);
+    let merge = Node::merge("sum", &main, SumAndWatch);
+    let g = rt.graph("stream", split >> slow >> stream >> add_one >> merge).unwrap();
+    if rt.is_root() {
+        let n = 40;
+        assert_eq!(rt.call(&g, n).unwrap(), (0..n).map(|x| 2 * x + 1).sum::<u64>());
+        assert!(EARLY_ARRIVALS.load(Ordering::SeqCst) > 0, "stream outputs must flow before its last input");
+    }
+    rt.shutdown().unwrap();
+}
+
+// ---------------------------------------------------------------- type branching
+
+#[test]
+fn branching_by_token_type() {
+    passes_on_1_2_4("scenario_branch");
+}
+
+#[test]
+#[ignore]
+fn scenario_branch() {
+    let rt = Runtime::init().unwrap();
+    let main = rt.collection("main", "0", |_| ()).unwrap();
+    let numbers = rt.collection("numbers", "all", |_| ()).unwrap();
+    let words = rt.collection("words", "all", |_| ()).unwrap();
+    let split = Node::split("mixed", &main, route::fixed(0), |_: &mut (), n: u64| {
+        (0..n).map(|i| if i % 3 == 0 { Either::Right(format!("w{i}")) } else { Either::Left(i) })
+    });
+    let num = Node::leaf("number", &numbers, route::round_robin(), |_: &mut (), x: u64| x);
+    let word = Node::leaf("word_length", &words, route::round_robin(), |_: &mut (), w: String| 1000 * w.len() as u64);
+    let merge = Node::merge("sum", &main, sum());
+    let g = rt.graph("branch", split >> branch(num, word) >> merge).unwrap();
+    if rt.is_root() {
+        let n = 30u64;
+        let expect: u64 = (0..n).map(|i| if i % 3 == 0 { 1000 * format!("w{i}").len() as u64 } else { i }).sum();
+        assert_eq!(rt.call(&g, n).unwrap(), expect);
+    }
+    rt.shutdown().unwrap();
+}
+
+// ---------------------------------------------------------------- load balancing
+
+#[test]
+fn load_balancing_starves_the_slow_thread() {
+    passes_on_1_2_4("scenario_load_balance");
+}
+
+#[test]
+#[ignore]
+fn scenario_load_balance() {
+    let rt = Runtime::init().unwrap();
+    let main = rt.collection("main", "0", |_| ()).unwrap();
+    let threads = 4;
+    let slaves = rt.collection("slaves", &format!("all*{}", threads / rt.ranks().min(threads)), |i| i).unwrap();
+    let n = slaves.len();
+    let split = Node::split("jobs", &main, route::fixed(0), |_: &mut (), jobs: u64| 0..jobs).window(2 * n);
+    let work = Node::leaf("work", &slaves, route::load_balanced(), |me: &mut usize, _job: u64| {
+        // Thread 0 is ten times slower than the others.
+        std::thread::sleep(Duration::from_millis(if *me == 0 { 20 } else { 2 }));
+        *me as u64
+    });
+    let count = Node::merge(
+        "count",
+        &main,
+        MergeFn::new(move |_: &mut ()| vec![0u64; n], |_, acc: &mut Vec<u64>, who: u64| acc[who as usize] += 1, |_, acc| acc),
+    );
+    let g = rt.graph("balance", split >> work >> count).unwrap();
+    if rt.is_root() {
+        let jobs = 200;
+        let per_thread = rt.call(&g, jobs).unwrap();
+        assert_eq!(per_thread.iter().sum::<u64>(), jobs);
+        let fair = jobs / n as u64;
+        assert!(per_thread[0] < fair / 2, "the slow thread got {} of {jobs} jobs (fair share {fair}): {per_thread:?}", per_thread[0]);
+    }
+    rt.shutdown().unwrap();
+}
+
+// ---------------------------------------------------------------- flow control
+
+#[test]
+fn flow_control_bounds_tokens_created() {
+    passes_on_1_2_4("scenario_flow_control");
+}
+
+static IN_FLIGHT: AtomicI64 = AtomicI64::new(0);
+static MAX_IN_FLIGHT: AtomicI64 = AtomicI64::new(0);
+
+#[test]
+#[ignore]
+fn scenario_flow_control() {
+    let rt = Runtime::init().unwrap();
+    let main = rt.collection("main", "0", |_| ()).unwrap();
+    let work = rt.collection("work", "all*2", |_| ()).unwrap();
+    let window = 16;
+    // Split and merge share thread main[0]: the split must suspend, not block, when the
+    // window is full, or the merge could never return a credit.
+    let split = Node::split("lazy", &main, route::fixed(0), |_: &mut (), n: u64| {
+        (0..n).map(|i| {
+            let now = IN_FLIGHT.fetch_add(1, Ordering::SeqCst) + 1;
+            MAX_IN_FLIGHT.fetch_max(now, Ordering::SeqCst);
+            i
+        })
+    })
+    .window(window);
+    let leaf = Node::leaf("touch", &work, route::round_robin(), |_: &mut (), x: u64| x);
+    let merge = Node::merge(
+        "count",
+        &main,
+        MergeFn::new(
+            |_: &mut ()| 0u64,
+            |_, n: &mut u64, _x: u64| {
+                IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
+                *n += 1
+            },
+            |_, n| n,
+        ),
+    );
+    let g = rt.graph("flow", split >> leaf >> merge).unwrap();
+    if rt.is_root() {
+        let n = 100_000;
+        assert_eq!(rt.call(&g, n).unwrap(), n);
+        let max = MAX_IN_FLIGHT.load(Ordering::SeqCst);
+        // The split looks one token ahead to learn early that it is done.
+        assert!(max <= window as i64 + 1, "{max} tokens were created and not merged at once; window {window}");
+        assert!(max >= window as i64, "the window should fill up: max {max}");
+    }
+    rt.shutdown().unwrap();
+}
+
+// ---------------------------------------------------------------- start / wait
+
+#[test]
+fn concurrent_calls_with_start_and_wait() {
+    passes_on_1_2_4("scenario_start_wait");
+}
+
+#[test]
+#[ignore]
+fn scenario_start_wait() {
+    let rt = Runtime::init().unwrap();
+    let main = rt.collection("main", "0", |_| ()).unwrap();
+    let work = rt.collection("work", "all", |_| ()).unwrap();
+    let split = Node::split("split", &main, route::fixed(0), |_: &mut (), n: u64| 0..n);
+    let leaf = Node::leaf("square", &work, route::round_robin(), |_: &mut (), x: u64| x * x);
+    let merge = Node::merge("sum", &main, sum());
+    let g = rt.graph("squares", split >> leaf >> merge).unwrap();
+    // Every rank calls the graph, several times at once.
+    let pending: Vec<_> = (0..8u64).map(|k| (k, rt.start(&g, 10 * k + rt.rank() as u64))).collect();
+    for (k, p) in pending {
+        let n = 10 * k + rt.rank() as u64;
+        assert_eq!(p.wait().unwrap(), (0..n).map(|x| x * x).sum::<u64>());
+    }
+    rt.shutdown().unwrap();
+}
+
+// ---------------------------------------------------------------- failures
+
+#[test]
+fn panic_on_last_rank_ends_the_job_loudly() {
+    for ranks in [1, 2, 4] {
+        let job = run_on(ranks, "scenario_panic_on_last_rank");
+        assert!(!job.status.success(), "{ranks} ranks: the job must fail");
+        let last = ranks - 1;
+        let expect = format!("dps: rank {last}: operation 'explode' on thread 'work[{last}]' panicked: boom on rank {last}");
+        assert!(job.stderr.contains(&expect), "{ranks} ranks: stderr lacks \"{expect}\":\n{}", job.stderr);
+        assert!(job.elapsed < Duration::from_secs(30), "{ranks} ranks: took {:?}", job.elapsed);
+    }
+}
+
+#[test]
+#[ignore]
+fn scenario_panic_on_last_rank() {
+    let rt = Runtime::init().unwrap();
+    let main = rt.collection("main", "0", |_| ()).unwrap();
+    let work = rt.collection("work", "all", |i| i).unwrap();
+    let last = rt.ranks() - 1;
+    let split = Node::split("split", &main, route::fixed(0), |_: &mut (), n: usize| 0..n);
+    let leaf = Node::leaf("explode", &work, route::round_robin(), move |me: &mut usize, x: usize| {
+        if *me == last {
+            panic!("boom on rank {last}");
+        }
+        x
+    });
+    let merge = Node::merge("count", &main, MergeFn::new(|_: &mut ()| 0usize, |_, n: &mut usize, _x: usize| *n += 1, |_, n| n));
+    let g = rt.graph("explode", split >> leaf >> merge).unwrap();
+    if rt.is_root() {
+        // On one rank the failure comes back as an error; on more, the job is aborted.
+        let err = rt.call(&g, 100).unwrap_err();
+        panic!("{err}");
+    }
+    rt.shutdown().unwrap();
+}
+
+#[test]
+fn ranks_with_different_graphs_fail_fast() {
+    let job = run_on(2, "scenario_mismatched_graphs");
+    assert!(!job.status.success());
+    assert!(job.stderr.contains("ranks built different graphs: graph #0 on rank 1 differs from rank 0"), "{}", job.stderr);
+    assert!(job.elapsed < Duration::from_secs(30));
+}
+
+#[test]
+#[ignore]
+fn scenario_mismatched_graphs() {
+    let rt = Runtime::init().unwrap();
+    let main = rt.collection("main", "0", |_| ()).unwrap();
+    let name = if rt.rank() == 0 { "double" } else { "triple" };
+    let leaf = Node::leaf(name, &main, route::fixed(0), |_: &mut (), x: u64| x * 2);
+    let err = rt.graph("mismatch", leaf).unwrap_err();
+    panic!("{err}");
+}
+
+#[test]
+fn invalid_graphs_are_rejected_with_names() {
+    let rt = Runtime::single();
+    let main = rt.collection("main", "0", |_| ()).unwrap();
+    let split = Node::split("lonely_split", &main, route::fixed(0), |_: &mut (), n: u64| 0..n);
+    let leaf = Node::leaf("leaf", &main, route::fixed(0), |_: &mut (), x: u64| x);
+    let err = rt.graph("unclosed", split >> leaf).unwrap_err().to_string();
+    assert!(err.contains("the path ends at \"leaf\" inside split \"lonely_split\""), "{err}");
+    let merge = Node::merge("orphan_merge", &main, sum());
+    let err = rt.graph("orphan", merge).unwrap_err().to_string();
+    assert!(err.contains("merge \"orphan_merge\" has no split before it"), "{err}");
+    rt.shutdown().unwrap();
+}
