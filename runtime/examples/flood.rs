@@ -23,11 +23,17 @@ struct Args {
     /// Mapping of the leaf collection.
     #[arg(long, default_value = "all")]
     map: String,
+    /// Write a Chrome trace (open in Perfetto) of every operation and message to this file.
+    #[arg(long)]
+    trace: Option<std::path::PathBuf>,
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
-    let rt = Runtime::init()?;
+    let mut rt = Runtime::init()?;
+    if let Some(path) = &args.trace {
+        rt.trace_to(path);
+    }
     let main = rt.collection("main", "0", |_| ())?;
     let workers = rt.collection("workers", &args.map, |_| ())?;
 
@@ -36,7 +42,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let merge = Node::merge(
         "count",
         &main,
-        MergeFn::new(|_: &mut ()| (0u64, 0u64), |_, acc: &mut (u64, u64), odd: u64| *acc = (acc.0 + 1, acc.1 + odd), |_, acc| acc),
+        MergeFn::new(
+            |_: &mut ()| (0u64, 0u64),
+            |_, acc: &mut (u64, u64), odd: u64| *acc = (acc.0 + 1, acc.1 + odd),
+            |_, acc| acc,
+        ),
     );
     let graph = rt.graph("flood", split >> leaf >> merge)?;
 
@@ -61,6 +71,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 fn max_rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
+        .and_then(|s| {
+            s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
         .unwrap_or(0)
 }

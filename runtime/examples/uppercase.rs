@@ -15,6 +15,9 @@ struct Args {
     /// Mapping of the compute collection (default: one thread per rank).
     #[arg(long, default_value = "all")]
     map: String,
+    /// Write a Chrome trace (open in Perfetto) of every operation and message to this file.
+    #[arg(long)]
+    trace: Option<std::path::PathBuf>,
     /// The text to convert.
     #[arg(default_value = "hello from dynamic parallel schedules")]
     text: String,
@@ -49,7 +52,10 @@ impl dps::Merge<()> for Collect {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
-    let rt = Runtime::init()?;
+    let mut rt = Runtime::init()?;
+    if let Some(path) = &args.trace {
+        rt.trace_to(path);
+    }
     let main = rt.collection("main", "0", |_| ())?;
     let compute = rt.collection("compute", &args.map, |_| ())?;
     let rank = rt.rank();

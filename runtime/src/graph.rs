@@ -62,7 +62,9 @@ pub(crate) fn build<I: Token, O: Token>(id: usize, name: &str, path: Path<I, O>)
             continue;
         }
         let imp = cell.imp.lock().unwrap().take().ok_or_else(|| {
-            Error::graph(format!("graph \"{name}\": a node is already part of another graph; create new nodes for each graph"))
+            Error::graph(format!(
+                "graph \"{name}\": a node is already part of another graph; create new nodes for each graph"
+            ))
         })?;
         index.insert(cell.id, nodes.len());
         nodes.push(imp);
@@ -104,7 +106,10 @@ fn check_nesting(name: &str, nodes: &mut [NodeImpl], entry: &Entry<usize>) -> Re
     while let Some((n, mut open)) = work.pop() {
         if let Some(before) = &seen[n] {
             if *before != open {
-                return err(format!("node \"{}\" is reached inside different splits on different paths", nodes[n].name));
+                return err(format!(
+                    "node \"{}\" is reached inside different splits on different paths",
+                    nodes[n].name
+                ));
             }
             continue;
         }

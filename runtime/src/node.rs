@@ -23,13 +23,17 @@ pub(crate) type AnyToken = Box<dyn Any + Send>;
 pub(crate) type AnyState = dyn Any + Send;
 pub(crate) type SplitIter = Box<dyn Iterator<Item = AnyToken> + Send>;
 type Dispatch = dyn Fn(AnyToken) -> (usize, AnyToken) + Send + Sync;
+type LeafFn = dyn Fn(&mut AnyState, AnyToken) -> AnyToken + Send + Sync;
+/// Opens a split instance: returns the merge thread index and the lazy token source.
+type OpenFn = dyn Fn(&mut AnyState, AnyToken, usize) -> (usize, SplitIter) + Send + Sync;
+/// Encodes a token for another rank.
+pub(crate) type Encoder = fn(AnyToken) -> WireToken;
 type ErasedRoute = dyn Fn(&AnyState, &RouteCtx) -> usize + Send + Sync;
 
 /// The type-erased operation the engine runs.
 pub(crate) enum OpImpl {
-    Leaf(Box<dyn Fn(&mut AnyState, AnyToken) -> AnyToken + Send + Sync>),
-    /// Opens an instance: returns the merge thread index and the lazy token source.
-    Split(Box<dyn Fn(&mut AnyState, AnyToken, usize) -> (usize, SplitIter) + Send + Sync>),
+    Leaf(Box<LeafFn>),
+    Split(Box<OpenFn>),
     Merge(Box<dyn ErasedMerge>),
     Stream(Box<dyn ErasedStream>),
 }
@@ -84,7 +88,7 @@ pub(crate) struct NodeImpl {
     pub(crate) coll: Arc<CollInfo>,
     pub(crate) op: OpImpl,
     pub(crate) route: Option<Box<ErasedRoute>>,
-    pub(crate) encode: fn(AnyToken) -> WireToken,
+    pub(crate) encode: Encoder,
     pub(crate) decode: fn(WireToken) -> AnyToken,
     pub(crate) window: Option<usize>,
     pub(crate) in_type: &'static str,
@@ -254,7 +258,11 @@ impl<I: Token, O: Token> Node<I, O> {
     pub fn window(self, window: usize) -> Self {
         assert!(window > 0, "dps: a window of 0 tokens would never let a token through");
         self.edit(|n| {
-            assert!(matches!(n.kind, Kind::Split | Kind::Stream), "dps: only splits and streams take a window ({})", n.name);
+            assert!(
+                matches!(n.kind, Kind::Split | Kind::Stream),
+                "dps: only splits and streams take a window ({})",
+                n.name
+            );
             n.window = Some(window)
         });
         self
@@ -352,7 +360,10 @@ pub enum Either<A, B> {
 /// Type branching: an `Either<A, B>` token continues on `left` if it is `Left(a)` and on
 /// `right` if it is `Right(b)`. Both paths end with the same type, so they can meet again,
 /// typically at a merge.
-pub fn branch<A: Token, B: Token, X>(left: impl Into<Path<A, X>>, right: impl Into<Path<B, X>>) -> Path<Either<A, B>, X> {
+pub fn branch<A: Token, B: Token, X>(
+    left: impl Into<Path<A, X>>,
+    right: impl Into<Path<B, X>>,
+) -> Path<Either<A, B>, X> {
     let (l, r) = (left.into(), right.into());
     let dispatch = |t: AnyToken| -> (usize, AnyToken) {
         match *t.downcast::<Either<A, B>>().expect("dps: branch token type") {

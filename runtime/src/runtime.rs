@@ -78,7 +78,10 @@ impl<O: Token> Pending<O> {
     /// # Errors
     /// If an operation failed (on a one-rank job; on more ranks a failure aborts the job).
     pub fn wait(self) -> Result<O, Error> {
-        let result = self.rx.recv().map_err(|_| Error::new(ErrorKind::Failed, "dps: the runtime stopped before the call finished"))?;
+        let result = self
+            .rx
+            .recv()
+            .map_err(|_| Error::new(ErrorKind::Failed, "dps: the runtime stopped before the call finished"))?;
         let payload = result.map_err(|m| Error::new(ErrorKind::Failed, m))?;
         Ok(*payload.into_token(self.decode).downcast::<O>().expect("dps: graph output type"))
     }
@@ -112,7 +115,10 @@ impl Runtime {
     pub fn from_universe(universe: mpi::environment::Universe) -> Result<Runtime, Error> {
         let level = mpi::environment::threading_support();
         if level < mpi::Threading::Serialized {
-            return Err(Error::new(ErrorKind::Mpi, format!("dps: MPI grants threading level {level:?}; the progress thread needs Serialized or Multiple")));
+            return Err(Error::new(
+                ErrorKind::Mpi,
+                format!("dps: MPI grants threading level {level:?}; the progress thread needs Serialized or Multiple"),
+            ));
         }
         let world = universe.world();
         let (rank, ranks) = (world.rank() as usize, world.size() as usize);
@@ -185,9 +191,20 @@ impl Runtime {
     ///
     /// # Errors
     /// If the mapping string is malformed or names a rank or host that does not exist.
-    pub fn collection<S: Send + 'static>(&self, name: &str, mapping: &str, init: impl Fn(usize) -> S) -> Result<Collection<S>, Error> {
-        let ranks = mapping::parse(mapping, &self.engine.hosts).map_err(|e| Error::mapping(format!("collection \"{name}\": {e}")))?;
-        let info = Arc::new(CollInfo { id: self.engine.collections(), name: name.to_string(), mapping: mapping.to_string(), ranks });
+    pub fn collection<S: Send + 'static>(
+        &self,
+        name: &str,
+        mapping: &str,
+        init: impl Fn(usize) -> S,
+    ) -> Result<Collection<S>, Error> {
+        let ranks = mapping::parse(mapping, &self.engine.hosts)
+            .map_err(|e| Error::mapping(format!("collection \"{name}\": {e}")))?;
+        let info = Arc::new(CollInfo {
+            id: self.engine.collections(),
+            name: name.to_string(),
+            mapping: mapping.to_string(),
+            ranks,
+        });
         self.engine.add_collection(info.clone(), |i| Box::new(init(i)));
         Ok(Collection::new(info))
     }
@@ -285,18 +302,27 @@ impl Runtime {
             return Ok(());
         }
         let (rank, ranks) = (self.engine.rank, self.engine.ranks);
-        let gave_up = || Error::new(ErrorKind::Failed, format!("dps: rank {rank}: the other ranks did not shut down within {timeout:?}"));
+        let gave_up = || {
+            Error::new(
+                ErrorKind::Failed,
+                format!("dps: rank {rank}: the other ranks did not shut down within {timeout:?}"),
+            )
+        };
         if ranks > 1 {
             if rank == 0 {
                 for _ in 1..ranks {
-                    self.engine.wait_control(timeout, |c| matches!(c, Control::Done { .. }).then_some(())).ok_or_else(gave_up)?;
+                    self.engine
+                        .wait_control(timeout, |c| matches!(c, Control::Done { .. }).then_some(()))
+                        .ok_or_else(gave_up)?;
                 }
                 for r in 1..ranks {
                     self.engine.send_control(r, Control::Shutdown);
                 }
             } else {
                 self.engine.send_control(0, Control::Done { from: rank as u32 });
-                self.engine.wait_control(timeout, |c| matches!(c, Control::Shutdown).then_some(())).ok_or_else(gave_up)?;
+                self.engine
+                    .wait_control(timeout, |c| matches!(c, Control::Shutdown).then_some(()))
+                    .ok_or_else(gave_up)?;
             }
         }
         self.finished = true;
@@ -329,7 +355,8 @@ impl Runtime {
                 None => break,
             }
         }
-        crate::trace::write_file(path, &all).map_err(|e| Error::new(ErrorKind::Failed, format!("cannot write trace {}: {e}", path.display())))
+        crate::trace::write_file(path, &all)
+            .map_err(|e| Error::new(ErrorKind::Failed, format!("cannot write trace {}: {e}", path.display())))
     }
 
     fn stop_workers(&mut self) {
@@ -365,7 +392,9 @@ impl Drop for Runtime {
 }
 
 fn host_name() -> String {
-    mpi::environment::processor_name().map(|s| s.trim_end_matches('\0').to_string()).unwrap_or_else(|_| "localhost".into())
+    mpi::environment::processor_name()
+        .map(|s| s.trim_end_matches('\0').to_string())
+        .unwrap_or_else(|_| "localhost".into())
 }
 
 /// Every rank's host name, gathered on all ranks (before the progress thread starts).

@@ -129,12 +129,9 @@ impl<'de, T: BulkElem> Deserialize<'de> for Bulk<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         if wire::decoding_with_bulks() {
             let index = u32::deserialize(d)?;
-            let any = wire::take_incoming_bulk(index).ok_or_else(|| {
-                serde::de::Error::custom(format!("bulk payload #{index} missing from message"))
-            })?;
-            T::from_any(any)
-                .map(Bulk)
-                .ok_or_else(|| serde::de::Error::custom("bulk payload has another element type"))
+            let any = wire::take_incoming_bulk(index)
+                .ok_or_else(|| serde::de::Error::custom(format!("bulk payload #{index} missing from message")))?;
+            T::from_any(any).map(Bulk).ok_or_else(|| serde::de::Error::custom("bulk payload has another element type"))
         } else {
             Vec::<T>::deserialize(d).map(Bulk)
         }

@@ -50,7 +50,10 @@ impl Tracer {
     pub(crate) fn enable(&self, rank: usize) {
         let mut d = self.inner.lock().unwrap();
         d.rank = rank;
-        let _ = write!(d.events, "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{rank},\"args\":{{\"name\":\"rank {rank}\"}}}},");
+        let _ = write!(
+            d.events,
+            "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{rank},\"args\":{{\"name\":\"rank {rank}\"}}}},"
+        );
         self.enabled.store(true, Ordering::SeqCst);
     }
 
@@ -68,7 +71,12 @@ impl Tracer {
         let end = now_us();
         let mut d = self.inner.lock().unwrap();
         let (tid, pid) = (d.track(thread), d.rank);
-        let _ = write!(d.events, "{{\"ph\":\"X\",\"name\":\"{}\",\"pid\":{pid},\"tid\":{tid},\"ts\":{start:.1},\"dur\":{:.1}}},", escape(op), end - start);
+        let _ = write!(
+            d.events,
+            "{{\"ph\":\"X\",\"name\":\"{}\",\"pid\":{pid},\"tid\":{tid},\"ts\":{start:.1},\"dur\":{:.1}}},",
+            escape(op),
+            end - start
+        );
         r
     }
 

@@ -38,3 +38,22 @@ fn bad_mapping_is_a_clear_error_before_any_work() {
         assert!(job.stderr.contains("\"two\" in \"0*two\" is not a count"), "stderr: {}", job.stderr);
     }
 }
+
+#[test]
+fn trace_has_spans_and_messages_of_every_rank() {
+    let path = std::env::temp_dir().join(format!("dps-trace-test-{}.json", std::process::id()));
+    let job = mpirun(2, &example("uppercase"), &["--trace", path.to_str().unwrap(), "traced"]);
+    assert!(job.status.success(), "{}", job.stderr);
+    let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    std::fs::remove_file(&path).ok();
+    let events = trace["traceEvents"].as_array().unwrap();
+    let spans = |op: &str| events.iter().filter(|e| e["ph"] == "X" && e["name"] == op).count();
+    assert_eq!(spans("to_upper"), 6, "one span per character");
+    assert_eq!(spans("split_string"), 1);
+    for rank in [0, 1] {
+        assert!(
+            events.iter().any(|e| e["ph"] == "i" && e["pid"] == rank),
+            "rank {rank} sent messages, they must appear in the trace"
+        );
+    }
+}

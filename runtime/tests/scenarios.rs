@@ -22,8 +22,21 @@ fn passes_on_1_2_4(scenario: &str) {
     }
 }
 
-fn sum() -> MergeFn<u64, u64, u64, impl Fn(&mut ()) -> u64, impl Fn(&mut (), &mut u64, u64), impl Fn(&mut (), u64) -> u64> {
-    MergeFn::new(|_: &mut ()| 0u64, |_, acc: &mut u64, x: u64| *acc += x, |_, acc| acc)
+/// Sums `u64` tokens.
+struct Sum;
+impl Merge<()> for Sum {
+    type In = u64;
+    type Out = u64;
+    type Acc = u64;
+    fn start(&self, _: &mut ()) -> u64 {
+        0
+    }
+    fn merge(&self, _: &mut (), acc: &mut u64, x: u64) {
+        *acc += x;
+    }
+    fn finish(&self, _: &mut (), acc: u64) -> u64 {
+        acc
+    }
 }
 
 // ---------------------------------------------------------------- nested split-merge
@@ -41,14 +54,16 @@ fn scenario_nested() {
     let rows = rt.collection("rows", "all", |_| ()).unwrap();
     let cells = rt.collection("cells", "all*2", |_| ()).unwrap();
     // Sum of i*j over an n x m grid: outer split by row, inner split by cell.
-    let outer = Node::split("rows", &main, route::fixed(0), |_: &mut (), (n, m): (u64, u64)| (0..n).map(move |i| (i, m)));
-    let inner = Node::split("cells", &rows, route::by_key(|t: &(u64, u64)| t.0 as usize), |_: &mut (), (i, m): (u64, u64)| {
-        (0..m).map(move |j| (i, j))
-    })
-    .window(3);
+    let outer =
+        Node::split("rows", &main, route::fixed(0), |_: &mut (), (n, m): (u64, u64)| (0..n).map(move |i| (i, m)));
+    let inner =
+        Node::split("cells", &rows, route::by_key(|t: &(u64, u64)| t.0 as usize), |_: &mut (), (i, m): (u64, u64)| {
+            (0..m).map(move |j| (i, j))
+        })
+        .window(3);
     let product = Node::leaf("product", &cells, route::round_robin(), |_: &mut (), (i, j): (u64, u64)| i * j);
-    let row_sum = Node::merge("row_sum", &rows, sum());
-    let total = Node::merge("total", &main, sum());
+    let row_sum = Node::merge("row_sum", &rows, Sum);
+    let total = Node::merge("total", &main, Sum);
     let g = rt.graph("nested", outer >> inner >> product >> row_sum >> total).unwrap();
     if rt.is_root() {
         for (n, m) in [(1, 1), (7, 5), (30, 40)] {
@@ -151,7 +166,7 @@ fn scenario_branch() {
     });
     let num = Node::leaf("number", &numbers, route::round_robin(), |_: &mut (), x: u64| x);
     let word = Node::leaf("word_length", &words, route::round_robin(), |_: &mut (), w: String| 1000 * w.len() as u64);
-    let merge = Node::merge("sum", &main, sum());
+    let merge = Node::merge("sum", &main, Sum);
     let g = rt.graph("branch", split >> branch(num, word) >> merge).unwrap();
     if rt.is_root() {
         let n = 30u64;
@@ -185,7 +200,11 @@ fn scenario_load_balance() {
     let count = Node::merge(
         "count",
         &main,
-        MergeFn::new(move |_: &mut ()| vec![0u64; n], |_, acc: &mut Vec<u64>, who: u64| acc[who as usize] += 1, |_, acc| acc),
+        MergeFn::new(
+            move |_: &mut ()| vec![0u64; n],
+            |_, acc: &mut Vec<u64>, who: u64| acc[who as usize] += 1,
+            |_, acc| acc,
+        ),
     );
     let g = rt.graph("balance", split >> work >> count).unwrap();
     if rt.is_root() {
@@ -193,7 +212,11 @@ fn scenario_load_balance() {
         let per_thread = rt.call(&g, jobs).unwrap();
         assert_eq!(per_thread.iter().sum::<u64>(), jobs);
         let fair = jobs / n as u64;
-        assert!(per_thread[0] < fair / 2, "the slow thread got {} of {jobs} jobs (fair share {fair}): {per_thread:?}", per_thread[0]);
+        assert!(
+            per_thread[0] < fair / 2,
+            "the slow thread got {} of {jobs} jobs (fair share {fair}): {per_thread:?}",
+            per_thread[0]
+        );
     }
     rt.shutdown().unwrap();
 }
@@ -218,10 +241,9 @@ fn scenario_flow_control() {
     // Split and merge share thread main[0]: the split must suspend, not block, when the
     // window is full, or the merge could never return a credit.
     let split = Node::split("lazy", &main, route::fixed(0), |_: &mut (), n: u64| {
-        (0..n).map(|i| {
+        (0..n).inspect(|_| {
             let now = IN_FLIGHT.fetch_add(1, Ordering::SeqCst) + 1;
             MAX_IN_FLIGHT.fetch_max(now, Ordering::SeqCst);
-            i
         })
     })
     .window(window);
@@ -265,7 +287,7 @@ fn scenario_start_wait() {
     let work = rt.collection("work", "all", |_| ()).unwrap();
     let split = Node::split("split", &main, route::fixed(0), |_: &mut (), n: u64| 0..n);
     let leaf = Node::leaf("square", &work, route::round_robin(), |_: &mut (), x: u64| x * x);
-    let merge = Node::merge("sum", &main, sum());
+    let merge = Node::merge("sum", &main, Sum);
     let g = rt.graph("squares", split >> leaf >> merge).unwrap();
     // Every rank calls the graph, several times at once.
     let pending: Vec<_> = (0..8u64).map(|k| (k, rt.start(&g, 10 * k + rt.rank() as u64))).collect();
@@ -284,7 +306,8 @@ fn panic_on_last_rank_ends_the_job_loudly() {
         let job = run_on(ranks, "scenario_panic_on_last_rank");
         assert!(!job.status.success(), "{ranks} ranks: the job must fail");
         let last = ranks - 1;
-        let expect = format!("dps: rank {last}: operation 'explode' on thread 'work[{last}]' panicked: boom on rank {last}");
+        let expect =
+            format!("dps: rank {last}: operation 'explode' on thread 'work[{last}]' panicked: boom on rank {last}");
         assert!(job.stderr.contains(&expect), "{ranks} ranks: stderr lacks \"{expect}\":\n{}", job.stderr);
         assert!(job.elapsed < Duration::from_secs(30), "{ranks} ranks: took {:?}", job.elapsed);
     }
@@ -304,7 +327,8 @@ fn scenario_panic_on_last_rank() {
         }
         x
     });
-    let merge = Node::merge("count", &main, MergeFn::new(|_: &mut ()| 0usize, |_, n: &mut usize, _x: usize| *n += 1, |_, n| n));
+    let merge =
+        Node::merge("count", &main, MergeFn::new(|_: &mut ()| 0usize, |_, n: &mut usize, _x: usize| *n += 1, |_, n| n));
     let g = rt.graph("explode", split >> leaf >> merge).unwrap();
     if rt.is_root() {
         // On one rank the failure comes back as an error; on more, the job is aborted.
@@ -318,7 +342,11 @@ fn scenario_panic_on_last_rank() {
 fn ranks_with_different_graphs_fail_fast() {
     let job = run_on(2, "scenario_mismatched_graphs");
     assert!(!job.status.success());
-    assert!(job.stderr.contains("ranks built different graphs: graph #0 on rank 1 differs from rank 0"), "{}", job.stderr);
+    assert!(
+        job.stderr.contains("ranks built different graphs: graph #0 on rank 1 differs from rank 0"),
+        "{}",
+        job.stderr
+    );
     assert!(job.elapsed < Duration::from_secs(30));
 }
 
@@ -341,7 +369,7 @@ fn invalid_graphs_are_rejected_with_names() {
     let leaf = Node::leaf("leaf", &main, route::fixed(0), |_: &mut (), x: u64| x);
     let err = rt.graph("unclosed", split >> leaf).unwrap_err().to_string();
     assert!(err.contains("the path ends at \"leaf\" inside split \"lonely_split\""), "{err}");
-    let merge = Node::merge("orphan_merge", &main, sum());
+    let merge = Node::merge("orphan_merge", &main, Sum);
     let err = rt.graph("orphan", merge).unwrap_err().to_string();
     assert!(err.contains("merge \"orphan_merge\" has no split before it"), "{err}");
     rt.shutdown().unwrap();

@@ -51,13 +51,32 @@ impl Ctx {
 #[derive(Serialize, Deserialize, Debug)]
 pub(crate) enum Header {
     /// A token for node `node` of graph `graph`, on thread `to`.
-    Token { to: ThreadAddr, graph: u32, node: u32, ctx: Ctx },
+    Token {
+        to: ThreadAddr,
+        graph: u32,
+        node: u32,
+        ctx: Ctx,
+    },
     /// The opener of `instance` produced `total` tokens; `ctx` is the context outside it.
-    Close { to: ThreadAddr, graph: u32, node: u32, ctx: Ctx, instance: InstanceId, total: u64 },
+    Close {
+        to: ThreadAddr,
+        graph: u32,
+        node: u32,
+        ctx: Ctx,
+        instance: InstanceId,
+        total: u64,
+    },
     /// A token of `instance` in flow-control slot `slot` was merged.
-    Credit { to: ThreadAddr, instance: InstanceId, slot: u32 },
+    Credit {
+        to: ThreadAddr,
+        instance: InstanceId,
+        slot: u32,
+    },
     /// The output of call `call` of graph `graph`.
-    Reply { graph: u32, call: u64 },
+    Reply {
+        graph: u32,
+        call: u64,
+    },
     Control(Control),
 }
 

@@ -22,7 +22,7 @@ use thread::ThreadBody;
 use crate::collection::CollInfo;
 use crate::failure;
 use crate::graph::GraphImpl;
-use crate::node::{AnyState, AnyToken};
+use crate::node::{AnyState, AnyToken, Encoder};
 use crate::trace::Tracer;
 use crate::transport::Transport;
 use crate::wire::WireToken;
@@ -97,7 +97,14 @@ impl Engine {
                 let addr = ThreadAddr { coll: info.id as u32, index: index as u32 };
                 let name = format!("{}[{index}]", info.name);
                 let body = ThreadBody::new(addr, name, init(index));
-                cells.insert(addr, Arc::new(Cell { queue: Mutex::default(), scheduled: AtomicBool::new(false), body: Mutex::new(body) }));
+                cells.insert(
+                    addr,
+                    Arc::new(Cell {
+                        queue: Mutex::default(),
+                        scheduled: AtomicBool::new(false),
+                        body: Mutex::new(body),
+                    }),
+                );
             }
         }
         self.colls.write().unwrap().push(info);
@@ -128,14 +135,18 @@ impl Engine {
     }
 
     /// Sends a message to `rank`: moved into a local queue, or encoded for the transport.
-    pub(crate) fn post(&self, rank: usize, header: Header, payload: Option<(AnyToken, fn(AnyToken) -> WireToken)>) {
+    pub(crate) fn post(&self, rank: usize, header: Header, payload: Option<(AnyToken, Encoder)>) {
         if rank == self.rank {
             self.dispatch(header, payload.map(|(t, _)| Payload::Local(t)));
             return;
         }
         let token = payload.map(|(t, encode)| encode(t));
         let bytes = bincode::serialize(&header).expect("dps: header encoding");
-        self.tracer.message(rank, bytes.len() + token.as_ref().map_or(0, |t| t.bytes.len() + t.bulks_out.iter().map(|b| b.len).sum::<usize>()));
+        self.tracer.message(
+            rank,
+            bytes.len()
+                + token.as_ref().map_or(0, |t| t.bytes.len() + t.bulks_out.iter().map(|b| b.len).sum::<usize>()),
+        );
         match self.transport() {
             Some(t) => t.send(rank, bytes, token),
             None => panic!("dps: no transport to reach rank {rank}"),
@@ -144,7 +155,8 @@ impl Engine {
 
     /// Called by the transport for every frame received.
     pub(crate) fn receive(&self, header: &[u8], token: Option<WireToken>) {
-        let header: Header = bincode::deserialize(header).unwrap_or_else(|e| panic!("dps transport error: bad header: {e}"));
+        let header: Header =
+            bincode::deserialize(header).unwrap_or_else(|e| panic!("dps transport error: bad header: {e}"));
         self.dispatch(header, token.map(Payload::Wire));
     }
 
@@ -154,7 +166,9 @@ impl Engine {
                 let cell = self.cells.read().unwrap().get(&to).cloned();
                 match cell {
                     Some(cell) => self.enqueue(&cell, Envelope { header, payload }),
-                    None => panic!("dps: rank {} received a message for thread {to:?}, which it does not host", self.rank),
+                    None => {
+                        panic!("dps: rank {} received a message for thread {to:?}, which it does not host", self.rank)
+                    }
                 }
             }
             Header::Reply { call, .. } => {
@@ -201,7 +215,11 @@ impl Engine {
     }
 
     /// Waits for a control message matching `pick`, up to `timeout` (forever if `None`).
-    pub(crate) fn wait_control<T>(&self, timeout: Option<Duration>, mut pick: impl FnMut(&Control) -> Option<T>) -> Option<T> {
+    pub(crate) fn wait_control<T>(
+        &self,
+        timeout: Option<Duration>,
+        mut pick: impl FnMut(&Control) -> Option<T>,
+    ) -> Option<T> {
         let deadline = timeout.map(|t| Instant::now() + t);
         let mut queue = self.control.lock().unwrap();
         loop {
@@ -234,7 +252,8 @@ pub(crate) fn worker_loop(engine: Arc<Engine>, ready: Receiver<Option<Arc<Cell>>
                 if let Err(payload) = run {
                     // Only reached when the job is not aborted by the hook (one rank).
                     let described = failure::take_last_panic();
-                    engine.fail(described.unwrap_or_else(|| failure::describe_panic(&failure::panic_message(&*payload))));
+                    engine
+                        .fail(described.unwrap_or_else(|| failure::describe_panic(&failure::panic_message(&*payload))));
                 }
             }
         }

@@ -40,8 +40,14 @@ struct OpenRun {
 
 enum Source {
     /// `peeked` holds the next token, pulled ahead to learn early that the split is over.
-    Split { iter: SplitIter, peeked: Option<AnyToken> },
-    Stream { pending: VecDeque<AnyToken>, finished: bool },
+    Split {
+        iter: SplitIter,
+        peeked: Option<AnyToken>,
+    },
+    Stream {
+        pending: VecDeque<AnyToken>,
+        finished: bool,
+    },
 }
 
 /// An instance this thread is merging (as a merge or a stream).
@@ -70,13 +76,16 @@ impl ThreadBody {
                 match &n.op {
                     OpImpl::Leaf(run) => {
                         let state = &mut *self.state;
-                        let out = engine.tracer.span(&self.name, &n.name, || in_op(&n.name, &self.name, || run(state, token)));
+                        let out = engine
+                            .tracer
+                            .span(&self.name, &n.name, || in_op(&n.name, &self.name, || run(state, token)));
                         engine.forward(&g, n.next.as_ref(), out, ctx);
                     }
                     OpImpl::Split(open) => {
                         let (state, index) = (&mut *self.state, self.addr.index as usize);
-                        let (merge_at, iter) =
-                            engine.tracer.span(&self.name, &n.name, || in_op(&n.name, &self.name, || open(state, token, index)));
+                        let (merge_at, iter) = engine
+                            .tracer
+                            .span(&self.name, &n.name, || in_op(&n.name, &self.name, || open(state, token, index)));
                         let source = Source::Split { iter, peeked: None };
                         self.open(engine, g.clone(), node, ctx, merge_at, source);
                     }
@@ -102,7 +111,15 @@ impl ThreadBody {
     }
 
     /// Opens a new instance produced by `source` and starts emitting its tokens.
-    fn open(&mut self, engine: &Engine, g: Arc<GraphImpl>, node: usize, ctx: Ctx, merge_at: usize, source: Source) -> InstanceId {
+    fn open(
+        &mut self,
+        engine: &Engine,
+        g: Arc<GraphImpl>,
+        node: usize,
+        ctx: Ctx,
+        merge_at: usize,
+        source: Source,
+    ) -> InstanceId {
         let n = &g.nodes[node];
         let closer = &g.nodes[n.closer.expect("dps: validated graphs pair every split")];
         let threads = closer.coll.ranks.len();
@@ -156,7 +173,14 @@ impl ThreadBody {
             let closer = n.closer.unwrap();
             let c = &g.nodes[closer];
             let to = ThreadAddr { coll: c.coll.id as u32, index: run.merge_thread };
-            let header = Header::Close { to, graph: g.id as u32, node: closer as u32, ctx: run.ctx, instance, total: run.emitted };
+            let header = Header::Close {
+                to,
+                graph: g.id as u32,
+                node: closer as u32,
+                ctx: run.ctx,
+                instance,
+                total: run.emitted,
+            };
             engine.post(c.coll.ranks[run.merge_thread as usize], header, None);
         }
     }
@@ -200,7 +224,15 @@ impl ThreadBody {
     }
 
     /// Adds a stream's outputs to its output instance, opening that instance on first use.
-    fn stream_post(&mut self, engine: &Engine, g: &Arc<GraphImpl>, node: usize, input: InstanceId, out: Vec<AnyToken>, last: bool) {
+    fn stream_post(
+        &mut self,
+        engine: &Engine,
+        g: &Arc<GraphImpl>,
+        node: usize,
+        input: InstanceId,
+        out: Vec<AnyToken>,
+        last: bool,
+    ) {
         let run = self.merges.get_mut(&input).unwrap();
         let out_id = match run.out {
             Some(id) => id,
@@ -232,7 +264,8 @@ impl ThreadBody {
             OpImpl::Merge(m) => {
                 let run = self.merges.remove(&instance).unwrap();
                 let state = &mut *self.state;
-                let out = engine.tracer.span(&self.name, &n.name, || in_op(&n.name, &self.name, || m.finish(state, run.acc)));
+                let out =
+                    engine.tracer.span(&self.name, &n.name, || in_op(&n.name, &self.name, || m.finish(state, run.acc)));
                 engine.forward(g, n.next.as_ref(), out, run.ctx);
             }
             OpImpl::Stream(s) => {
@@ -243,7 +276,8 @@ impl ThreadBody {
                 let state = &mut *self.state;
                 in_op(&n.name, &self.name, || s.finish(state, run.acc, &mut posted));
                 let out_id = run.out.unwrap();
-                if let Some(OpenRun { source: Source::Stream { pending, finished }, .. }) = self.opens.get_mut(&out_id) {
+                if let Some(OpenRun { source: Source::Stream { pending, finished }, .. }) = self.opens.get_mut(&out_id)
+                {
                     pending.extend(posted);
                     *finished = true;
                 }

@@ -189,11 +189,17 @@ impl Progress {
         let bytes = as_static(packet.as_ptr(), packet.len());
         self.sends.push((target.immediate_send_with_tag(StaticScope, bytes, TAG_PACKET), Keep::Packet(packet)));
         for token in tokens {
+            #[allow(clippy::arc_with_non_send_sync)] // only the progress thread holds it
             let token = Arc::new(token);
             for b in &token.bulks_out {
-                assert!(b.len <= i32::MAX as usize, "dps transport error: a bulk of {} bytes exceeds MPI's 2 GiB message limit", b.len);
+                assert!(
+                    b.len <= i32::MAX as usize,
+                    "dps transport error: a bulk of {} bytes exceeds MPI's 2 GiB message limit",
+                    b.len
+                );
                 let bytes = as_static(b.ptr, b.len);
-                self.sends.push((target.immediate_send_with_tag(StaticScope, bytes, TAG_BULK), Keep::Token(token.clone())));
+                self.sends
+                    .push((target.immediate_send_with_tag(StaticScope, bytes, TAG_BULK), Keep::Token(token.clone())));
             }
         }
     }
@@ -218,7 +224,8 @@ impl Progress {
             match status.tag() {
                 TAG_PACKET => {
                     let (packet, _) = (msg, status).matched_receive_vec::<u8>();
-                    let frames = wire::parse_packet(&packet).unwrap_or_else(|e| panic!("dps transport error: from rank {src}: {e}"));
+                    let frames = wire::parse_packet(&packet)
+                        .unwrap_or_else(|e| panic!("dps transport error: from rank {src}: {e}"));
                     self.incoming[src].extend(frames.into_iter().map(|f| (f, 0)));
                 }
                 TAG_BULK => {
@@ -229,7 +236,10 @@ impl Progress {
                     let buf = frame.token.as_mut().unwrap().bulks_in[*filled].as_bytes_mut();
                     let expected = buf.len();
                     let got = status.count(<u8 as mpi::datatype::Equivalence>::equivalent_datatype()) as usize;
-                    assert_eq!(got, expected, "dps transport error: bulk from rank {src} has {got} bytes, expected {expected}");
+                    assert_eq!(
+                        got, expected,
+                        "dps transport error: bulk from rank {src} has {got} bytes, expected {expected}"
+                    );
                     msg.matched_receive_into(buf);
                     *filled += 1;
                 }

@@ -11,21 +11,21 @@ use std::time::{Duration, Instant};
 static ONE_JOB_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// Seconds after which a job counts as hung and is killed.
-pub const JOB_TIMEOUT_S: u64 = 120;
+pub(crate) const JOB_TIMEOUT_S: u64 = 120;
 
-pub struct Job {
-    pub status: std::process::ExitStatus,
-    pub stdout: String,
-    pub stderr: String,
-    pub elapsed: Duration,
+pub(crate) struct Job {
+    pub(crate) status: std::process::ExitStatus,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+    pub(crate) elapsed: Duration,
 }
 
-pub fn mpirun_script() -> PathBuf {
+pub(crate) fn mpirun_script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/mpirun")
 }
 
 /// Runs `program args` on `ranks` ranks under `timeout`.
-pub fn mpirun(ranks: usize, program: &std::path::Path, args: &[&str]) -> Job {
+pub(crate) fn mpirun(ranks: usize, program: &std::path::Path, args: &[&str]) -> Job {
     let _one = ONE_JOB_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let start = Instant::now();
     let Output { status, stdout, stderr } = Command::new("timeout")
@@ -48,7 +48,7 @@ pub fn mpirun(ranks: usize, program: &std::path::Path, args: &[&str]) -> Job {
 }
 
 /// Path of an example binary built by `cargo test` next to the test binary.
-pub fn example(name: &str) -> PathBuf {
+pub(crate) fn example(name: &str) -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     exe.parent().unwrap().parent().unwrap().join("examples").join(name)
 }

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The test command: installs what is missing, checks formatting and lints, then runs every
+# test: unit and doc tests, and the MPI integration tests on 1, 2 and 4 ranks (each launched
+# through scripts/mpirun under a timeout, so a hang fails its test instead of stalling).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+cargo fmt --version >/dev/null 2>&1 || rustup component add rustfmt
+cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets -- -D warnings
+cargo test --workspace
