@@ -3,7 +3,7 @@
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Once;
+use std::sync::{Arc, Once};
 
 static ABORT_JOB_ON_PANIC: AtomicBool = AtomicBool::new(false);
 static RANK: AtomicUsize = AtomicUsize::new(0);
@@ -12,7 +12,7 @@ static ABORTING: AtomicBool = AtomicBool::new(false);
 
 thread_local! {
     /// The operation this thread is running, as (operation, thread) names.
-    static CURRENT_OP: RefCell<Option<(String, String)>> = const { RefCell::new(None) };
+    static CURRENT_OP: RefCell<Option<(Arc<str>, Arc<str>)>> = const { RefCell::new(None) };
     /// The description of the last panic on this thread, for the worker that catches it.
     static LAST_PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
 }
@@ -74,15 +74,15 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// Runs `f` as operation `op` on thread `thread`, so that a panic inside names them.
-pub(crate) fn in_op<R>(op: &str, thread: &str, f: impl FnOnce() -> R) -> R {
-    struct Reset(Option<(String, String)>);
+pub(crate) fn in_op<R>(op: &Arc<str>, thread: &Arc<str>, f: impl FnOnce() -> R) -> R {
+    struct Reset(Option<(Arc<str>, Arc<str>)>);
     impl Drop for Reset {
         fn drop(&mut self) {
             let prev = self.0.take();
             CURRENT_OP.with(|c| *c.borrow_mut() = prev);
         }
     }
-    let prev = CURRENT_OP.with(|c| c.borrow_mut().replace((op.to_string(), thread.to_string())));
+    let prev = CURRENT_OP.with(|c| c.borrow_mut().replace((op.clone(), thread.clone())));
     let _reset = Reset(prev);
     f()
 }

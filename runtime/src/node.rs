@@ -83,7 +83,7 @@ impl<N: Copy> Entry<N> {
 }
 
 pub(crate) struct NodeImpl {
-    pub(crate) name: String,
+    pub(crate) name: Arc<str>,
     pub(crate) kind: Kind,
     pub(crate) coll: Arc<CollInfo>,
     pub(crate) op: OpImpl,
@@ -145,7 +145,7 @@ impl<I: Token, O: Token> Node<I, O> {
     fn make<S>(name: &str, kind: Kind, coll: &Collection<S>, op: OpImpl, route: Option<Box<ErasedRoute>>) -> Self {
         let window = matches!(kind, Kind::Split | Kind::Stream).then_some(DEFAULT_WINDOW);
         let imp = NodeImpl {
-            name: name.to_string(),
+            name: name.into(),
             kind,
             coll: coll.info.clone(),
             op,

@@ -374,3 +374,35 @@ fn invalid_graphs_are_rejected_with_names() {
     assert!(err.contains("merge \"orphan_merge\" has no split before it"), "{err}");
     rt.shutdown().unwrap();
 }
+
+// ---------------------------------------------------------------- graph sized to the problem
+
+#[test]
+fn graph_length_depends_on_the_problem() {
+    passes_on_1_2_4("scenario_dynamic_length");
+}
+
+#[test]
+#[ignore]
+fn scenario_dynamic_length() {
+    let rt = Runtime::init().unwrap();
+    let main = rt.collection("main", "0", |_| ()).unwrap();
+    let work = rt.collection("work", "all", |_| ()).unwrap();
+    let stages = 3 + rt.ranks(); // known only at run time
+                                 // Each stage splits x into 4 copies, adds 1 to each on any rank, and sums them: 4x + 4.
+    let stage = |k: usize| {
+        let split = Node::split(&format!("split{k}"), &main, route::fixed(0), |_: &mut (), x: u64| [x; 4]);
+        let add = Node::leaf(&format!("add{k}"), &work, route::round_robin(), |_: &mut (), x: u64| x + 1);
+        split >> add >> Node::merge(&format!("sum{k}"), &main, Sum)
+    };
+    let mut path = stage(0);
+    for k in 1..stages {
+        path = path >> stage(k);
+    }
+    let g = rt.graph("stages", path).unwrap();
+    if rt.is_root() {
+        let expect = (0..stages).fold(1u64, |x, _| 4 * x + 4);
+        assert_eq!(rt.call(&g, 1).unwrap(), expect);
+    }
+    rt.shutdown().unwrap();
+}

@@ -19,7 +19,7 @@ use crate::route::RouteCtx;
 
 pub(crate) struct ThreadBody {
     addr: ThreadAddr,
-    name: String,
+    name: Arc<str>,
     state: Box<AnyState>,
     opens: HashMap<InstanceId, OpenRun>,
     merges: HashMap<InstanceId, MergeRun>,
@@ -63,7 +63,7 @@ struct MergeRun {
 
 impl ThreadBody {
     pub(crate) fn new(addr: ThreadAddr, name: String, state: Box<AnyState>) -> Self {
-        ThreadBody { addr, name, state, opens: HashMap::new(), merges: HashMap::new() }
+        ThreadBody { addr, name: name.into(), state, opens: HashMap::new(), merges: HashMap::new() }
     }
 
     pub(crate) fn handle(&mut self, engine: &Engine, env: Envelope) {
