@@ -29,6 +29,9 @@ use crate::wire::WireToken;
 
 /// Messages a worker handles from one cell before giving others a turn.
 const BATCH: usize = 64;
+/// Polls (spins, then yields) of `recv_eagerly` before it blocks.
+const EAGER_SPINS: u32 = 200;
+const EAGER_POLLS: u32 = 300;
 
 pub(crate) struct Envelope {
     pub(crate) header: Header,
@@ -243,7 +246,7 @@ impl Engine {
 
 /// A worker: runs scheduled cells until it receives `None`.
 pub(crate) fn worker_loop(engine: Arc<Engine>, ready: Receiver<Option<Arc<Cell>>>) {
-    while let Ok(Some(cell)) = ready.recv() {
+    while let Some(Some(cell)) = recv_eagerly(&ready) {
         {
             let mut body = cell.body.lock().unwrap_or_else(|p| p.into_inner());
             for _ in 0..BATCH {
@@ -268,6 +271,20 @@ pub(crate) fn worker_loop(engine: Arc<Engine>, ready: Receiver<Option<Arc<Cell>>
             let _ = engine.ready.send(Some(cell));
         }
     }
+}
+
+/// Receives from `rx`, polling briefly before blocking: a thread that sleeps in the kernel
+/// costs a wake-up of several microseconds, which would dominate a token's round trip.
+pub(crate) fn recv_eagerly<T>(rx: &Receiver<T>) -> Option<T> {
+    for i in 0..EAGER_POLLS {
+        match rx.try_recv() {
+            Ok(v) => return Some(v),
+            Err(crossbeam_channel::TryRecvError::Disconnected) => return None,
+            Err(crossbeam_channel::TryRecvError::Empty) if i < EAGER_SPINS => std::hint::spin_loop(),
+            Err(crossbeam_channel::TryRecvError::Empty) => std::thread::yield_now(),
+        }
+    }
+    rx.recv().ok()
 }
 
 impl Engine {
