@@ -40,6 +40,7 @@ mod graph;
 mod mapping;
 mod node;
 mod ops;
+mod pool;
 pub mod route;
 mod runtime;
 mod token;

@@ -2,7 +2,7 @@
 //! collections and graphs; runs calls; shuts everything down on every rank.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -20,6 +20,8 @@ use crate::transport::mpi::MpiTransport;
 use crate::transport::Transport;
 use crate::{mapping, Error, Token};
 
+/// Default bound on the worker threads of a rank.
+const DEFAULT_MAX_WORKERS: usize = 64;
 /// How long a rank waits for the others to build the same graph before giving up.
 const GRAPH_AGREEMENT_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a runtime dropped without `shutdown()` waits for the other ranks to do the same.
@@ -45,7 +47,9 @@ const TRACE_TIMEOUT: Duration = Duration::from_secs(30);
 /// ```
 pub struct Runtime {
     engine: Arc<Engine>,
-    workers: Vec<JoinHandle<()>>,
+    /// The ready queue the workers take scheduled threads from.
+    ready: Receiver<Option<Arc<engine::Cell>>>,
+    workers: Mutex<Vec<JoinHandle<()>>>,
     transport: Option<Arc<dyn Transport>>,
     universe: Option<mpi::environment::Universe>,
     trace: Option<PathBuf>,
@@ -87,12 +91,13 @@ impl<O: Token> Pending<O> {
     }
 }
 
-fn worker_count() -> usize {
-    std::env::var("DPS_WORKERS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, |n| n.get()))
+/// The most worker threads a rank starts: `DPS_WORKERS`, else `DEFAULT_MAX_WORKERS`.
+///
+/// A rank has one worker per DPS thread it hosts, up to this bound: a long operation on one
+/// thread must not hold up the operations of another (a merge behind a slow computation would
+/// delay every credit and so defeat load balancing). The OS shares the cores among them.
+fn max_workers() -> usize {
+    std::env::var("DPS_WORKERS").ok().and_then(|v| v.parse().ok()).filter(|&n| n > 0).unwrap_or(DEFAULT_MAX_WORKERS)
 }
 
 impl Runtime {
@@ -149,18 +154,31 @@ impl Runtime {
     }
 
     fn start_engine(rank: usize, ranks: usize, hosts: Vec<String>) -> Runtime {
-        let (ready_tx, ready_rx) = crossbeam_channel::unbounded();
+        let (ready_tx, ready) = crossbeam_channel::unbounded();
         let engine = Arc::new(Engine::new(rank, ranks, hosts, ready_tx));
-        let workers = (0..worker_count())
-            .map(|i| {
-                let (engine, ready) = (engine.clone(), ready_rx.clone());
-                std::thread::Builder::new()
-                    .name(format!("dps-worker-{i}"))
-                    .spawn(move || engine::worker_loop(engine, ready))
-                    .expect("dps: cannot spawn a worker thread")
-            })
-            .collect();
-        Runtime { engine, workers, transport: None, universe: None, trace: None, finished: false }
+        Runtime {
+            engine,
+            ready,
+            workers: Mutex::default(),
+            transport: None,
+            universe: None,
+            trace: None,
+            finished: false,
+        }
+    }
+
+    /// Starts workers until there is one per local DPS thread (up to `max_workers()`).
+    fn add_workers(&self) {
+        let wanted = self.engine.local_threads().min(max_workers());
+        let mut workers = self.workers.lock().unwrap();
+        while workers.len() < wanted {
+            let (engine, ready) = (self.engine.clone(), self.ready.clone());
+            let worker = std::thread::Builder::new()
+                .name(format!("dps-worker-{}", workers.len()))
+                .spawn(move || engine::worker_loop(engine, ready))
+                .expect("dps: cannot spawn a worker thread");
+            workers.push(worker);
+        }
     }
 
     /// This rank's number.
@@ -206,6 +224,7 @@ impl Runtime {
             ranks,
         });
         self.engine.add_collection(info.clone(), |i| Box::new(init(i)));
+        self.add_workers();
         Ok(Collection::new(info))
     }
 
@@ -360,17 +379,13 @@ impl Runtime {
     }
 
     fn stop_workers(&mut self) {
-        for _ in &self.workers {
-            let _ = self.engine_ready_stop();
+        let workers = std::mem::take(&mut *self.workers.lock().unwrap());
+        for _ in &workers {
+            self.engine.stop_one_worker();
         }
-        for w in self.workers.drain(..) {
+        for w in workers {
             let _ = w.join();
         }
-    }
-
-    fn engine_ready_stop(&self) -> Result<(), ()> {
-        self.engine.stop_one_worker();
-        Ok(())
     }
 }
 

@@ -11,7 +11,7 @@ use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
 use std::ops::{Deref, DerefMut};
 
-use crate::wire;
+use crate::{pool, wire};
 
 /// A value that can flow through a DPS graph.
 ///
@@ -30,7 +30,7 @@ impl<T: Serialize + DeserializeOwned + Send + 'static> Token for T {}
 pub trait BulkElem: bytemuck::Pod + Send + Sync + Serialize + DeserializeOwned + 'static {
     /// Wraps a vector of this type into the type-tagged form the transport carries.
     #[doc(hidden)]
-    fn into_any(v: Vec<Self>) -> BulkVec;
+    fn into_any_vec(v: Vec<Self>) -> BulkVec;
     /// Takes the vector back out, or returns `None` if the tag is another type.
     #[doc(hidden)]
     fn from_any(v: BulkVec) -> Option<Vec<Self>>;
@@ -47,9 +47,13 @@ macro_rules! bulk_kinds {
         pub enum BulkVec { $($variant(Vec<$t>)),* }
 
         impl BulkVec {
-            /// Allocates a zeroed vector of `count` elements of the type tagged `kind`.
+            /// A vector of `count` elements of the type tagged `kind`, recycled if possible
+            /// (its contents are then unspecified), else zeroed.
             pub(crate) fn alloc(kind: u8, count: usize) -> Option<BulkVec> {
-                match kind { $($kind => Some(BulkVec::$variant(vec![<$t>::default(); count])),)* _ => None }
+                match kind {
+                    $($kind => Some(BulkVec::$variant(Bulk::<$t>::recycled(count).into_inner())),)*
+                    _ => None,
+                }
             }
             /// The vector's memory as bytes, to receive into.
             pub(crate) fn as_bytes_mut(&mut self) -> &mut [u8] {
@@ -58,7 +62,7 @@ macro_rules! bulk_kinds {
         }
 
         $(impl BulkElem for $t {
-            fn into_any(v: Vec<Self>) -> BulkVec { BulkVec::$variant(v) }
+            fn into_any_vec(v: Vec<Self>) -> BulkVec { BulkVec::$variant(v) }
             fn from_any(v: BulkVec) -> Option<Vec<Self>> {
                 match v { BulkVec::$variant(v) => Some(v), #[allow(unreachable_patterns)] _ => None }
             }
@@ -74,6 +78,8 @@ bulk_kinds! {
 
 /// A vector of plain numbers that crosses ranks as raw bytes (one memory copy by MPI, no
 /// encoding). Use it for matrix blocks, image tiles and any other large numeric payload.
+/// Large bulks are recycled when dropped (see [`Bulk::recycled`]), so a stream of large
+/// tokens does not pay for fresh pages on every token.
 ///
 /// It dereferences to `Vec<T>`:
 ///
@@ -90,8 +96,38 @@ pub struct Bulk<T: BulkElem>(pub Vec<T>);
 
 impl<T: BulkElem> Bulk<T> {
     /// Unwraps the vector.
-    pub fn into_inner(self) -> Vec<T> {
-        self.0
+    pub fn into_inner(mut self) -> Vec<T> {
+        self.take_vec()
+    }
+
+    fn take_vec(&mut self) -> Vec<T> {
+        std::mem::take(&mut self.0)
+    }
+
+    /// A bulk of `len` elements whose values are unspecified: a recycled buffer of the same
+    /// type and length if one is free (old contents, but always initialised memory), else
+    /// zeroes. Use it for buffers that are about to be overwritten.
+    ///
+    /// ```
+    /// let b = dps::Bulk::<f64>::recycled(1 << 16);
+    /// assert_eq!(b.len(), 1 << 16);
+    /// ```
+    pub fn recycled(len: usize) -> Bulk<T> {
+        let bytes = len * std::mem::size_of::<T>();
+        match pool::take(T::KIND, len, bytes).and_then(T::from_any) {
+            Some(v) => Bulk(v),
+            None => Bulk(vec![T::zeroed(); len]),
+        }
+    }
+}
+
+impl<T: BulkElem> Drop for Bulk<T> {
+    fn drop(&mut self) {
+        let bytes = self.0.len() * std::mem::size_of::<T>();
+        if bytes >= pool::MIN_BYTES {
+            let len = self.0.len();
+            pool::put(T::KIND, len, bytes, T::into_any_vec(self.take_vec()));
+        }
     }
 }
 

@@ -24,7 +24,7 @@ impl Graphs {
         let remote = rt.collection("remote", "1", |_| ())?;
         let echo = rt.graph("echo", Node::leaf("echo", &remote, route::fixed(0), |_: &mut (), b: Bulk<u8>| b))?;
         let split = Node::split("emit", &main, route::fixed(0), |_: &mut (), (k, bytes): (u64, u64)| {
-            (0..k).map(move |_| Bulk(vec![0u8; bytes as usize]))
+            (0..k).map(move |_| Bulk::<u8>::recycled(bytes as usize))
         })
         .window(window);
         let sink = Node::leaf("sink", &remote, route::fixed(0), |_: &mut (), payload: Bulk<u8>| {

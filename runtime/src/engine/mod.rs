@@ -29,9 +29,9 @@ use crate::wire::WireToken;
 
 /// Messages a worker handles from one cell before giving others a turn.
 const BATCH: usize = 64;
-/// Polls (spins, then yields) of `recv_eagerly` before it blocks.
-const EAGER_SPINS: u32 = 200;
-const EAGER_POLLS: u32 = 300;
+/// Polls of `recv_eagerly` before it blocks. Each poll yields the core: spinning would keep
+/// the thread about to be woken off an oversubscribed core.
+const EAGER_POLLS: u32 = 200;
 
 pub(crate) struct Envelope {
     pub(crate) header: Header,
@@ -111,6 +111,11 @@ impl Engine {
             }
         }
         self.colls.write().unwrap().push(info);
+    }
+
+    /// Number of DPS threads this rank hosts.
+    pub(crate) fn local_threads(&self) -> usize {
+        self.cells.read().unwrap().len()
     }
 
     pub(crate) fn collections(&self) -> usize {
@@ -276,11 +281,10 @@ pub(crate) fn worker_loop(engine: Arc<Engine>, ready: Receiver<Option<Arc<Cell>>
 /// Receives from `rx`, polling briefly before blocking: a thread that sleeps in the kernel
 /// costs a wake-up of several microseconds, which would dominate a token's round trip.
 pub(crate) fn recv_eagerly<T>(rx: &Receiver<T>) -> Option<T> {
-    for i in 0..EAGER_POLLS {
+    for _ in 0..EAGER_POLLS {
         match rx.try_recv() {
             Ok(v) => return Some(v),
             Err(crossbeam_channel::TryRecvError::Disconnected) => return None,
-            Err(crossbeam_channel::TryRecvError::Empty) if i < EAGER_SPINS => std::hint::spin_loop(),
             Err(crossbeam_channel::TryRecvError::Empty) => std::thread::yield_now(),
         }
     }

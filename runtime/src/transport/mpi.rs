@@ -27,8 +27,8 @@ const TAG_PACKET: i32 = 1;
 const TAG_BULK: i32 = 2;
 /// A packet is sent once it holds this many bytes, even if more frames are queued.
 const PACKET_LIMIT: usize = 256 * 1024;
-/// Idle iterations spent spinning, then yielding, before waiting on the channel.
-const SPIN: u32 = 100;
+/// Idle iterations, each yielding the core, before waiting on the channel. No pure spinning:
+/// on a small or oversubscribed node the thread that must run next may need this core.
 const YIELD: u32 = 2000;
 const IDLE_WAIT: Duration = Duration::from_micros(200);
 
@@ -155,9 +155,7 @@ impl Progress {
                 continue;
             }
             idle = idle.saturating_add(1);
-            if idle < SPIN {
-                std::hint::spin_loop();
-            } else if idle < YIELD || finishing {
+            if idle < YIELD || finishing {
                 std::thread::yield_now();
             } else if let Ok(out) = self.rx.recv_timeout(IDLE_WAIT) {
                 idle = 0;
