@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-cargo build --release --workspace --examples --quiet
+cargo build --release --workspace --bins --examples --quiet
 
 out=results
 mkdir -p "$out"

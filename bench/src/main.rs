@@ -5,12 +5,15 @@
 //! * `dps-bench overlap [--json]`: the gain of a pipelined graph over the same work done
 //!   communication-then-computation, against the paper's potential gain.
 //!
+//! * `dps-bench table`: JSON lines on stdin to a markdown table.
+//!
 //! Each command launches itself once under `scripts/mpirun -n 2` (hidden `*-worker`
 //! subcommands) and prints what rank 0 reports.
 
 mod launch;
 mod overlap;
 mod stats;
+mod table;
 mod transport;
 
 use anyhow::Result;
@@ -59,6 +62,8 @@ enum Command {
         #[command(flatten)]
         opts: overlap::Options,
     },
+    /// Reads JSON lines (as printed with --json) on stdin and prints a markdown table.
+    Table,
 }
 
 fn main() -> Result<()> {
@@ -67,5 +72,6 @@ fn main() -> Result<()> {
         Command::TransportWorker { opts } => transport::worker(&opts),
         Command::Overlap { json, timeout, opts } => overlap::launch(&opts, json, timeout),
         Command::OverlapWorker { opts } => overlap::worker(&opts),
+        Command::Table => table::print_from_stdin(),
     }
 }
