@@ -57,3 +57,22 @@ fn trace_has_spans_and_messages_of_every_rank() {
         );
     }
 }
+
+/// Peak RSS in KiB from flood's output line.
+fn peak_rss_kib(stdout: &str) -> u64 {
+    let after = stdout.split("peak RSS ").nth(1).expect("flood prints its peak RSS");
+    after.split_whitespace().next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn flow_control_keeps_a_large_split_in_bounded_memory() {
+    let tokens = "300000";
+    let windowed = mpirun(2, &example("flood"), &["--tokens", tokens, "--window", "64"]);
+    assert!(windowed.status.success(), "{}", windowed.stderr);
+    // A window as large as the split: every token exists at once.
+    let unbounded = mpirun(2, &example("flood"), &["--tokens", tokens, "--window", tokens]);
+    assert!(unbounded.status.success(), "{}", unbounded.stderr);
+    let (small, large) = (peak_rss_kib(&windowed.stdout), peak_rss_kib(&unbounded.stdout));
+    assert!(small < 48 * 1024, "window 64: peak RSS {small} KiB");
+    assert!(large > small + 50 * 1024, "unbounded split should need far more memory: {large} vs {small} KiB");
+}
