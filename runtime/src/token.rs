@@ -55,6 +55,10 @@ macro_rules! bulk_kinds {
                     _ => None,
                 }
             }
+            /// Size of the vector's elements in bytes.
+            pub(crate) fn byte_len(&self) -> usize {
+                match self { $(BulkVec::$variant(v) => std::mem::size_of_val(v.as_slice())),* }
+            }
             /// The vector's memory as bytes, to receive into.
             pub(crate) fn as_bytes_mut(&mut self) -> &mut [u8] {
                 match self { $(BulkVec::$variant(v) => bytemuck::cast_slice_mut(v.as_mut_slice())),* }

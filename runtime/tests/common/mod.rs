@@ -26,12 +26,18 @@ pub(crate) fn mpirun_script() -> PathBuf {
 
 /// Runs `program args` on `ranks` ranks under `timeout`.
 pub(crate) fn mpirun(ranks: usize, program: &std::path::Path, args: &[&str]) -> Job {
+    mpirun_with(ranks, &[], program, args)
+}
+
+/// As [`mpirun`], with extra options for mpirun itself.
+pub(crate) fn mpirun_with(ranks: usize, mpirun_options: &[&str], program: &std::path::Path, args: &[&str]) -> Job {
     let _one = ONE_JOB_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let start = Instant::now();
     let Output { status, stdout, stderr } = Command::new("timeout")
         .args(["-k", "5", &JOB_TIMEOUT_S.to_string()])
         .arg(mpirun_script())
         .args(["-n", &ranks.to_string()])
+        .args(mpirun_options)
         .arg(program)
         .args(args)
         .env("RUST_BACKTRACE", "0")
