@@ -97,6 +97,22 @@ pub(crate) struct NodeImpl {
     pub(crate) next: Option<Entry<usize>>,
     /// For splits and streams: the node that closes their instances.
     pub(crate) closer: Option<usize>,
+    /// Running average of the time to handle one token, in ns (`u64::MAX`: not measured yet).
+    pub(crate) cost_ns: AtomicU64,
+}
+
+impl NodeImpl {
+    /// Records the time one token took.
+    pub(crate) fn record_cost(&self, ns: u64) {
+        let old = self.cost_ns.load(Ordering::Relaxed);
+        let new = if old == u64::MAX { ns } else { (old * 7 + ns) / 8 };
+        self.cost_ns.store(new, Ordering::Relaxed);
+    }
+
+    /// True if tokens of this node are known to take at most `ns` to handle.
+    pub(crate) fn is_cheaper_than(&self, ns: u64) -> bool {
+        self.cost_ns.load(Ordering::Relaxed) <= ns
+    }
 }
 
 pub(crate) struct NodeCell {
@@ -157,6 +173,7 @@ impl<I: Token, O: Token> Node<I, O> {
             out_type: std::any::type_name::<O>(),
             next: None,
             closer: None,
+            cost_ns: AtomicU64::new(u64::MAX),
         };
         let id = NEXT_NODE_ID.fetch_add(1, Ordering::Relaxed);
         Node { cell: Arc::new(NodeCell { id, imp: Mutex::new(Some(imp)) }), _types: PhantomData }

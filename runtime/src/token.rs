@@ -154,26 +154,76 @@ impl<T: BulkElem> DerefMut for Bulk<T> {
     }
 }
 
+/// Bulks smaller than this travel inside the token's encoding: a message of their own would
+/// cost more than copying them.
+const INLINE_BYTES: usize = 4096;
+/// The index that marks an inline bulk.
+const INLINE: u32 = u32::MAX;
+
 impl<T: BulkElem> Serialize for Bulk<T> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        // Inside the transport the bytes go out of band and only their index is encoded;
+        // Inside the transport a large bulk goes out of band and only its index is encoded;
         // anywhere else (JSON, a file) the vector is encoded normally.
-        match wire::register_outgoing_bulk(bytemuck::cast_slice(&self.0), T::KIND, self.0.len()) {
-            Some(index) => s.serialize_u32(index),
-            None => self.0.serialize(s),
+        if !wire::encoding_with_bulks() {
+            return self.0.serialize(s);
         }
+        let bytes: &[u8] = bytemuck::cast_slice(&self.0);
+        if bytes.len() < INLINE_BYTES {
+            return (INLINE, RawBytes(bytes)).serialize(s);
+        }
+        let index = wire::register_outgoing_bulk(bytes, T::KIND, self.0.len()).expect("encoding with bulks");
+        (index, RawBytes(&[])).serialize(s)
     }
 }
 
 impl<'de, T: BulkElem> Deserialize<'de> for Bulk<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        if wire::decoding_with_bulks() {
-            let index = u32::deserialize(d)?;
-            let any = wire::take_incoming_bulk(index)
-                .ok_or_else(|| serde::de::Error::custom(format!("bulk payload #{index} missing from message")))?;
-            T::from_any(any).map(Bulk).ok_or_else(|| serde::de::Error::custom("bulk payload has another element type"))
-        } else {
-            Vec::<T>::deserialize(d).map(Bulk)
+        if !wire::decoding_with_bulks() {
+            return Vec::<T>::deserialize(d).map(Bulk);
         }
+        let (index, inline) = <(u32, ByteBuf)>::deserialize(d)?;
+        if index == INLINE {
+            let size = std::mem::size_of::<T>();
+            if inline.0.len() % size != 0 {
+                return Err(serde::de::Error::custom("inline bulk length is not a multiple of its element size"));
+            }
+            let mut v = vec![T::zeroed(); inline.0.len() / size];
+            bytemuck::cast_slice_mut::<T, u8>(&mut v).copy_from_slice(&inline.0);
+            return Ok(Bulk(v));
+        }
+        let any = wire::take_incoming_bulk(index)
+            .ok_or_else(|| serde::de::Error::custom(format!("bulk payload #{index} missing from message")))?;
+        T::from_any(any).map(Bulk).ok_or_else(|| serde::de::Error::custom("bulk payload has another element type"))
+    }
+}
+
+/// Bytes encoded as one block (`serialize_bytes`), not element by element.
+struct RawBytes<'a>(&'a [u8]);
+
+impl Serialize for RawBytes<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_bytes(self.0)
+    }
+}
+
+/// The decoding side of [`RawBytes`].
+struct ByteBuf(Vec<u8>);
+
+impl<'de> Deserialize<'de> for ByteBuf {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl serde::de::Visitor<'_> for Visit {
+            type Value = ByteBuf;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("bytes")
+            }
+            fn visit_bytes<E: serde::de::Error>(self, v: &[u8]) -> Result<ByteBuf, E> {
+                Ok(ByteBuf(v.to_vec()))
+            }
+            fn visit_byte_buf<E: serde::de::Error>(self, v: Vec<u8>) -> Result<ByteBuf, E> {
+                Ok(ByteBuf(v))
+            }
+        }
+        d.deserialize_bytes(Visit)
     }
 }

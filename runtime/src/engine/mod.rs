@@ -29,6 +29,8 @@ use crate::wire::WireToken;
 
 /// Messages a worker handles from one cell before giving others a turn.
 const BATCH: usize = 64;
+/// Tokens whose operation takes at most this long (on average) may run on the progress thread.
+const RUN_HERE_NS: u64 = 5_000;
 /// Polls of `recv_eagerly` before it blocks. Each poll yields the core: spinning would keep
 /// the thread about to be woken off an oversubscribed core.
 const EAGER_POLLS: u32 = 200;
@@ -145,7 +147,7 @@ impl Engine {
     /// Sends a message to `rank`: moved into a local queue, or encoded for the transport.
     pub(crate) fn post(&self, rank: usize, header: Header, payload: Option<(AnyToken, Encoder)>) {
         if rank == self.rank {
-            self.dispatch(header, payload.map(|(t, _)| Payload::Local(t)));
+            self.dispatch(header, payload.map(|(t, _)| Payload::Local(t)), false);
             return;
         }
         let token = payload.map(|(t, encode)| encode(t));
@@ -165,18 +167,24 @@ impl Engine {
     pub(crate) fn receive(&self, header: &[u8], token: Option<WireToken>) {
         let header: Header =
             bincode::deserialize(header).unwrap_or_else(|e| panic!("dps transport error: bad header: {e}"));
-        self.dispatch(header, token.map(Payload::Wire));
+        self.dispatch(header, token.map(Payload::Wire), true);
     }
 
-    fn dispatch(&self, header: Header, payload: Option<Payload>) {
+    /// Delivers a message on this rank. With `may_run_here` (the progress thread), a token for
+    /// an idle thread whose operation is known to be short is handled at once on this thread:
+    /// handing it to a worker costs a wake-up that dominates short operations.
+    fn dispatch(&self, header: Header, payload: Option<Payload>, may_run_here: bool) {
         match header {
             Header::Token { to, .. } | Header::Close { to, .. } | Header::Credit { to, .. } => {
                 let cell = self.cells.read().unwrap().get(&to).cloned();
-                match cell {
-                    Some(cell) => self.enqueue(&cell, Envelope { header, payload }),
-                    None => {
-                        panic!("dps: rank {} received a message for thread {to:?}, which it does not host", self.rank)
-                    }
+                let Some(cell) = cell else {
+                    panic!("dps: rank {} received a message for thread {to:?}, which it does not host", self.rank)
+                };
+                let env = Envelope { header, payload };
+                let env =
+                    if may_run_here && self.is_short(&env.header) { self.try_run_here(&cell, env) } else { Some(env) };
+                if let Some(env) = env {
+                    self.enqueue(&cell, env);
                 }
             }
             Header::Reply { call, .. } => {
@@ -188,6 +196,37 @@ impl Engine {
                 self.control.lock().unwrap().push_back(c);
                 self.control_signal.notify_all();
             }
+        }
+    }
+
+    fn is_short(&self, header: &Header) -> bool {
+        match header {
+            Header::Token { graph, node, .. } => self.graph(*graph).nodes[*node as usize].is_cheaper_than(RUN_HERE_NS),
+            _ => false,
+        }
+    }
+
+    /// Handles `env` on the calling thread if `cell` is idle; gives it back otherwise.
+    fn try_run_here(&self, cell: &Arc<Cell>, env: Envelope) -> Option<Envelope> {
+        let idle = cell.queue.lock().unwrap().is_empty();
+        if !idle || cell.scheduled.swap(true, Ordering::AcqRel) {
+            return Some(env);
+        }
+        cell.body.lock().unwrap_or_else(|p| p.into_inner()).handle(self, env);
+        self.release(cell);
+        None
+    }
+
+    /// Gives up `cell` after running it, scheduling it again if messages are waiting.
+    fn release(&self, cell: &Arc<Cell>) {
+        if !cell.queue.lock().unwrap().is_empty() {
+            let _ = self.ready.send(Some(cell.clone()));
+            return;
+        }
+        cell.scheduled.store(false, Ordering::Release);
+        // A message may have arrived between the check and the store.
+        if !cell.queue.lock().unwrap().is_empty() && !cell.scheduled.swap(true, Ordering::AcqRel) {
+            let _ = self.ready.send(Some(cell.clone()));
         }
     }
 
@@ -265,16 +304,7 @@ pub(crate) fn worker_loop(engine: Arc<Engine>, ready: Receiver<Option<Arc<Cell>>
                 }
             }
         }
-        let more = !cell.queue.lock().unwrap().is_empty();
-        if more {
-            let _ = engine.ready.send(Some(cell));
-            continue;
-        }
-        cell.scheduled.store(false, Ordering::Release);
-        // A message may have arrived between the check and the store.
-        if !cell.queue.lock().unwrap().is_empty() && !cell.scheduled.swap(true, Ordering::AcqRel) {
-            let _ = engine.ready.send(Some(cell));
-        }
+        engine.release(&cell);
     }
 }
 

@@ -69,6 +69,7 @@ impl ThreadBody {
     pub(crate) fn handle(&mut self, engine: &Engine, env: Envelope) {
         match env.header {
             Header::Token { graph, node, ctx, .. } => {
+                let start = std::time::Instant::now();
                 let g = engine.graph(graph);
                 let node = node as usize;
                 let n = &g.nodes[node];
@@ -91,6 +92,7 @@ impl ThreadBody {
                     }
                     OpImpl::Merge(_) | OpImpl::Stream(_) => self.merge_token(engine, &g, node, token, ctx),
                 }
+                n.record_cost(start.elapsed().as_nanos() as u64);
             }
             Header::Close { graph, node, ctx, instance, total, .. } => {
                 let g = engine.graph(graph);
