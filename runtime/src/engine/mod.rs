@@ -22,14 +22,14 @@ use thread::ThreadBody;
 use crate::collection::CollInfo;
 use crate::failure;
 use crate::graph::GraphImpl;
-use crate::node::{AnyState, AnyToken, Encoder};
+use crate::node::{AnyState, AnyToken, Encoder, Kind};
 use crate::trace::Tracer;
 use crate::transport::Transport;
 use crate::wire::WireToken;
 
 /// Messages a worker handles from one cell before giving others a turn.
 const BATCH: usize = 64;
-/// Tokens whose operation takes at most this long (on average) may run on the progress thread.
+/// Tokens for leaves that take at most this long (on average) may run on the progress thread.
 const RUN_HERE_NS: u64 = 5_000;
 /// Polls of `recv_eagerly` before it blocks. Each poll yields the core: spinning would keep
 /// the thread about to be woken off an oversubscribed core.
@@ -199,9 +199,16 @@ impl Engine {
         }
     }
 
+    /// A token for a leaf that is known to be short. Only leaves: a merge's or stream's last
+    /// token runs its `finish`, and a split creates a whole window of tokens, either of which
+    /// may take long, and the progress thread must stay free to communicate.
     fn is_short(&self, header: &Header) -> bool {
         match header {
-            Header::Token { graph, node, .. } => self.graph(*graph).nodes[*node as usize].is_cheaper_than(RUN_HERE_NS),
+            Header::Token { graph, node, .. } => {
+                let g = self.graph(*graph);
+                let n = &g.nodes[*node as usize];
+                n.kind == Kind::Leaf && n.is_cheaper_than(RUN_HERE_NS)
+            }
             _ => false,
         }
     }
