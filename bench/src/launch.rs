@@ -6,6 +6,9 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+use crate::table;
 
 /// The workspace's mpirun wrapper (it sets Open MPI's root and oversubscription environment).
 const MPIRUN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/mpirun");
@@ -46,4 +49,28 @@ pub(crate) fn run_workers<T: DeserializeOwned>(
         Some(124) | Some(137) => bail!("the MPI job did not finish within {timeout_s} s and was killed"),
         _ => bail!("the MPI job failed: {status}"),
     }
+}
+
+/// Runs the workers as [`run_workers`] does and prints their records: as JSON lines, or at the
+/// end as a markdown table.
+///
+/// # Errors
+/// As [`run_workers`].
+pub(crate) fn run_and_print<T: DeserializeOwned + Serialize>(
+    ranks: usize,
+    args: &[String],
+    timeout_s: u64,
+    json: bool,
+) -> Result<()> {
+    let mut rows = Vec::new();
+    run_workers(ranks, args, timeout_s, |record: T| {
+        let value = serde_json::to_value(&record).expect("a record serialises");
+        if json {
+            println!("{value}");
+        } else if let serde_json::Value::Object(row) = value {
+            rows.push(row);
+        }
+    })?;
+    print!("{}", table::markdown(&rows));
+    Ok(())
 }

@@ -22,7 +22,8 @@ pub(crate) fn print_from_stdin() -> Result<()> {
     Ok(())
 }
 
-fn markdown(rows: &[Map<String, Value>]) -> String {
+/// The rows as a markdown table, with the first row's keys as columns.
+pub(crate) fn markdown(rows: &[Map<String, Value>]) -> String {
     let Some(first) = rows.first() else { return String::new() };
     let keys: Vec<&String> = first.keys().collect();
     let mut out = format!("| {} |\n", keys.iter().map(|k| k.as_str()).collect::<Vec<_>>().join(" | "));

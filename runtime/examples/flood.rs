@@ -10,7 +10,7 @@
 use std::time::Instant;
 
 use clap::Parser;
-use dps::{route, MergeFn, Node, Runtime};
+use dps::{route, MergeFn, Node};
 
 #[derive(Parser)]
 struct Args {
@@ -23,17 +23,13 @@ struct Args {
     /// Mapping of the leaf collection.
     #[arg(long, default_value = "all")]
     map: String,
-    /// Write a Chrome trace (open in Perfetto) of every operation and message to this file.
-    #[arg(long)]
-    trace: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    runtime: dps::RuntimeArgs,
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
-    let mut rt = Runtime::init()?;
-    if let Some(path) = &args.trace {
-        rt.trace_to(path);
-    }
+    let rt = args.runtime.start()?;
     let main = rt.collection("main", "0", |_| ())?;
     let workers = rt.collection("workers", &args.map, |_| ())?;
 

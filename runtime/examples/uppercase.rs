@@ -7,7 +7,7 @@
 #![deny(warnings)]
 
 use clap::Parser;
-use dps::{route, Node, Runtime};
+use dps::{route, Node};
 use serde::{Deserialize, Serialize};
 
 #[derive(Parser)]
@@ -15,9 +15,8 @@ struct Args {
     /// Mapping of the compute collection (default: one thread per rank).
     #[arg(long, default_value = "all")]
     map: String,
-    /// Write a Chrome trace (open in Perfetto) of every operation and message to this file.
-    #[arg(long)]
-    trace: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    runtime: dps::RuntimeArgs,
     /// The text to convert.
     #[arg(default_value = "hello from dynamic parallel schedules")]
     text: String,
@@ -52,10 +51,7 @@ impl dps::Merge<()> for Collect {
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
-    let mut rt = Runtime::init()?;
-    if let Some(path) = &args.trace {
-        rt.trace_to(path);
-    }
+    let rt = args.runtime.start()?;
     let main = rt.collection("main", "0", |_| ())?;
     let compute = rt.collection("compute", &args.map, |_| ())?;
     let rank = rt.rank();

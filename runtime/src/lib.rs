@@ -32,6 +32,7 @@
 //!
 //! See `runtime/examples/` for programs that run under `mpirun`.
 
+mod cli;
 mod collection;
 mod engine;
 mod error;
@@ -48,6 +49,7 @@ mod trace;
 mod transport;
 mod wire;
 
+pub use cli::RuntimeArgs;
 pub use collection::Collection;
 pub use error::{Error, ErrorKind};
 pub use graph::Graph;

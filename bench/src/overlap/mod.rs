@@ -93,28 +93,7 @@ fn block_count(block: usize) -> usize {
 pub(crate) fn launch(opts: &Options, json: bool, timeout_s: u64) -> Result<()> {
     let mut args = vec!["overlap-worker".to_string()];
     args.extend(opts.to_args());
-    if !json {
-        println!("block | blocks | comm s  | comp s  | comm/comp | phased s | pipelined s | gain   | potential");
-        println!("----- | ------ | ------- | ------- | --------- | -------- | ----------- | ------ | ---------");
-    }
-    launch::run_workers(2, &args, timeout_s, |r: Record| {
-        if json {
-            println!("{}", serde_json::to_string(&r).expect("a record serialises"));
-        } else {
-            println!(
-                "{:>5} | {:>6} | {:>7.4} | {:>7.4} | {:>9.3} | {:>8.4} | {:>11.4} | {:>6.3} | {:>9.3}",
-                r.block,
-                r.blocks,
-                r.comm_s,
-                r.comp_s,
-                r.comm_comp_ratio,
-                r.phased_s,
-                r.pipelined_s,
-                r.gain,
-                r.potential_gain
-            );
-        }
-    })
+    launch::run_and_print::<Record>(2, &args, timeout_s, json)
 }
 
 /// The worker, on exactly two ranks; rank 0 prints the records.

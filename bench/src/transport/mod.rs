@@ -102,28 +102,7 @@ fn gbps(messages: usize, bytes: usize, seconds: f64) -> f64 {
 pub(crate) fn launch(opts: &Options, json: bool, timeout_s: u64) -> Result<()> {
     let mut args = vec!["transport-worker".to_string()];
     args.extend(opts.to_args());
-    if !json {
-        println!("payload bytes | MPI RTT µs | DPS RTT µs | RTT ratio | MPI GB/s | DPS GB/s | BW ratio | MPI msgs | DPS msgs");
-        println!("------------- | ---------- | ---------- | --------- | -------- | -------- | -------- | -------- | --------");
-    }
-    launch::run_workers(2, &args, timeout_s, |r: Record| {
-        if json {
-            println!("{}", serde_json::to_string(&r).expect("a record serialises"));
-        } else {
-            println!(
-                "{:>13} | {:>10.2} | {:>10.2} | {:>9.2} | {:>8.3} | {:>8.3} | {:>8.3} | {:>8} | {:>8}",
-                r.bytes,
-                r.mpi_rtt_us,
-                r.dps_rtt_us,
-                r.rtt_ratio,
-                r.mpi_gbps,
-                r.dps_gbps,
-                r.bw_ratio,
-                r.mpi_stream_msgs,
-                r.dps_stream_msgs
-            );
-        }
-    })
+    launch::run_and_print::<Record>(2, &args, timeout_s, json)
 }
 
 /// The worker, on exactly two ranks: raw MPI first, then DPS; rank 0 prints the records.
