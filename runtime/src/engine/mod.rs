@@ -5,6 +5,10 @@
 //! merge bookkeeping. A cell with queued messages is scheduled on the ready queue exactly once
 //! (the `scheduled` flag); a worker takes it, runs a batch of its messages, and schedules it
 //! again if more arrived. So a thread runs one operation at a time and its state needs no lock.
+//! A rank has one worker per cell it hosts (up to a bound), so a long operation on one cell
+//! never delays another. The one exception to "workers run cells": a token that arrives from
+//! another rank for an idle cell, bound for a leaf known to be short, is handled at once on
+//! the progress thread, which saves the wake-up of a worker.
 
 mod messages;
 mod thread;
