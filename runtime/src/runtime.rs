@@ -82,10 +82,10 @@ impl<O: Token> Pending<O> {
     /// # Errors
     /// If an operation failed (on a one-rank job; on more ranks a failure aborts the job).
     pub fn wait(self) -> Result<O, Error> {
-        let result = self
-            .rx
-            .recv()
-            .map_err(|_| Error::new(ErrorKind::Failed, "dps: the runtime stopped before the call finished"))?;
+        // Polls briefly before sleeping: waking a sleeping caller would add microseconds to
+        // every short call.
+        let result = engine::recv_eagerly(&self.rx)
+            .ok_or_else(|| Error::new(ErrorKind::Failed, "dps: the runtime stopped before the call finished"))?;
         let payload = result.map_err(|m| Error::new(ErrorKind::Failed, m))?;
         Ok(*payload.into_token(self.decode).downcast::<O>().expect("dps: graph output type"))
     }
