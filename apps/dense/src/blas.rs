@@ -1,0 +1,157 @@
+//! Safe wrappers over the OpenBLAS routines the apps use. Dimensions are checked against the
+//! slices before calling into BLAS, so a wrong size panics here instead of corrupting memory.
+
+use cblas::{Diagonal, Layout, Part, Side, Transpose};
+
+extern "C" {
+    fn openblas_set_num_threads(n: std::ffi::c_int);
+}
+
+/// Sets the number of threads OpenBLAS uses in this process.
+pub fn set_threads(n: usize) {
+    // SAFETY: a plain setter exported by libopenblas.
+    unsafe { openblas_set_num_threads(n as std::ffi::c_int) }
+}
+
+fn need(len: usize, rows: usize, cols: usize, ld: usize, what: &str) {
+    if rows > 0 && cols > 0 {
+        assert!(
+            ld >= rows && len >= ld * (cols - 1) + rows,
+            "{what}: slice of {len} too small for {rows}x{cols}, ld {ld}"
+        );
+    }
+}
+
+/// C = alpha·A·B + beta·C, column-major: A is m×k (lda), B is k×n (ldb), C is m×n (ldc).
+#[allow(clippy::too_many_arguments)]
+pub fn gemm_col(
+    m: usize,
+    n: usize,
+    k: usize,
+    alpha: f64,
+    a: &[f64],
+    lda: usize,
+    b: &[f64],
+    ldb: usize,
+    beta: f64,
+    c: &mut [f64],
+    ldc: usize,
+) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    need(a.len(), m, k, lda, "gemm A");
+    need(b.len(), k, n, ldb, "gemm B");
+    need(c.len(), m, n, ldc, "gemm C");
+    // SAFETY: the dimensions were checked against the slices above.
+    unsafe {
+        cblas::dgemm(
+            Layout::ColumnMajor,
+            Transpose::None,
+            Transpose::None,
+            m as i32,
+            n as i32,
+            k as i32,
+            alpha,
+            a,
+            lda as i32,
+            b,
+            ldb as i32,
+            beta,
+            c,
+            ldc as i32,
+        )
+    }
+}
+
+/// C = A·B for row-major A (m×k), B (k×n) and C (m×n), all densely packed.
+pub fn gemm_row(m: usize, n: usize, k: usize, a: &[f64], b: &[f64], c: &mut [f64]) {
+    // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ.
+    gemm_col(n, m, k, 1.0, b, n, a, k, 0.0, c, n);
+}
+
+/// B = L⁻¹·B, column-major, L the unit lower triangle of the m×m matrix `l` (ldl), B m×n (ldb).
+pub fn trsm_unit_lower(m: usize, n: usize, l: &[f64], ldl: usize, b: &mut [f64], ldb: usize) {
+    if m == 0 || n == 0 {
+        return;
+    }
+    need(l.len(), m, m, ldl, "trsm L");
+    need(b.len(), m, n, ldb, "trsm B");
+    // SAFETY: the dimensions were checked against the slices above.
+    unsafe {
+        cblas::dtrsm(
+            Layout::ColumnMajor,
+            Side::Left,
+            Part::Lower,
+            Transpose::None,
+            Diagonal::Unit,
+            m as i32,
+            n as i32,
+            1.0,
+            l,
+            ldl as i32,
+            b,
+            ldb as i32,
+        )
+    }
+}
+
+/// LU with partial pivoting of the m×n column-major matrix `a` (lda), in place (LAPACK dgetrf).
+/// Returns the 1-based pivot rows and LAPACK's `info` (> 0: U(info, info) is exactly zero).
+pub fn getrf(m: usize, n: usize, a: &mut [f64], lda: usize) -> (Vec<i32>, i32) {
+    let mut ipiv = vec![0i32; m.min(n)];
+    let mut info = 0;
+    if m == 0 || n == 0 {
+        return (ipiv, 0);
+    }
+    need(a.len(), m, n, lda, "getrf A");
+    // SAFETY: the dimensions were checked against the slices above; ipiv has min(m, n) entries.
+    unsafe { lapack::dgetrf(m as i32, n as i32, a, lda as i32, &mut ipiv, &mut info) };
+    (ipiv, info)
+}
+
+/// Solves A·x = b in place with the factors from [`getrf`] of the n×n matrix (lda).
+pub fn getrs(n: usize, lu: &[f64], lda: usize, ipiv: &[i32], b: &mut [f64]) {
+    need(lu.len(), n, n, lda, "getrs LU");
+    assert!(b.len() >= n && ipiv.len() >= n, "getrs: b or ipiv too short");
+    let mut info = 0;
+    // SAFETY: the dimensions were checked above.
+    unsafe { lapack::dgetrs(b'N', n as i32, 1, lu, lda as i32, ipiv, b, n as i32, &mut info) };
+    assert_eq!(info, 0, "dgetrs: bad argument {}", -info);
+}
+
+/// Applies the row interchanges `ipiv` (1-based, row `offset + i` swapped with `offset +
+/// ipiv[i] - 1`, in order) to the `cols` columns of the column-major matrix `a` (lda).
+pub fn swap_rows(a: &mut [f64], lda: usize, cols: usize, offset: usize, ipiv: &[i32]) {
+    for (i, &p) in ipiv.iter().enumerate() {
+        let (r1, r2) = (offset + i, offset + p as usize - 1);
+        if r1 != r2 {
+            for c in 0..cols {
+                a.swap(c * lda + r1, c * lda + r2);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gemm_row_matches_the_definition() {
+        let a = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]; // 2x3
+        let b = [7.0, 8.0, 9.0, 10.0, 11.0, 12.0]; // 3x2
+        let mut c = [0.0; 4];
+        gemm_row(2, 2, 3, &a, &b, &mut c);
+        assert_eq!(c, [58.0, 64.0, 139.0, 154.0]);
+    }
+
+    #[test]
+    fn getrf_of_the_thesis_example() {
+        // (6-15): [3 5; 6 7] pivots on 6: P·A = [6 7; 3 5] = [1 0; .5 1]·[6 7; 0 1.5].
+        let mut a = [3.0, 6.0, 5.0, 7.0]; // column-major
+        let (ipiv, info) = getrf(2, 2, &mut a, 2);
+        assert_eq!((ipiv, info), (vec![2, 2], 0));
+        assert_eq!(a, [6.0, 0.5, 7.0, 1.5]);
+    }
+}

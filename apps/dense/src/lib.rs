@@ -1,0 +1,12 @@
+//! Dense linear algebra shared by `dps-matmul` and `dps-lu`: reproducible random matrices,
+//! safe wrappers over OpenBLAS's BLAS and LAPACK, norms and residuals, and Matrix Market input.
+//!
+//! Matrices are plain `Vec<f64>`; each function says whether it reads row-major or
+//! column-major data.
+
+extern crate openblas_src;
+
+pub mod blas;
+pub mod gen;
+pub mod market;
+pub mod norms;
