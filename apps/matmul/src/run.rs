@@ -1,0 +1,242 @@
+//! Command-line options and the runner: builds the graphs, times the chosen variant, checks
+//! the product against one serial dgemm, and reports a human line or a JSON object.
+
+use std::time::Instant;
+
+use anyhow::{bail, Result};
+use clap::{Parser, ValueEnum};
+use dps::{Runtime, RuntimeArgs};
+use serde_json::json;
+
+use crate::graph::{self, Graphs, Master};
+use crate::kernel;
+
+/// Which algorithm runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Variant {
+    /// Strip pairs flow to the workers as they are cut; communication overlaps computation.
+    Pipelined,
+    /// The same work with all communication first, then all computation, then the gather.
+    Phased,
+    /// Pipelined and phased alternately, reporting the reduction (the paper's Table 1).
+    Compare,
+    /// The thesis's master/worker farm: block pairs, load balancing, flow control.
+    Farm,
+    /// One OpenBLAS dgemm in this process (`--blas-threads` threads), without DPS or MPI.
+    Serial,
+}
+
+/// `dps-matmul`: C = A·B for random n×n matrices, split into blocks.
+#[derive(Parser, Debug)]
+#[command(name = "dps-matmul", version, about)]
+pub struct Args {
+    /// Matrix order.
+    #[arg(long, default_value_t = 1024)]
+    pub n: usize,
+    /// Block size (the last block of a dimension may be smaller).
+    #[arg(long, conflicts_with = "s")]
+    pub block: Option<usize>,
+    /// Number of blocks per dimension (instead of --block).
+    #[arg(long)]
+    pub s: Option<usize>,
+    /// Algorithm.
+    #[arg(long, value_enum, default_value = "pipelined")]
+    pub variant: Variant,
+    /// Mapping of the worker collection (one thread per rank by default).
+    #[arg(long, default_value = "all")]
+    pub map: String,
+    /// Jobs in flight at most (default: 2 per worker).
+    #[arg(long)]
+    pub window: Option<usize>,
+    /// Timed repetitions (the median is reported).
+    #[arg(long, default_value_t = 1)]
+    pub reps: usize,
+    /// Untimed runs before the timed ones (they warm up buffers and caches).
+    #[arg(long, default_value_t = 0)]
+    pub warmup: usize,
+    /// OpenBLAS threads of the `serial` variant.
+    #[arg(long, default_value_t = 1)]
+    pub blas_threads: usize,
+    /// Seed of the random matrices.
+    #[arg(long, default_value_t = 42)]
+    pub seed: u64,
+    /// Compare the product with one serial dgemm (relative Frobenius error ≤ 10·n·ε).
+    #[arg(long)]
+    pub verify: bool,
+    /// Print one JSON object instead of the human-readable line.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub runtime: RuntimeArgs,
+}
+
+impl Args {
+    /// The block size, checked.
+    ///
+    /// # Errors
+    /// If n, the block size or the block count is 0, or the block is larger than n.
+    pub fn block_size(&self) -> Result<usize> {
+        if self.n == 0 {
+            bail!("--n must be at least 1");
+        }
+        let bs = match (self.block, self.s) {
+            (Some(b), _) => b,
+            (None, Some(0)) => bail!("--s must be at least 1"),
+            (None, Some(s)) => self.n.div_ceil(s),
+            (None, None) => 256.min(self.n),
+        };
+        if bs == 0 || bs > self.n {
+            bail!("--block {bs} must be between 1 and n = {}", self.n);
+        }
+        if self.reps == 0 {
+            bail!("--reps must be at least 1");
+        }
+        Ok(bs)
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn timed(f: impl FnOnce() -> Result<()>) -> Result<f64> {
+    let t = Instant::now();
+    f()?;
+    Ok(t.elapsed().as_secs_f64())
+}
+
+/// Runs the program; returns the exit code.
+///
+/// # Errors
+/// Bad options (before any work) or a failed run.
+pub fn run(args: &Args) -> Result<()> {
+    let bs = args.block_size()?;
+    let n = args.n;
+    if args.variant == Variant::Serial {
+        return run_serial(args, bs);
+    }
+    let rt = args.runtime.start()?;
+    let main = rt.collection("main", "0", |_| Master::new(n, bs, args.seed))?;
+    let workers = rt.collection("workers", &args.map, |_| graph::worker(n))?;
+    let window = args.window.unwrap_or(2 * workers.len()).max(1);
+    let graphs = Graphs::build(&rt, &main, &workers, window)?;
+    if rt.is_root() {
+        report(args, &rt, &graphs, bs, workers.len())?;
+    }
+    rt.shutdown()?;
+    Ok(())
+}
+
+fn report(args: &Args, rt: &Runtime, g: &Graphs, bs: usize, threads: usize) -> Result<()> {
+    let n = args.n;
+    let mut record = json!({
+        "app": "matmul", "variant": format!("{:?}", args.variant).to_lowercase(), "ranks": rt.ranks(),
+        "threads": threads, "n": n, "block": bs, "s": kernel::blocks(n, bs), "reps": args.reps,
+    });
+    let mut seconds = Vec::new();
+    let (mut phased, mut pipelined, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for rep in 0..args.warmup + args.reps {
+        if rep == args.warmup {
+            (seconds, phased, pipelined, ratios) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        }
+        match args.variant {
+            Variant::Pipelined => seconds.push(timed(|| rt.call(&g.pipelined, ()).map(|_| ()).map_err(Into::into))?),
+            Variant::Farm => seconds.push(timed(|| rt.call(&g.farm, ()).map(|_| ()).map_err(Into::into))?),
+            Variant::Phased | Variant::Compare => {
+                let t1 = timed(|| rt.call(&g.distribute, ()).map(|_| ()).map_err(Into::into))?;
+                let t2 = timed(|| rt.call(&g.compute, ()).map(|_| ()).map_err(Into::into))?;
+                let t3 = timed(|| rt.call(&g.gather, ()).map(|_| ()).map_err(Into::into))?;
+                phased.push(t1 + t2 + t3);
+                ratios.push((t1 + t3) / t2);
+                if args.variant == Variant::Compare {
+                    pipelined.push(timed(|| rt.call(&g.pipelined, ()).map(|_| ()).map_err(Into::into))?);
+                }
+            }
+            Variant::Serial => unreachable!("handled before the runtime starts"),
+        }
+    }
+    if !ratios.is_empty() {
+        let ratio = median(ratios);
+        record["comm_comp_ratio"] = json!(ratio);
+        record["phased_s"] = json!(median(phased.clone()));
+        record["potential_reduction"] = json!(if ratio <= 1.0 { ratio / (ratio + 1.0) } else { 1.0 / (1.0 + ratio) });
+    }
+    if args.variant == Variant::Compare {
+        let (p, f) = (median(pipelined.clone()), median(phased));
+        record["pipelined_s"] = json!(p);
+        record["reduction"] = json!(1.0 - p / f);
+        seconds = pipelined;
+    } else if args.variant == Variant::Phased {
+        seconds = phased;
+    }
+    let secs = median(seconds);
+    record["seconds"] = json!(secs);
+    record["gflops"] = json!(2.0 * (n as f64).powi(3) / secs / 1e9);
+    record["verified"] = if args.verify {
+        let c = rt.call(&g.fetch, ())?;
+        let (sa, sb) = kernel::seeds(args.seed);
+        let (err, ok) = kernel::error_against_serial(&c, &kernel::matrix(n, sa), &kernel::matrix(n, sb), n);
+        record["error"] = json!(err);
+        if !ok {
+            print_record(args, &record);
+            bail!(
+                "verification failed: relative error {err:.3e} exceeds 10·n·ε = {:.3e}",
+                10.0 * n as f64 * f64::EPSILON
+            );
+        }
+        json!(true)
+    } else {
+        serde_json::Value::Null
+    };
+    print_record(args, &record);
+    Ok(())
+}
+
+fn run_serial(args: &Args, bs: usize) -> Result<()> {
+    let n = args.n;
+    dps_dense::blas::set_threads(args.blas_threads);
+    let (sa, sb) = kernel::seeds(args.seed);
+    let (a, b) = (kernel::matrix(n, sa), kernel::matrix(n, sb));
+    let mut c = Vec::new();
+    let seconds =
+        median((0..args.reps).map(|_| timed(|| Ok(c = kernel::serial(&a, &b, n))).unwrap_or(f64::NAN)).collect());
+    let record = json!({
+        "app": "matmul", "variant": "serial", "ranks": 1, "threads": args.blas_threads, "n": n, "block": bs,
+        "reps": args.reps, "seconds": seconds, "gflops": 2.0 * (n as f64).powi(3) / seconds / 1e9,
+        "verified": if args.verify { json!(true) } else { serde_json::Value::Null },
+    });
+    print_record(args, &record);
+    Ok(())
+}
+
+fn print_record(args: &Args, r: &serde_json::Value) {
+    if args.json {
+        println!("{r}");
+    } else {
+        let extra = match (r.get("reduction"), r.get("comm_comp_ratio")) {
+            (Some(red), Some(ratio)) => format!(
+                ", reduction {:.1}% at comm/comp {:.2}",
+                red.as_f64().unwrap_or(0.0) * 100.0,
+                ratio.as_f64().unwrap_or(0.0)
+            ),
+            (None, Some(ratio)) => format!(", comm/comp {:.2}", ratio.as_f64().unwrap_or(0.0)),
+            _ => String::new(),
+        };
+        let verified = match r.get("error") {
+            Some(e) => format!(", verified (error {:.1e})", e.as_f64().unwrap_or(0.0)),
+            None => String::new(),
+        };
+        println!(
+            "matmul {} n={} block={} ranks={} threads={}: {:.3} s, {:.1} GFLOP/s{extra}{verified}",
+            r["variant"].as_str().unwrap_or("?"),
+            r["n"],
+            r["block"],
+            r["ranks"],
+            r["threads"],
+            r["seconds"].as_f64().unwrap_or(0.0),
+            r["gflops"].as_f64().unwrap_or(0.0)
+        );
+    }
+}
