@@ -1,0 +1,161 @@
+//! The first tour: nearest neighbour, improved by 2-opt and Or-opt, then by iterated local
+//! search (random double-bridge kicks, each followed by 2-opt and Or-opt, kept when not
+//! worse). A tour close to the optimum from the start is what lets the branch and bound
+//! prune from its first node; the search then only has to prove it (or improve it).
+
+use rand::{Rng, SeedableRng};
+
+use crate::tsplib::Instance;
+
+/// The nearest-neighbour tour from city 0.
+pub fn nearest_neighbour(inst: &Instance) -> Vec<usize> {
+    let n = inst.n;
+    let mut used = vec![false; n];
+    let mut tour = vec![0];
+    used[0] = true;
+    while tour.len() < n {
+        let last = *tour.last().unwrap();
+        let next = (0..n).filter(|&c| !used[c]).min_by_key(|&c| inst.d(last, c)).unwrap();
+        used[next] = true;
+        tour.push(next);
+    }
+    tour
+}
+
+/// Improves `tour` by 2-opt moves (reversing a segment) until none helps.
+pub fn two_opt(inst: &Instance, tour: &mut [usize]) -> bool {
+    let n = tour.len();
+    let mut any = false;
+    let mut improved = true;
+    while improved {
+        improved = false;
+        for i in 0..n - 1 {
+            let (a, b) = (tour[i], tour[i + 1]);
+            let dab = inst.d(a, b);
+            for j in i + 2..n {
+                if i == 0 && j == n - 1 {
+                    continue;
+                }
+                let (c, d) = (tour[j], tour[(j + 1) % n]);
+                if inst.d(a, c) + inst.d(b, d) < dab + inst.d(c, d) {
+                    tour[i + 1..=j].reverse();
+                    improved = true;
+                    any = true;
+                    break;
+                }
+            }
+        }
+    }
+    any
+}
+
+/// Improves `tour` by Or-opt moves (moving a segment of 1 to 3 cities elsewhere, possibly
+/// reversed) until none helps.
+pub fn or_opt(inst: &Instance, tour: &mut Vec<usize>) -> bool {
+    let n = tour.len();
+    let mut any = false;
+    let mut improved = true;
+    while improved {
+        improved = false;
+        'search: for len in 1..=3.min(n - 3) {
+            for i in 1..n - len {
+                let (p, s0, sl, nx) = (tour[i - 1], tour[i], tour[i + len - 1], tour[(i + len) % n]);
+                let gain = inst.d(p, s0) + inst.d(sl, nx) - inst.d(p, nx);
+                if gain <= 0 {
+                    continue;
+                }
+                // Insert between positions k and k + 1 of the tour without the segment.
+                let rest: Vec<usize> = tour[..i].iter().chain(&tour[i + len..]).copied().collect();
+                for k in 0..rest.len() {
+                    let (c, c2) = (rest[k], rest[(k + 1) % rest.len()]);
+                    if c == p && c2 == nx {
+                        continue;
+                    }
+                    let base = inst.d(c, c2);
+                    let forward = inst.d(c, s0) + inst.d(sl, c2) - base;
+                    let backward = inst.d(c, sl) + inst.d(s0, c2) - base;
+                    if forward.min(backward) < gain {
+                        let mut seg: Vec<usize> = tour[i..i + len].to_vec();
+                        if backward < forward {
+                            seg.reverse();
+                        }
+                        let mut next = Vec::with_capacity(n);
+                        next.extend_from_slice(&rest[..=k]);
+                        next.extend_from_slice(&seg);
+                        next.extend_from_slice(&rest[k + 1..]);
+                        *tour = next;
+                        improved = true;
+                        any = true;
+                        continue 'search;
+                    }
+                }
+            }
+        }
+    }
+    any
+}
+
+/// 2-opt and Or-opt alternately until neither improves.
+pub fn local_search(inst: &Instance, tour: &mut Vec<usize>) {
+    if tour.len() < 5 {
+        return;
+    }
+    two_opt(inst, tour);
+    while or_opt(inst, tour) && two_opt(inst, tour) {}
+}
+
+/// The double-bridge kick: cuts the tour in four segments A B C D and joins them A C B D.
+fn double_bridge(tour: &[usize], rng: &mut impl Rng) -> Vec<usize> {
+    let n = tour.len();
+    let mut cuts = [rng.gen_range(1..n), rng.gen_range(1..n), rng.gen_range(1..n)];
+    cuts.sort_unstable();
+    let [a, b, c] = cuts;
+    let mut out = Vec::with_capacity(n);
+    out.extend_from_slice(&tour[..a]);
+    out.extend_from_slice(&tour[b..c]);
+    out.extend_from_slice(&tour[a..b]);
+    out.extend_from_slice(&tour[c..]);
+    out
+}
+
+/// Nearest neighbour, local search, then `kicks` rounds of iterated local search (seeded,
+/// so every run gives the same tour). Returns the length and the tour, starting at city 0.
+pub fn initial_tour(inst: &Instance, kicks: usize, seed: u64) -> (i64, Vec<usize>) {
+    let mut best = nearest_neighbour(inst);
+    local_search(inst, &mut best);
+    let mut best_len = inst.tour_length(&best);
+    if inst.n >= 8 {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        for _ in 0..kicks {
+            let mut cand = double_bridge(&best, &mut rng);
+            local_search(inst, &mut cand);
+            let len = inst.tour_length(&cand);
+            if len <= best_len {
+                (best, best_len) = (cand, len);
+            }
+        }
+    }
+    let zero = best.iter().position(|&c| c == 0).unwrap();
+    best.rotate_left(zero);
+    (best_len, best)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_search_keeps_a_permutation_and_never_worsens() {
+        for seed in 0..10 {
+            let inst = Instance::random(30, seed);
+            let nn = nearest_neighbour(&inst);
+            let (len, tour) = initial_tour(&inst, 50, seed);
+            assert!(len <= inst.tour_length(&nn));
+            assert_eq!(inst.tour_length(&tour), len);
+            let mut sorted = tour.clone();
+            sorted.sort();
+            assert_eq!(sorted, (0..30).collect::<Vec<_>>());
+            assert_eq!(tour[0], 0);
+        }
+    }
+}

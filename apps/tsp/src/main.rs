@@ -1,0 +1,35 @@
+//! `dps-tsp`: travelling salesman branch and bound on DPS.
+//!
+//! ```text
+//! dps-tsp berlin52.tsp                                 # fast variant, one rank
+//! scripts/mpirun -n 2 target/release/dps-tsp att48.tsp --json --verify
+//! scripts/mpirun -n 2 target/release/dps-tsp --random 14 --variant thesis
+//! target/release/dps-tsp bench                         # the TSPLIB table on 1 and 2 ranks
+//! ```
+//!
+//! Exit codes: 0 success, 2 unusable input, 1 any other failure.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use dps_tsp::cli::{Cli, Command};
+use dps_tsp::BadInput;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match &cli.command {
+        Some(Command::Bench(b)) => dps_tsp::bench::run(b),
+        None => dps_tsp::cli::run(&cli.solve),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.downcast_ref::<BadInput>().is_some() => {
+            eprintln!("dps-tsp: {e}");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!("dps-tsp: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
