@@ -1,7 +1,7 @@
 //! Runtime scenarios on 1, 2 and 4 ranks. Each `scenario_*` test is `#[ignore]`d: the
 //! matching normal test relaunches this test binary under `mpirun` to run it on every rank.
 
-mod common;
+use dps_testkit as common;
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::time::Duration;

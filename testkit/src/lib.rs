@@ -1,6 +1,5 @@
-//! Launches MPI jobs from tests: `scripts/mpirun` with a timeout, one job at a time.
-
-#![allow(dead_code)]
+//! Test support: launches MPI jobs through the workspace's `scripts/mpirun`, under a
+//! timeout (a hang fails the test instead of stalling CI), one job at a time.
 
 use std::path::PathBuf;
 use std::process::{Command, Output};
@@ -11,26 +10,33 @@ use std::time::{Duration, Instant};
 static ONE_JOB_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 /// Seconds after which a job counts as hung and is killed.
-pub(crate) const JOB_TIMEOUT_S: u64 = 120;
+pub const JOB_TIMEOUT_S: u64 = 120;
 
-pub(crate) struct Job {
-    pub(crate) status: std::process::ExitStatus,
-    pub(crate) stdout: String,
-    pub(crate) stderr: String,
-    pub(crate) elapsed: Duration,
+/// What a finished job printed, how it ended and how long it took.
+#[derive(Debug)]
+pub struct Job {
+    /// Exit status of mpirun.
+    pub status: std::process::ExitStatus,
+    /// Standard output of all ranks.
+    pub stdout: String,
+    /// Standard error of all ranks.
+    pub stderr: String,
+    /// Wall time of the job.
+    pub elapsed: Duration,
 }
 
-pub(crate) fn mpirun_script() -> PathBuf {
+/// The workspace's mpirun wrapper.
+pub fn mpirun_script() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/mpirun")
 }
 
 /// Runs `program args` on `ranks` ranks under `timeout`.
-pub(crate) fn mpirun(ranks: usize, program: &std::path::Path, args: &[&str]) -> Job {
+pub fn mpirun(ranks: usize, program: &std::path::Path, args: &[&str]) -> Job {
     mpirun_with(ranks, &[], program, args)
 }
 
 /// As [`mpirun`], with extra options for mpirun itself.
-pub(crate) fn mpirun_with(ranks: usize, mpirun_options: &[&str], program: &std::path::Path, args: &[&str]) -> Job {
+pub fn mpirun_with(ranks: usize, mpirun_options: &[&str], program: &std::path::Path, args: &[&str]) -> Job {
     let _one = ONE_JOB_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let start = Instant::now();
     let Output { status, stdout, stderr } = Command::new("timeout")
@@ -54,7 +60,7 @@ pub(crate) fn mpirun_with(ranks: usize, mpirun_options: &[&str], program: &std::
 }
 
 /// Path of an example binary built by `cargo test` next to the test binary.
-pub(crate) fn example(name: &str) -> PathBuf {
+pub fn example(name: &str) -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     exe.parent().unwrap().parent().unwrap().join("examples").join(name)
 }
