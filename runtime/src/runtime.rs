@@ -228,6 +228,14 @@ impl Runtime {
         Ok(Collection::new(info))
     }
 
+    /// The number of threads a collection mapped by `mapping` would have.
+    ///
+    /// # Errors
+    /// If the mapping string is malformed or names a rank or host that does not exist.
+    pub fn threads_in(&self, mapping: &str) -> Result<usize, Error> {
+        Ok(mapping::parse(mapping, &self.engine.hosts)?.len())
+    }
+
     /// Builds and validates a graph from a path of nodes. Collective: every rank must build
     /// the same graphs in the same order; ranks whose graphs differ get an error naming the
     /// first difference, instead of hanging later.
