@@ -117,7 +117,7 @@ mod tests {
     /// The block algorithm on one thread equals dgetrf (pivots) and solves accurately.
     #[test]
     fn blocked_steps_reproduce_dgetrf() {
-        let (n, r) = (23, 5);
+        let (n, r): (usize, usize) = (23, 5);
         let src = Source::Random(3);
         let nb = n.div_ceil(r);
         let mut blocks: Vec<Vec<f64>> = (0..nb).map(|j| src.column_block(n, r, j)).collect();
