@@ -135,7 +135,8 @@ mod tests {
         }
         for (j, block) in blocks.iter_mut().enumerate() {
             for p in &panels[j + 1..] {
-                blas::swap_rows(block, n, block.len() / n, p.k * r, &p.ipiv);
+                let w = block.len() / n;
+                blas::swap_rows(block, n, w, p.k * r, &p.ipiv);
             }
         }
         let lu: Vec<f64> = blocks.concat();
