@@ -123,19 +123,27 @@ pub fn getrs(n: usize, lu: &[f64], lda: usize, ipiv: &[i32], b: &mut [f64]) {
 /// Applies the row interchanges `ipiv` (1-based, row `offset + i` swapped with `offset +
 /// ipiv[i] - 1`, in order) to the `cols` columns of the column-major matrix `a` (lda).
 pub fn swap_rows(a: &mut [f64], lda: usize, cols: usize, offset: usize, ipiv: &[i32]) {
-    for (i, &p) in ipiv.iter().enumerate() {
-        let (r1, r2) = (offset + i, offset + p as usize - 1);
-        if r1 != r2 {
-            for c in 0..cols {
-                a.swap(c * lda + r1, c * lda + r2);
-            }
-        }
+    if cols == 0 || ipiv.is_empty() {
+        return;
     }
+    let last = ipiv.iter().map(|&p| p as usize).max().unwrap_or(0).max(ipiv.len());
+    need(a.len().saturating_sub(offset), last, cols, lda, "swap_rows A");
+    assert!(ipiv.iter().all(|&p| p >= 1), "swap_rows: pivots are 1-based");
+    // SAFETY: every row an interchange touches (offset + 0..last) lies inside `a`, checked above.
+    unsafe { lapack::dlaswp(cols as i32, &mut a[offset..], lda as i32, 1, ipiv.len() as i32, ipiv, 1) }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn swap_rows_applies_interchanges_in_order() {
+        // 4x2 column-major, rows r0..r3; from row 1: swap 1<->3, then 2<->3.
+        let mut a = [0.0, 1.0, 2.0, 3.0, 10.0, 11.0, 12.0, 13.0];
+        swap_rows(&mut a, 4, 2, 1, &[3, 3]);
+        assert_eq!(a, [0.0, 3.0, 1.0, 2.0, 10.0, 13.0, 11.0, 12.0]);
+    }
 
     #[test]
     fn gemm_row_matches_the_definition() {

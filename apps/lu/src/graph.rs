@@ -40,12 +40,14 @@ pub struct Columns {
     source: Source,
     blocks: HashMap<usize, Vec<f64>>,
     pivots: HashMap<usize, (Vec<i32>, i32)>,
+    /// Panels received once for several blocks, with the number of uses left.
+    panels: HashMap<usize, (Arc<Panel>, usize)>,
 }
 
 impl Columns {
     /// Thread `t` of `threads`: owns blocks t, t + threads, ...
     pub fn new(n: usize, r: usize, source: Source, t: usize, threads: usize) -> Self {
-        let mut c = Columns { n, r, source, blocks: HashMap::new(), pivots: HashMap::new() };
+        let mut c = Columns { n, r, source, blocks: HashMap::new(), pivots: HashMap::new(), panels: HashMap::new() };
         c.reload(t, threads);
         c
     }
@@ -54,7 +56,41 @@ impl Columns {
         let nb = self.n.div_ceil(self.r);
         self.blocks = (t..nb).step_by(threads).map(|j| (j, self.source.column_block(self.n, self.r, j))).collect();
         self.pivots.clear();
+        self.panels.clear();
     }
+
+    /// The panel an update refers to.
+    fn panel(&mut self, p: PanelRef) -> Arc<Panel> {
+        match p {
+            PanelRef::Here(panel, uses) => {
+                if uses > 1 {
+                    self.panels.insert(panel.k, (panel.clone(), uses - 1));
+                }
+                panel
+            }
+            PanelRef::Sent(k) => {
+                let (panel, left) = self.panels.get_mut(&k).expect("the panel came with an earlier update");
+                let panel = panel.clone();
+                *left -= 1;
+                if *left == 0 {
+                    self.panels.remove(&k);
+                }
+                panel
+            }
+        }
+    }
+}
+
+/// How an update gets its panel: each column thread receives a panel once (with the number
+/// of its blocks that will use it) and later updates refer to it, so a panel crosses to
+/// another rank once per thread, not once per block. The collector sends every update of a
+/// thread from one place, in order, so the panel always arrives first.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum PanelRef {
+    /// The panel itself, and how many updates of this thread will use it.
+    Here(Arc<Panel>, usize),
+    /// Panel k, sent with an earlier update.
+    Sent(usize),
 }
 
 /// Work for a column block. Step −1 is written `k = usize::MAX`.
@@ -65,12 +101,12 @@ pub enum Work {
         /// Block.
         j: usize,
     },
-    /// Apply panel `panel.k` to block j.
+    /// Apply a panel to block j.
     Update {
         /// Block.
         j: usize,
-        /// The factored panel, shared by the blocks of one rank.
-        panel: Arc<Panel>,
+        /// The factored panel.
+        panel: PanelRef,
     },
     /// Block k, factored, returns to its owner with its pivots.
     Store {
@@ -128,19 +164,20 @@ fn update_leaf(name: &str, columns: &Collection<Columns>, lay: Layout, k: Option
     Node::leaf(name, columns, route, move |c: &mut Columns, w: Work| {
         let next = k.map_or(0, |k| k + 1);
         match w {
-            Work::Touch { j } | Work::Update { j, .. } if j != next => {
-                if let Work::Update { panel, .. } = &w {
-                    let block = c.blocks.get_mut(&j).expect("the owner holds the block");
-                    kernel::apply_panel(block, c.n, c.r, panel);
-                }
-                Done { j, next_panel: None }
+            Work::Touch { j } if j != next => Done { j, next_panel: None },
+            Work::Touch { j } => {
+                Done { j, next_panel: Some(Bulk(c.blocks.remove(&j).expect("the owner holds the block"))) }
             }
-            Work::Touch { j } | Work::Update { j, .. } => {
+            Work::Update { j, panel } => {
+                let panel = c.panel(panel);
                 let mut block = c.blocks.remove(&j).expect("the owner holds the block");
-                if let Work::Update { panel, .. } = &w {
-                    kernel::apply_panel(&mut block, c.n, c.r, panel);
+                kernel::apply_panel(&mut block, c.n, c.r, &panel);
+                if j == next {
+                    Done { j, next_panel: Some(Bulk(block)) }
+                } else {
+                    c.blocks.insert(j, block);
+                    Done { j, next_panel: None }
                 }
-                Done { j, next_panel: Some(Bulk(block)) }
             }
             Work::Store { k, col, ipiv, info } => {
                 c.blocks.insert(k, col.into_inner());
@@ -157,10 +194,18 @@ struct Collector {
     next: usize,
 }
 
-/// A collector's accumulator: the next panel once factored, and the blocks waiting for it.
+/// A collector's accumulator: the next panel once factored, the blocks waiting for it, and
+/// the column threads that already have it.
 struct StepState {
     panel: Option<Arc<Panel>>,
     waiting: Vec<usize>,
+    sent_to: Vec<bool>,
+}
+
+impl StepState {
+    fn new(lay: Layout) -> Self {
+        StepState { panel: None, waiting: Vec::new(), sent_to: vec![false; lay.threads] }
+    }
 }
 
 impl Collector {
@@ -170,15 +215,34 @@ impl Collector {
         let panel = Arc::new(kernel::factor_panel(&mut block, self.lay.n, self.lay.r, self.next));
         let (ipiv, info) = (panel.ipiv.clone(), panel.info);
         out.push(Work::Store { k: self.next, col: Bulk(block), ipiv, info });
-        out.extend(acc.waiting.drain(..).map(|j| Work::Update { j, panel: panel.clone() }));
+        // The block of the panel after this one first: it is on the critical path.
+        if let Some(pos) = acc.waiting.iter().position(|&j| j == self.next + 1) {
+            let j = acc.waiting.remove(pos);
+            acc.waiting.insert(0, j);
+        }
         acc.panel = Some(panel);
+        for j in std::mem::take(&mut acc.waiting) {
+            out.push(self.update(j, acc));
+        }
+    }
+
+    /// The update of block j: with the panel if its thread does not have it yet.
+    fn update(&self, j: usize, acc: &mut StepState) -> Work {
+        let panel = acc.panel.as_ref().expect("factored");
+        let t = self.lay.owner(j);
+        if std::mem::replace(&mut acc.sent_to[t], true) {
+            Work::Update { j, panel: PanelRef::Sent(self.next) }
+        } else {
+            let uses = (self.next + 1..self.lay.nb).filter(|&b| self.lay.owner(b) == t).count();
+            Work::Update { j, panel: PanelRef::Here(panel.clone(), uses) }
+        }
     }
 
     fn notified(&self, done: Done, acc: &mut StepState, out: &mut Vec<Work>) {
         match done.next_panel {
             Some(block) => self.factor(block, acc, out),
             None if done.j > self.next => match &acc.panel {
-                Some(p) => out.push(Work::Update { j: done.j, panel: p.clone() }),
+                Some(_) => out.push(self.update(done.j, acc)),
                 None => acc.waiting.push(done.j),
             },
             None => {} // a block already done with, or the previous panel coming home
@@ -201,7 +265,7 @@ impl Stream<()> for StreamCollector {
     type Out = Work;
     type Acc = StepState;
     fn start(&self, _: &mut ()) -> StepState {
-        StepState { panel: None, waiting: Vec::new() }
+        StepState::new(self.0.lay)
     }
     fn input(&self, _: &mut (), acc: &mut StepState, done: Done, out: &mut Posted<Work>) {
         let mut work = Vec::new();
@@ -255,7 +319,8 @@ fn collector(
             let split =
                 Node::split(&format!("split{next}"), panels, route::fixed(rank), move |_: &mut (), mut s: Step| {
                     let c = Collector { lay, next };
-                    let mut acc = StepState { panel: None, waiting: std::mem::take(&mut s.ready) };
+                    let mut acc = StepState::new(lay);
+                    acc.waiting = std::mem::take(&mut s.ready);
                     let mut out = Vec::new();
                     c.factor(s.block.take().expect("the panel block arrived"), &mut acc, &mut out);
                     out
