@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: builds everything in release mode and runs the local reproduction at a size
-# that fits a laptop. For now: the runtime's examples on 1, 2 and 4 ranks, the transport
-# benchmark (DPS against raw MPI) and the overlap benchmark. Writes results/report.md.
+# that fits a laptop: the runtime's examples on 1, 2 and 4 ranks, the transport benchmark
+# (DPS against raw MPI), the overlap benchmark, and the linear-algebra benchmarks (block
+# matmul and LU against OpenBLAS, the DPS paper's Table 1). Writes results/report.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -33,6 +34,10 @@ run() { timeout -k 5 600 scripts/mpirun "$@"; }
   echo "## Overlap: pipelined graph against communication-then-computation, 2 ranks"
   echo
   target/release/dps-bench overlap --json | tee "$out/overlap.jsonl" | target/release/dps-bench table
+  echo
+  echo "## Linear algebra: DPS against OpenBLAS/LAPACK, and the DPS paper's Table 1"
+  echo
+  REPS=1 bench/linalg.sh 2>&1
 } > "$report.tmp"
 mv "$report.tmp" "$report"
 cat "$report"
