@@ -133,7 +133,14 @@ pub fn run(b: &BenchArgs) -> Result<()> {
             _ => "",
         };
         let yes = |b: bool| if b { "yes" } else { "no" };
-        let _ = write!(table, "| {} | {} | {known} | {length}{mark} | {} | {} |", case.name, case.n, yes(proven), yes(verified));
+        let _ = write!(
+            table,
+            "| {} | {} | {known} | {length}{mark} | {} | {} |",
+            case.name,
+            case.n,
+            yes(proven),
+            yes(verified)
+        );
         for r in &runs {
             let _ = write!(table, " {} | {:.2} |", r["nodes"], r["seconds"].as_f64().unwrap_or(f64::NAN));
         }

@@ -320,6 +320,7 @@ impl<'a> HeldKarp<'a> {
 
     /// The cheapest 1-tree under the loaded constraints and multipliers `pi`, or `None` if
     /// the usable edges do not connect the cities.
+    #[allow(clippy::needless_range_loop)] // Prim's loops index several arrays by city
     fn one_tree(&mut self, pi: &[f64], tree: &mut OneTree) -> Option<()> {
         let n = self.inst.n;
         tree.edges.clear();
@@ -424,7 +425,6 @@ impl<'a> HeldKarp<'a> {
             return if len < upper { Bounded::Tour(len, tour.clone()) } else { Bounded::Pruned };
         }
         self.load(c);
-        let n = self.inst.n;
         let mut pi = pi.to_vec();
         let mut tree = OneTree::default();
         let mut best = OneTree { bound: f64::NEG_INFINITY, ..OneTree::default() };
@@ -459,8 +459,8 @@ impl<'a> HeldKarp<'a> {
             let norm: f64 = cur.degree.iter().map(|&d| (d as f64 - 2.0).powi(2)).sum();
             let gap = (upper as f64 - cur.bound).clamp(1.0, f64::MAX / 4.0);
             let t = lambda * gap / norm;
-            for v in 0..n {
-                pi[v] += t * (cur.degree[v] as f64 - 2.0);
+            for (p, &d) in pi.iter_mut().zip(&cur.degree) {
+                *p += t * (d as f64 - 2.0);
             }
         }
         if best.edges.is_empty() {

@@ -80,6 +80,7 @@ pub fn att(a: [f64; 2], b: [f64; 2]) -> i64 {
 }
 
 /// TSPLIB's value of pi for GEO (deliberately short: the published optima depend on it).
+#[allow(clippy::approx_constant)]
 const GEO_PI: f64 = 3.141592;
 /// TSPLIB's earth radius for GEO, in km.
 const GEO_RADIUS: f64 = 6378.388;

@@ -40,9 +40,8 @@ const IDLE_PAUSE: Duration = Duration::from_millis(1);
 pub trait Kernel: Send + Sync + 'static {
     /// A job: a subproblem a slave can search (and resume).
     type Job: Token + Clone;
-    /// The jobs to start with, generated on the master from the best tour length known;
-    /// also returns the nodes this took and any better tour found.
-    fn initial(&self, upper: i64) -> (Vec<Self::Job>, u64, Option<(i64, Vec<usize>)>);
+    /// The jobs to start with, generated on the master from the best tour length known.
+    fn initial(&self, upper: i64) -> Initial<Self::Job>;
     /// The master's order: smaller first.
     fn priority(&self, job: &Self::Job) -> f64;
     /// True if a queued job cannot hold a tour shorter than `upper`.
@@ -53,6 +52,17 @@ pub trait Kernel: Send + Sync + 'static {
     /// master knew when it handed the job out; `best` is the best length known on this rank
     /// (shared by its slaves, already at most `upper`).
     fn work(&self, job: Self::Job, upper: i64, best: &AtomicI64) -> Report<Self::Job>;
+}
+
+/// What the master starts with.
+#[derive(Clone, Debug)]
+pub struct Initial<J> {
+    /// The first jobs.
+    pub jobs: Vec<J>,
+    /// Nodes expanded to generate them.
+    pub nodes: u64,
+    /// A tour better than the one given, if generating the jobs found one.
+    pub tour: Option<(i64, Vec<usize>)>,
 }
 
 /// A token from the master to a slave.
@@ -241,7 +251,7 @@ impl<K: Kernel> Search<K> {
 
         let dispatch = Node::split("dispatch", &master, route::fixed(0), |s: &mut MasterThread<K>, start: Start| {
             let deadline = start.time_limit.map(|t| Instant::now() + Duration::from_secs_f64(t));
-            let (jobs, nodes, tour) = s.kernel.initial(start.upper);
+            let Initial { jobs, nodes, tour } = s.kernel.initial(start.upper);
             let mut m = new_master(start.upper, start.tour, deadline);
             m.nodes = nodes;
             if let Some((len, t)) = tour {
@@ -255,18 +265,19 @@ impl<K: Kernel> Search<K> {
             Dispatch { kernel: s.kernel.clone(), master: s.master.clone() }
         })
         .window(window);
-        let search = Node::leaf("search", &slaves, route::load_balanced(), move |best: &mut Arc<AtomicI64>, w: Work<K::Job>| {
-            match w {
-                Work::Idle => {
-                    std::thread::sleep(IDLE_PAUSE);
-                    Report::Idle
+        let search =
+            Node::leaf("search", &slaves, route::load_balanced(), move |best: &mut Arc<AtomicI64>, w: Work<K::Job>| {
+                match w {
+                    Work::Idle => {
+                        std::thread::sleep(IDLE_PAUSE);
+                        Report::Idle
+                    }
+                    Work::Job(job, upper) => {
+                        best.fetch_min(upper, Ordering::Relaxed);
+                        kernel.work(job, upper, best)
+                    }
                 }
-                Work::Job(job, upper) => {
-                    best.fetch_min(upper, Ordering::Relaxed);
-                    kernel.work(job, upper, best)
-                }
-            }
-        });
+            });
         let collect = Node::merge(
             "collect",
             &master,

@@ -103,7 +103,15 @@ impl<'a> Searcher<'a> {
         let mut free: Vec<usize> = tree
             .edges
             .iter()
-            .filter_map(|&(a, b)| if a == v { Some(b) } else if b == v { Some(a) } else { None })
+            .filter_map(|&(a, b)| {
+                if a == v {
+                    Some(b)
+                } else if b == v {
+                    Some(a)
+                } else {
+                    None
+                }
+            })
             .filter(|&w| !c.is_forced(v, w))
             .collect();
         free.sort_by(|&a, &b| {

@@ -34,7 +34,15 @@ pub struct ThesisJob {
 impl ThesisJob {
     /// The root job: `tab = [0]`, nothing fixed beyond city 0, no bound yet.
     pub fn root() -> ThesisJob {
-        ThesisJob { tab: vec![0], resume_after: None, backtrack: false, lower: 0, upper: i64::MAX, job_lower: 0, min_trip: 1 }
+        ThesisJob {
+            tab: vec![0],
+            resume_after: None,
+            backtrack: false,
+            lower: 0,
+            upper: i64::MAX,
+            job_lower: 0,
+            min_trip: 1,
+        }
     }
 
     /// True once the job's subtree has been searched completely.
@@ -194,7 +202,15 @@ pub fn expand(inst: &Instance, job: &mut ThesisJob, cutoff: usize, mut push: imp
         let mut tab = prefix.to_vec();
         tab.push(x as u16);
         let lower = prefix_cost + inst.d(last, x);
-        push(ThesisJob { tab, resume_after: None, backtrack: false, lower, upper: job.upper, job_lower: lower, min_trip: m + 1 });
+        push(ThesisJob {
+            tab,
+            resume_after: None,
+            backtrack: false,
+            lower,
+            upper: job.upper,
+            job_lower: lower,
+            min_trip: m + 1,
+        });
     }
     job.min_trip = m + 1;
     job.job_lower = path_cost(inst, &job.tab[..m + 1]);

@@ -78,8 +78,11 @@ impl Instance {
     /// # Errors
     /// If the file cannot be read or is not a supported, well-formed TSPLIB instance.
     pub fn read(path: &Path) -> Result<Instance, ParseError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ParseError { file: path.display().to_string(), line: 0, message: e.to_string() })?;
+        let text = std::fs::read_to_string(path).map_err(|e| ParseError {
+            file: path.display().to_string(),
+            line: 0,
+            message: e.to_string(),
+        })?;
         let fallback = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         parse(&text, &fallback).map_err(|mut e| {
             e.file = path.display().to_string();
@@ -209,8 +212,8 @@ pub fn parse(text: &str, fallback_name: &str) -> Result<Instance, ParseError> {
                         return err(
                             no,
                             format!(
-                                "EDGE_WEIGHT_TYPE {value} is not supported (supported: EUC_2D, CEIL_2D, ATT, GEO, EXPLICIT)"
-                            ),
+                        "EDGE_WEIGHT_TYPE {value} is not supported (supported: EUC_2D, CEIL_2D, ATT, GEO, EXPLICIT)"
+                    ),
                         )
                     }
                 })
@@ -262,7 +265,9 @@ pub fn parse(text: &str, fallback_name: &str) -> Result<Instance, ParseError> {
         inst.coords = display.or(coords);
         Ok(inst)
     } else {
-        let Some(c) = coords else { return err(last, format!("EDGE_WEIGHT_TYPE {} but no NODE_COORD_SECTION", metric.keyword())) };
+        let Some(c) = coords else {
+            return err(last, format!("EDGE_WEIGHT_TYPE {} but no NODE_COORD_SECTION", metric.keyword()));
+        };
         Ok(Instance::from_coords(&name, metric, c))
     }
 }
@@ -290,7 +295,8 @@ fn read_points(lines: &[&str], at: &mut usize, n: usize, section: &str) -> Resul
         if fields.len() != 3 {
             return err(no, format!("expected \"index x y\", found {} fields", fields.len()));
         }
-        let index: usize = fields[0].parse().map_err(|_| pe(no, format!("city index \"{}\" is not a number", fields[0])))?;
+        let index: usize =
+            fields[0].parse().map_err(|_| pe(no, format!("city index \"{}\" is not a number", fields[0])))?;
         if index == 0 || index > n {
             return err(no, format!("city index {index} is outside 1..={n} (DIMENSION {n})"));
         }
@@ -315,7 +321,13 @@ fn pe(line: usize, message: String) -> ParseError {
 
 /// Reads the numbers of an explicit matrix, which may span any number of lines, up to the
 /// next keyword; `start` is the section's own line.
-fn read_weights(lines: &[&str], at: &mut usize, n: usize, format: Format, start: usize) -> Result<Vec<i64>, ParseError> {
+fn read_weights(
+    lines: &[&str],
+    at: &mut usize,
+    n: usize,
+    format: Format,
+    start: usize,
+) -> Result<Vec<i64>, ParseError> {
     let cells = format.cells(n);
     let mut values = Vec::with_capacity(cells.len());
     let mut last_data = start;
@@ -333,7 +345,10 @@ fn read_weights(lines: &[&str], at: &mut usize, n: usize, format: Format, start:
                 return err(no, format!("edge weight {field} is not a non-negative integer"));
             }
             if values.len() == cells.len() {
-                return err(no, format!("EDGE_WEIGHT_SECTION has more than the {} weights DIMENSION {n} needs", cells.len()));
+                return err(
+                    no,
+                    format!("EDGE_WEIGHT_SECTION has more than the {} weights DIMENSION {n} needs", cells.len()),
+                );
             }
             values.push(v as i64);
         }
@@ -357,8 +372,13 @@ fn read_weights(lines: &[&str], at: &mut usize, n: usize, format: Format, start:
         dist[i * n + i] = 0;
     }
     if format == Format::Full {
-        if let Some((i, j)) = (0..n).flat_map(|i| (0..i).map(move |j| (i, j))).find(|&(i, j)| values[i * n + j] != values[j * n + i]) {
-            return err(start, format!("FULL_MATRIX is not symmetric: d({}, {}) != d({}, {})", i + 1, j + 1, j + 1, i + 1));
+        if let Some((i, j)) =
+            (0..n).flat_map(|i| (0..i).map(move |j| (i, j))).find(|&(i, j)| values[i * n + j] != values[j * n + i])
+        {
+            return err(
+                start,
+                format!("FULL_MATRIX is not symmetric: d({}, {}) != d({}, {})", i + 1, j + 1, j + 1, i + 1),
+            );
         }
     }
     Ok(dist)

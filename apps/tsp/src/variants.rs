@@ -5,7 +5,7 @@ use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
 
 use crate::bound::prunes;
-use crate::graph::{Kernel, Report};
+use crate::graph::{Initial, Kernel, Report};
 use crate::search::{Expansion, Searcher, Subproblem};
 use crate::thesis::{self, Slave, ThesisJob};
 use crate::tsplib::Instance;
@@ -26,8 +26,8 @@ pub struct Thesis {
 impl Kernel for Thesis {
     type Job = ThesisJob;
 
-    fn initial(&self, _upper: i64) -> (Vec<ThesisJob>, u64, Option<(i64, Vec<usize>)>) {
-        (vec![ThesisJob::root()], 0, None)
+    fn initial(&self, _upper: i64) -> Initial<ThesisJob> {
+        Initial { jobs: vec![ThesisJob::root()], nodes: 0, tour: None }
     }
 
     fn priority(&self, job: &ThesisJob) -> f64 {
@@ -66,13 +66,13 @@ pub struct Fast {
 impl Kernel for Fast {
     type Job = Subproblem;
 
-    fn initial(&self, upper: i64) -> (Vec<Subproblem>, u64, Option<(i64, Vec<usize>)>) {
+    fn initial(&self, upper: i64) -> Initial<Subproblem> {
         let mut s = Searcher::new(&self.inst);
         let mut best: Option<(i64, Vec<usize>)> = None;
         let mut level = match s.root(upper) {
             Ok(root) => vec![root],
-            Err(Expansion::Tour(len, tour)) => return (Vec::new(), 1, Some((len, tour))),
-            Err(_) => return (Vec::new(), 1, None),
+            Err(Expansion::Tour(len, tour)) => return Initial { jobs: Vec::new(), nodes: 1, tour: Some((len, tour)) },
+            Err(_) => return Initial { jobs: Vec::new(), nodes: 1, tour: None },
         };
         let mut nodes = 1;
         for _ in 0..self.cutoff {
@@ -91,7 +91,7 @@ impl Kernel for Fast {
             }
             level = next;
         }
-        (level, nodes, best)
+        Initial { jobs: level, nodes, tour: best }
     }
 
     fn priority(&self, job: &Subproblem) -> f64 {
