@@ -3,7 +3,7 @@
 # second when everything is already there). WITH_SLURM=1 adds Slurm and munge.
 set -euo pipefail
 PKGS=(openmpi-bin libopenmpi-dev libopenblas-dev libclang1-14 libclang-common-14-dev
-      build-essential pkg-config)
+      build-essential pkg-config fonts-dejavu-core)
 [[ "${WITH_SLURM:-0}" == 1 ]] && PKGS+=(slurmctld slurmd slurm-client munge)
 missing=()
 for p in "${PKGS[@]}"; do

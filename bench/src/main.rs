@@ -6,6 +6,8 @@
 //!   communication-then-computation, against the paper's potential gain.
 //!
 //! * `dps-bench table`: JSON lines on stdin to a markdown table.
+//! * `dps-bench sweep [EXPERIMENT…]`: the experiments of `bench/experiments.toml`, with
+//!   tables beside the published numbers and plots (see `sweep`).
 //!
 //! Each command launches itself once under `scripts/mpirun -n 2` (hidden `*-worker`
 //! subcommands) and prints what rank 0 reports.
@@ -13,6 +15,7 @@
 mod launch;
 mod overlap;
 mod stats;
+mod sweep;
 mod table;
 mod transport;
 
@@ -64,6 +67,8 @@ enum Command {
     },
     /// Reads JSON lines (as printed with --json) on stdin and prints a markdown table.
     Table,
+    /// Runs named experiments of bench/experiments.toml and writes their tables and plots.
+    Sweep(sweep::SweepArgs),
 }
 
 fn main() -> Result<()> {
@@ -73,5 +78,6 @@ fn main() -> Result<()> {
         Command::Overlap { json, timeout, opts } => overlap::launch(&opts, json, timeout),
         Command::OverlapWorker { opts } => overlap::worker(&opts),
         Command::Table => table::print_from_stdin(),
+        Command::Sweep(args) => sweep::run(&args),
     }
 }

@@ -42,11 +42,19 @@ pub(crate) struct Options {
     /// Largest payload size in bytes.
     #[arg(long, default_value_t = 16 << 20)]
     pub(crate) max_bytes: usize,
+    /// Only these payload sizes, in bytes (comma-separated), instead of 8 B to --max-bytes.
+    #[arg(long, value_delimiter = ',')]
+    pub(crate) bytes: Vec<usize>,
 }
 
 impl Options {
     fn to_args(&self) -> Vec<String> {
-        vec!["--reps".into(), self.reps.to_string(), "--max-bytes".into(), self.max_bytes.to_string()]
+        let mut args = vec!["--reps".into(), self.reps.to_string(), "--max-bytes".into(), self.max_bytes.to_string()];
+        if !self.bytes.is_empty() {
+            args.push("--bytes".into());
+            args.push(self.bytes.iter().map(usize::to_string).collect::<Vec<_>>().join(","));
+        }
+        args
     }
 }
 
@@ -112,7 +120,7 @@ pub(crate) fn worker(opts: &Options) -> Result<()> {
         mpi::initialize_with_threading(mpi::Threading::Multiple).context("MPI was already initialised")?;
     let world = universe.world();
     ensure!(world.size() == 2, "transport-worker needs exactly 2 ranks, got {}", world.size());
-    let sizes = sizes(opts.max_bytes);
+    let sizes = if opts.bytes.is_empty() { sizes(opts.max_bytes) } else { opts.bytes.clone() };
 
     // Raw MPI, before DPS starts its progress thread. Values are meaningful on rank 0 only.
     let mut raw = Vec::new();

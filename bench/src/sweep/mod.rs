@@ -1,0 +1,251 @@
+//! `dps-bench sweep`: runs the named experiments of `bench/experiments.toml` (each a grid of
+//! parameters × rank counts, repeated, median kept), under `scripts/mpirun` locally or `srun`
+//! inside a Slurm allocation, and writes per experiment `results/<name>/<timestamp>/`:
+//! the raw JSON lines, a CSV, a markdown table beside the published numbers, and PNG plots.
+//! A run that fails or times out is recorded with its error and the sweep goes on.
+
+mod config;
+mod plot;
+mod table;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use serde::Serialize;
+
+use config::{Experiment, Experiments, Point};
+
+/// Options of `dps-bench sweep`.
+#[derive(Args, Debug)]
+pub(crate) struct SweepArgs {
+    /// Experiments to run (all if none).
+    pub(crate) names: Vec<String>,
+    /// The experiments file.
+    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/experiments.toml"))]
+    pub(crate) file: PathBuf,
+    /// `mpirun` or `srun` (default: srun inside a Slurm allocation, else mpirun).
+    #[arg(long)]
+    pub(crate) launcher: Option<String>,
+    /// Where results go.
+    #[arg(long, default_value = "results")]
+    pub(crate) out: PathBuf,
+    /// Runs per point (overrides each experiment's `repeat`).
+    #[arg(long)]
+    pub(crate) repeat: Option<usize>,
+    /// Also write a report of these experiments (markdown with the tables and plots).
+    #[arg(long)]
+    pub(crate) report: Option<PathBuf>,
+    /// List the experiments and exit.
+    #[arg(long)]
+    pub(crate) list: bool,
+}
+
+/// One point of an experiment: parameters, ranks, and the run kept (median time).
+#[derive(Debug, Serialize, Clone)]
+pub(crate) struct Row {
+    pub(crate) params: Vec<(String, String)>,
+    pub(crate) ranks: usize,
+    pub(crate) oversubscribed: bool,
+    pub(crate) seconds: Option<f64>,
+    pub(crate) status: String,
+    pub(crate) record: serde_json::Value,
+}
+
+/// Runs the sweep.
+///
+/// # Errors
+/// A bad experiments file or name, or results that cannot be written. Failed runs are not
+/// errors: they are recorded.
+pub(crate) fn run(args: &SweepArgs) -> Result<()> {
+    let file = Experiments::load(&args.file)?;
+    if args.list {
+        for e in &file.experiment {
+            println!("{:<24} {}", e.name, e.title);
+        }
+        return Ok(());
+    }
+    let selected = file.select(&args.names)?;
+    let launcher = Launcher::choose(args.launcher.as_deref())?;
+    let stamp = timestamp();
+    let mut sections = Vec::new();
+    for e in &selected {
+        let e = Experiment { repeat: args.repeat.unwrap_or(e.repeat), ..e.clone() };
+        let dir = args.out.join(&e.name).join(&stamp);
+        std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let (rows, references) = run_experiment(&e, &launcher, &dir)?;
+        let md = table::markdown(&e, &rows, &references);
+        std::fs::write(dir.join("table.md"), &md)?;
+        std::fs::write(dir.join("summary.csv"), table::csv(&rows))?;
+        let plots = plot::draw(&e, &rows, &references, &dir)?;
+        println!("\n{md}");
+        sections.push((e.clone(), dir.clone(), md, plots));
+    }
+    if let Some(report) = &args.report {
+        write_report(report, &sections)?;
+        eprintln!("sweep: wrote {}", report.display());
+    }
+    Ok(())
+}
+
+fn write_report(path: &Path, sections: &[(Experiment, PathBuf, String, Vec<PathBuf>)]) -> Result<()> {
+    let base = path.parent().unwrap_or(Path::new("."));
+    let mut text = format!("# DPS reproduction report ({})\n\n", timestamp());
+    for (_, dir, md, plots) in sections {
+        text += md;
+        for p in plots {
+            let rel = p.strip_prefix(base).unwrap_or(p);
+            text += &format!("\n![{}]({})\n", p.file_stem().and_then(|s| s.to_str()).unwrap_or("plot"), rel.display());
+        }
+        text += &format!("\nRaw runs: `{}`\n\n", dir.join("runs.jsonl").display());
+    }
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn timestamp() -> String {
+    let out = Command::new("date").arg("-u").arg("+%Y%m%dT%H%M%SZ").output();
+    out.ok().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_else(|| "now".into())
+}
+
+/// How MPI runs are started.
+#[derive(Debug)]
+enum Launcher {
+    Mpirun,
+    Srun,
+}
+
+impl Launcher {
+    fn choose(name: Option<&str>) -> Result<Self> {
+        match name {
+            Some("mpirun") => Ok(Launcher::Mpirun),
+            Some("srun") => Ok(Launcher::Srun),
+            Some(other) => anyhow::bail!("--launcher must be mpirun or srun, not {other:?}"),
+            None if std::env::var_os("SLURM_JOB_ID").is_some() => Ok(Launcher::Srun),
+            None => Ok(Launcher::Mpirun),
+        }
+    }
+
+    fn command(&self, ranks: usize) -> Vec<String> {
+        match self {
+            Launcher::Mpirun => {
+                vec![concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/mpirun").into(), "-n".into(), ranks.to_string()]
+            }
+            Launcher::Srun => vec!["srun".into(), "--mpi=pmix".into(), "-n".into(), ranks.to_string()],
+        }
+    }
+}
+
+/// A progress line on stderr, rewritten in place; only on a terminal.
+fn progress(line: &str) {
+    use std::io::IsTerminal;
+    if std::io::stderr().is_terminal() {
+        eprint!("\r\x1b[2K{line}");
+    }
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Runs every point of `e`; returns its rows and the reference time of each parameter point.
+fn run_experiment(e: &Experiment, launcher: &Launcher, dir: &Path) -> Result<(Vec<Row>, Vec<(Point, Option<f64>)>)> {
+    let bin_dir = std::env::current_exe()?.parent().context("no executable directory")?.to_path_buf();
+    let app = bin_dir.join(&e.app);
+    let points = config::grid(&e.params);
+    let total = points.len() * (e.ranks.len() + usize::from(e.reference.is_some()));
+    let mut raw = std::fs::File::create(dir.join("runs.jsonl"))?;
+    let (mut rows, mut references, mut done) = (Vec::new(), Vec::new(), 0);
+    for point in &points {
+        let point_args: Vec<String> = point.iter().flat_map(|(k, v)| [format!("--{k}"), config::arg(v)]).collect();
+        if let Some(reference) = &e.reference {
+            done += 1;
+            let args: Vec<String> = reference.iter().cloned().chain(point_args.clone()).collect();
+            let row = measure(e, None, &app, &args, point, 1, &mut raw, (done, total))?;
+            references.push((point.clone(), row.seconds));
+        }
+        for &ranks in &e.ranks {
+            done += 1;
+            let args: Vec<String> = e.args.iter().cloned().chain(point_args.clone()).collect();
+            let launch = (e.launcher == "mpi").then(|| launcher.command(ranks));
+            let mut row = measure(e, launch, &app, &args, point, ranks, &mut raw, (done, total))?;
+            row.oversubscribed = matches!(launcher, Launcher::Mpirun) && e.launcher == "mpi" && ranks > cores();
+            rows.push(row);
+        }
+    }
+    Ok((rows, references))
+}
+
+/// Runs one point `e.repeat` times; keeps the run with the median time.
+#[allow(clippy::too_many_arguments)]
+fn measure(
+    e: &Experiment,
+    launch: Option<Vec<String>>,
+    app: &Path,
+    args: &[String],
+    point: &Point,
+    ranks: usize,
+    raw: &mut std::fs::File,
+    (done, total): (usize, usize),
+) -> Result<Row> {
+    use std::io::Write;
+    let params: Vec<(String, String)> = point.iter().map(|(k, v)| (k.clone(), config::arg(v))).collect();
+    let mut runs: Vec<serde_json::Value> = Vec::new();
+    let mut status = "ok".to_string();
+    let label = params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
+    for rep in 0..e.repeat {
+        progress(&format!("[{done}/{total}] {} {label} ranks={ranks} run {}/{}", e.name, rep + 1, e.repeat));
+        let mut cmd = Command::new("timeout");
+        cmd.args(["-k", "5", &e.timeout_s.to_string()]);
+        if let Some(l) = &launch {
+            cmd.args(l);
+        }
+        cmd.arg(app).args(args).arg("--json");
+        let started = Instant::now();
+        let out = cmd.output().with_context(|| format!("cannot start {}", app.display()))?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let record = stdout
+            .lines()
+            .rev()
+            .find_map(|l| serde_json::from_str::<serde_json::Value>(l).ok().filter(|v| v.is_object()));
+        match (out.status.code(), record) {
+            (Some(0), Some(mut r)) => {
+                if r.get("seconds").is_none() {
+                    r["seconds"] = serde_json::json!(started.elapsed().as_secs_f64());
+                }
+                writeln!(raw, "{}", serde_json::json!({"params": params, "ranks": ranks, "record": r}))?;
+                runs.push(r);
+            }
+            (code, _) => {
+                let stderr = String::from_utf8_lossy(&out.stderr);
+                let why = match code {
+                    Some(124) | Some(137) => format!("timed out after {} s", e.timeout_s),
+                    _ => stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no output").to_string(),
+                };
+                status = format!("failed: {why}");
+                writeln!(raw, "{}", serde_json::json!({"params": params, "ranks": ranks, "error": status}))?;
+                break;
+            }
+        }
+    }
+    progress("");
+    runs.sort_by(|a, b| {
+        a["seconds"].as_f64().unwrap_or(f64::MAX).total_cmp(&b["seconds"].as_f64().unwrap_or(f64::MAX))
+    });
+    let median = (!runs.is_empty()).then(|| runs[runs.len() / 2].clone());
+    Ok(Row {
+        params,
+        ranks,
+        oversubscribed: false,
+        seconds: median.as_ref().and_then(|r| r["seconds"].as_f64()),
+        status: if median.is_some() {
+            status
+        } else if status == "ok" {
+            "failed: no JSON output".into()
+        } else {
+            status
+        },
+        record: median.unwrap_or(serde_json::Value::Null),
+    })
+}

@@ -1,0 +1,106 @@
+//! PNG plots of a sweep: time against ranks and speedup against ranks (with the ideal line),
+//! one series per parameter point. Text uses DejaVu Sans (Debian's fonts-dejavu-core).
+
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+
+use anyhow::{Context, Result};
+use plotters::prelude::*;
+
+use super::config::{Experiment, Point};
+use super::Row;
+
+const FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+static REGISTER: Once = Once::new();
+
+fn register_font() -> bool {
+    REGISTER.call_once(|| {
+        if let Ok(bytes) = std::fs::read(FONT) {
+            let _ =
+                plotters::style::register_font("sans-serif", FontStyle::Normal, Box::leak(bytes.into_boxed_slice()));
+        }
+    });
+    Path::new(FONT).exists()
+}
+
+type Series = Vec<(String, Vec<(f64, f64)>)>;
+
+/// Draws `time.png` and `speedup.png` in `dir` when the experiment has several rank counts.
+pub(crate) fn draw(
+    e: &Experiment,
+    rows: &[Row],
+    references: &[(Point, Option<f64>)],
+    dir: &Path,
+) -> Result<Vec<PathBuf>> {
+    if e.ranks.len() < 2 || !register_font() {
+        return Ok(Vec::new());
+    }
+    let mut labels: Vec<Vec<(String, String)>> = Vec::new();
+    for r in rows {
+        if !labels.contains(&r.params) {
+            labels.push(r.params.clone());
+        }
+    }
+    let name = |p: &[(String, String)]| {
+        if p.is_empty() {
+            e.name.clone()
+        } else {
+            p.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+        }
+    };
+    let mut times: Series = Vec::new();
+    let mut speedups: Series = Vec::new();
+    for p in &labels {
+        let mine: Vec<&Row> = rows.iter().filter(|r| &r.params == p && r.seconds.is_some()).collect();
+        let base = super::table::reference_of(references, p)
+            .or_else(|| mine.iter().find(|r| r.ranks == 1).and_then(|r| r.seconds));
+        times.push((name(p), mine.iter().map(|r| (r.ranks as f64, r.seconds.unwrap())).collect()));
+        if let Some(b) = base {
+            speedups.push((name(p), mine.iter().map(|r| (r.ranks as f64, b / r.seconds.unwrap())).collect()));
+        }
+    }
+    let max_ranks = *e.ranks.iter().max().unwrap() as f64;
+    let mut out = Vec::new();
+    let time_png = dir.join("time.png");
+    chart(&time_png, &format!("{}: time", e.name), "time (s)", &times, max_ranks, false)?;
+    out.push(time_png);
+    if !speedups.is_empty() {
+        let speed_png = dir.join("speedup.png");
+        let against = if e.reference.is_some() { "speedup vs serial" } else { "speedup vs 1 rank" };
+        chart(&speed_png, &format!("{}: {against}", e.name), against, &speedups, max_ranks, true)?;
+        out.push(speed_png);
+    }
+    Ok(out)
+}
+
+fn chart(path: &Path, title: &str, y_label: &str, series: &Series, max_ranks: f64, ideal: bool) -> Result<()> {
+    let y_max =
+        series.iter().flat_map(|(_, pts)| pts.iter().map(|p| p.1)).fold(if ideal { max_ranks } else { 0.0 }, f64::max)
+            * 1.1;
+    let root = BitMapBackend::new(path, (800, 500)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 22))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.5..max_ranks + 0.5, 0.0..y_max.max(1e-9))?;
+    chart.configure_mesh().x_desc("ranks").y_desc(y_label).draw()?;
+    if ideal {
+        chart
+            .draw_series(LineSeries::new([(1.0, 1.0), (max_ranks, max_ranks)], BLACK.stroke_width(1)))?
+            .label("ideal")
+            .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], BLACK));
+    }
+    for (i, (label, pts)) in series.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        chart
+            .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))?
+            .label(label.as_str())
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color.stroke_width(2)));
+        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, color.filled())))?;
+    }
+    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
+    root.present().with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(())
+}

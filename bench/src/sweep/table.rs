@@ -1,0 +1,129 @@
+//! The tables of a sweep: markdown (measured columns, speedups, the published numbers beside
+//! them) and CSV (every scalar field of every kept run).
+
+use std::collections::BTreeSet;
+
+use super::config::{self, Experiment, Point};
+use super::Row;
+
+fn seconds_of<'a>(rows: &'a [Row], params: &[(String, String)], ranks: usize) -> Option<f64> {
+    rows.iter().find(|r| r.ranks == ranks && r.params == params).and_then(|r| r.seconds)
+}
+
+/// The reference time of a row's parameter point.
+pub(super) fn reference_of(references: &[(Point, Option<f64>)], params: &[(String, String)]) -> Option<f64> {
+    references
+        .iter()
+        .find(|(p, _)| p.iter().map(|(k, v)| (k.clone(), config::arg(v))).collect::<Vec<_>>() == params)
+        .and_then(|(_, s)| *s)
+}
+
+fn cell(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Number(n) if n.is_f64() => {
+            let x = n.as_f64().unwrap_or(f64::NAN);
+            if x.abs() >= 100.0 {
+                format!("{x:.1}")
+            } else {
+                format!("{x:.4}")
+            }
+        }
+        serde_json::Value::String(s) => s.clone(),
+        serde_json::Value::Null => "-".into(),
+        other => other.to_string(),
+    }
+}
+
+fn published_for<'a>(e: &'a Experiment, row: &Row) -> Option<&'a config::Published> {
+    e.published.iter().find(|p| {
+        p.when.iter().all(|(k, v)| match k.as_str() {
+            "ranks" => v.as_integer() == Some(row.ranks as i64),
+            _ => row.params.iter().any(|(pk, pv)| pk == k && *pv == config::arg(v)),
+        })
+    })
+}
+
+/// The experiment's markdown table.
+pub(crate) fn markdown(e: &Experiment, rows: &[Row], references: &[(Point, Option<f64>)]) -> String {
+    let param_keys: Vec<&String> = e.params.keys().collect();
+    let paper_keys: BTreeSet<&String> = e.published.iter().flat_map(|p| p.values.keys()).collect();
+    let has_ref = e.reference.is_some();
+    let has_one = e.ranks.contains(&1) && e.ranks.len() > 1;
+    let mut head: Vec<String> = param_keys.iter().map(|k| k.to_string()).collect();
+    head.push("ranks".into());
+    head.push("time (s)".into());
+    if has_ref {
+        head.extend(["speedup vs serial".into(), "efficiency vs serial".into()]);
+    }
+    if has_one {
+        head.extend(["speedup vs 1 rank".into(), "efficiency vs 1 rank".into()]);
+    }
+    head.extend(e.columns.iter().cloned());
+    head.extend(paper_keys.iter().map(|k| format!("paper: {k}")));
+    head.push("status".into());
+    let mut out = format!("### {}\n\n", e.title);
+    if !e.source.is_empty() {
+        out += &format!("{}\n\n", e.source);
+    }
+    out += &format!("| {} |\n|{}\n", head.join(" | "), " --- |".repeat(head.len()));
+    for r in rows {
+        let mut cells: Vec<String> = r.params.iter().map(|(_, v)| v.clone()).collect();
+        cells.push(if r.oversubscribed { format!("{} (oversubscribed)", r.ranks) } else { r.ranks.to_string() });
+        cells.push(r.seconds.map_or("-".into(), |s| format!("{s:.4}")));
+        let ratio = |base: Option<f64>| match (base, r.seconds) {
+            (Some(b), Some(s)) if s > 0.0 => (format!("{:.2}", b / s), format!("{:.2}", b / s / r.ranks as f64)),
+            _ => ("-".into(), "-".into()),
+        };
+        if has_ref {
+            let (s, eff) = ratio(reference_of(references, &r.params));
+            cells.extend([s, eff]);
+        }
+        if has_one {
+            let (s, eff) = ratio(seconds_of(rows, &r.params, 1));
+            cells.extend([s, eff]);
+        }
+        cells.extend(e.columns.iter().map(|c| cell(&r.record[c])));
+        let paper = published_for(e, r);
+        cells.extend(paper_keys.iter().map(|k| paper.and_then(|p| p.values.get(*k)).map_or("".into(), config::arg)));
+        cells.push(r.status.clone());
+        out += &format!("| {} |\n", cells.join(" | "));
+    }
+    out
+}
+
+/// Every row as CSV: parameters, ranks, oversubscribed, seconds, status, then every scalar
+/// field of the kept run.
+pub(crate) fn csv(rows: &[Row]) -> String {
+    let fields: BTreeSet<String> = rows
+        .iter()
+        .filter_map(|r| r.record.as_object())
+        .flat_map(|o| o.iter().filter(|(_, v)| !v.is_object() && !v.is_array()).map(|(k, _)| k.clone()))
+        .collect();
+    let quote =
+        |s: &str| if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() };
+    let params: Vec<String> =
+        rows.first().map(|r| r.params.iter().map(|(k, _)| k.clone()).collect()).unwrap_or_default();
+    let mut out = params
+        .iter()
+        .chain(["ranks", "oversubscribed", "seconds", "status"].map(String::from).iter())
+        .cloned()
+        .collect::<Vec<_>>();
+    out.extend(fields.iter().map(|f| format!("run.{f}")));
+    let mut text = out.join(",") + "\n";
+    for r in rows {
+        let mut cells: Vec<String> = r.params.iter().map(|(_, v)| quote(v)).collect();
+        cells.extend([
+            r.ranks.to_string(),
+            r.oversubscribed.to_string(),
+            r.seconds.map_or(String::new(), |s| s.to_string()),
+            quote(&r.status),
+        ]);
+        cells.extend(fields.iter().map(|f| match &r.record[f] {
+            serde_json::Value::Null => String::new(),
+            serde_json::Value::String(s) => quote(s),
+            v => v.to_string(),
+        }));
+        text += &(cells.join(",") + "\n");
+    }
+    text
+}
