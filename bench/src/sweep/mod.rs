@@ -43,6 +43,9 @@ pub(crate) struct SweepArgs {
     pub(crate) list: bool,
 }
 
+/// The serial reference time of each parameter point.
+pub(crate) type References = Vec<(Point, Option<f64>)>;
+
 /// One point of an experiment: parameters, ranks, and the run kept (median time).
 #[derive(Debug, Serialize, Clone)]
 pub(crate) struct Row {
@@ -150,7 +153,7 @@ fn cores() -> usize {
 }
 
 /// Runs every point of `e`; returns its rows and the reference time of each parameter point.
-fn run_experiment(e: &Experiment, launcher: &Launcher, dir: &Path) -> Result<(Vec<Row>, Vec<(Point, Option<f64>)>)> {
+fn run_experiment(e: &Experiment, launcher: &Launcher, dir: &Path) -> Result<(Vec<Row>, References)> {
     let bin_dir = std::env::current_exe()?.parent().context("no executable directory")?.to_path_buf();
     let app = bin_dir.join(&e.app);
     let points = config::grid(&e.params);

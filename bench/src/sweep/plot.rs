@@ -7,8 +7,8 @@ use std::sync::Once;
 use anyhow::{Context, Result};
 use plotters::prelude::*;
 
-use super::config::{Experiment, Point};
-use super::Row;
+use super::config::Experiment;
+use super::{References, Row};
 
 const FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
 static REGISTER: Once = Once::new();
@@ -26,12 +26,7 @@ fn register_font() -> bool {
 type Series = Vec<(String, Vec<(f64, f64)>)>;
 
 /// Draws `time.png` and `speedup.png` in `dir` when the experiment has several rank counts.
-pub(crate) fn draw(
-    e: &Experiment,
-    rows: &[Row],
-    references: &[(Point, Option<f64>)],
-    dir: &Path,
-) -> Result<Vec<PathBuf>> {
+pub(crate) fn draw(e: &Experiment, rows: &[Row], references: &References, dir: &Path) -> Result<Vec<PathBuf>> {
     if e.ranks.len() < 2 || !register_font() {
         return Ok(Vec::new());
     }

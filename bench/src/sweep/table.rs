@@ -3,15 +3,15 @@
 
 use std::collections::BTreeSet;
 
-use super::config::{self, Experiment, Point};
-use super::Row;
+use super::config::{self, Experiment};
+use super::{References, Row};
 
-fn seconds_of<'a>(rows: &'a [Row], params: &[(String, String)], ranks: usize) -> Option<f64> {
+fn seconds_of(rows: &[Row], params: &[(String, String)], ranks: usize) -> Option<f64> {
     rows.iter().find(|r| r.ranks == ranks && r.params == params).and_then(|r| r.seconds)
 }
 
 /// The reference time of a row's parameter point.
-pub(super) fn reference_of(references: &[(Point, Option<f64>)], params: &[(String, String)]) -> Option<f64> {
+pub(super) fn reference_of(references: &References, params: &[(String, String)]) -> Option<f64> {
     references
         .iter()
         .find(|(p, _)| p.iter().map(|(k, v)| (k.clone(), config::arg(v))).collect::<Vec<_>>() == params)
@@ -44,7 +44,7 @@ fn published_for<'a>(e: &'a Experiment, row: &Row) -> Option<&'a config::Publish
 }
 
 /// The experiment's markdown table.
-pub(crate) fn markdown(e: &Experiment, rows: &[Row], references: &[(Point, Option<f64>)]) -> String {
+pub(crate) fn markdown(e: &Experiment, rows: &[Row], references: &References) -> String {
     let param_keys: Vec<&String> = e.params.keys().collect();
     let paper_keys: BTreeSet<&String> = e.published.iter().flat_map(|p| p.values.keys()).collect();
     let has_ref = e.reference.is_some();
