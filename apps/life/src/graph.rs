@@ -1,0 +1,428 @@
+//! The DPS graphs: one generation of the world held as horizontal bands by the threads of
+//! the `bands` collection, in the DPS paper's two forms, and the world as a service.
+//!
+//! * `simple` (Figure 7): rank 0's `main` thread splits to every band; each band splits its
+//!   first and last rows to the neighbouring bands (ghost rows); a merge per band and one on
+//!   `main` wait for every border (the global synchronisation); then a second split asks
+//!   every band to compute its rows, and a merge on `main` ends the generation.
+//! * `overlap` (Figure 8): the same first split, but each band also sends itself an
+//!   `Interior` token after its borders, and computes its interior rows while the borders
+//!   travel. The two border rows are computed by whichever of the band's three tokens (two
+//!   ghost rows, interior) arrives when both ghost rows are there; the last of the three
+//!   makes the next generation current. One merge on `main` ends the generation.
+//!
+//! A generation is one call, so the tokens of two generations never meet at a band; each
+//! token still carries its generation and the band checks it.
+//!
+//! The region service (Figure 10) is a second graph, `region`: a split on the calling
+//! rank's `portal` thread asks the bands that hold the requested rows for their part, and a
+//! merge on the same thread assembles the rectangle. Any rank may call it while rank 0 runs
+//! generations; the bands answer between the operations of a generation, so each part is a
+//! whole generation, and the returned region says which generations its parts come from.
+
+use std::ops::Range;
+use std::time::Instant;
+
+use dps::{route, Bulk, Collection, Graph, MergeFn, Node, Runtime};
+use serde::{Deserialize, Serialize};
+
+use crate::kernel::{self, Geometry};
+use crate::world::{Side, Slab, Source};
+
+/// How the world is cut into bands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// World width.
+    pub width: usize,
+    /// World height.
+    pub height: usize,
+    /// Number of bands.
+    pub bands: usize,
+    /// Torus (edges wrap) or dead edges.
+    pub wrap: bool,
+}
+
+impl Layout {
+    /// Rows of band `b`: the height shared as evenly as possible.
+    pub fn rows(&self, b: usize) -> Range<usize> {
+        self.height * b / self.bands..self.height * (b + 1) / self.bands
+    }
+
+    /// The band holding the row above band `b`, if any.
+    pub fn above(&self, b: usize) -> Option<usize> {
+        match b {
+            0 if self.wrap => Some(self.bands - 1),
+            0 => None,
+            b => Some(b - 1),
+        }
+    }
+
+    /// The band holding the row below band `b`, if any.
+    pub fn below(&self, b: usize) -> Option<usize> {
+        match b + 1 {
+            n if n < self.bands => Some(n),
+            _ if self.wrap => Some(0),
+            _ => None,
+        }
+    }
+}
+
+/// The state of a `bands` thread: its rows and where it is in the current generation.
+#[derive(Debug)]
+pub struct Band {
+    index: usize,
+    y0: usize,
+    slab: Slab,
+    generation: u64,
+    /// Ghost rows this band receives per generation (0, 1 or 2).
+    ghosts_expected: u8,
+    /// Ghost rows received in the current generation.
+    ghosts: u8,
+    /// Tokens of the current generation handled (ghosts and interior, `overlap`).
+    handled: u8,
+    borders_done: bool,
+}
+
+impl Band {
+    /// Band `index` of `layout`, filled from `source`.
+    pub fn new(layout: &Layout, index: usize, source: &Source) -> Band {
+        let rows = layout.rows(index);
+        let mut slab = Slab::new(Geometry::new(layout.width, layout.wrap), rows.len());
+        slab.fill(rows.start, source);
+        let ghosts_expected = u8::from(layout.above(index).is_some()) + u8::from(layout.below(index).is_some());
+        Band { index, y0: rows.start, slab, generation: 0, ghosts_expected, ghosts: 0, handled: 0, borders_done: false }
+    }
+
+    fn check(&self, generation: u64) {
+        assert_eq!(generation, self.generation, "band {} got a token of another generation", self.index);
+    }
+
+    /// Its border rows, as ghost-row tokens for its neighbours.
+    fn borders(&self, layout: &Layout, generation: u64) -> Vec<Exchange> {
+        let mut out = Vec::with_capacity(3);
+        if let Some(to) = layout.above(self.index) {
+            out.push(Exchange::Ghost { to, generation, side: Side::Below, row: Bulk(self.slab.row(0).to_vec()) });
+        }
+        if let Some(to) = layout.below(self.index) {
+            let last = self.slab.height - 1;
+            out.push(Exchange::Ghost { to, generation, side: Side::Above, row: Bulk(self.slab.row(last).to_vec()) });
+        }
+        out
+    }
+
+    /// `overlap`: handles one of the generation's tokens.
+    fn advance(&mut self, token: Exchange) {
+        let h = self.slab.height;
+        match token {
+            Exchange::Ghost { generation, side, row, .. } => {
+                self.check(generation);
+                self.slab.set_ghost(side, &row);
+                self.ghosts += 1;
+            }
+            Exchange::Interior { generation, .. } => {
+                self.check(generation);
+                self.slab.step(1.min(h)..h.saturating_sub(1).max(1));
+            }
+        }
+        self.handled += 1;
+        if self.ghosts == self.ghosts_expected && !self.borders_done {
+            self.slab.step(0..1);
+            if h > 1 {
+                self.slab.step(h - 1..h);
+            }
+            self.borders_done = true;
+        }
+        if self.handled == self.ghosts_expected + 1 {
+            self.finish_generation();
+        }
+    }
+
+    /// `simple`: stores a ghost row.
+    fn store(&mut self, token: Exchange) {
+        match token {
+            Exchange::Ghost { generation, side, row, .. } => {
+                self.check(generation);
+                self.slab.set_ghost(side, &row);
+            }
+            Exchange::Interior { .. } => unreachable!("the simple graph sends no interior token"),
+        }
+    }
+
+    /// `simple`: computes every row once the ghost rows are in.
+    fn compute(&mut self, generation: u64) {
+        self.check(generation);
+        self.slab.step(0..self.slab.height);
+        self.finish_generation();
+    }
+
+    fn finish_generation(&mut self) {
+        self.slab.swap();
+        self.generation += 1;
+        (self.ghosts, self.handled, self.borders_done) = (0, 0, false);
+    }
+
+    /// The part of `rect` this band holds: its rows of the rectangle, packed.
+    fn read(&self, rect: &Rect) -> Part {
+        let start = Instant::now();
+        let rows = rect.y.max(self.y0)..(rect.y + rect.height).min(self.y0 + self.slab.height);
+        let words = rect.width.div_ceil(64);
+        let mut cells = Bulk::<u64>::recycled(rows.len() * words);
+        for (y, out) in rows.clone().zip(cells.chunks_mut(words.max(1))) {
+            kernel::extract(self.slab.row(y - self.y0), rect.x, rect.width, out);
+        }
+        Part {
+            rect: *rect,
+            y: rows.start,
+            generation: self.generation,
+            cells,
+            read_ns: start.elapsed().as_nanos() as u64,
+        }
+    }
+}
+
+/// Rank 0 asks band `band` to take part in generation `generation`.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub struct Go {
+    band: usize,
+    generation: u64,
+}
+
+/// A token between bands within a generation.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Exchange {
+    /// A border row, which becomes ghost row `side` of band `to`.
+    Ghost {
+        /// Receiving band.
+        to: usize,
+        /// Generation of the row.
+        generation: u64,
+        /// Which ghost row of the receiver it is.
+        side: Side,
+        /// The packed row.
+        row: Bulk<u64>,
+    },
+    /// `overlap`: band `to` computes its interior rows.
+    Interior {
+        /// The band (the sender itself).
+        to: usize,
+        /// Generation.
+        generation: u64,
+    },
+}
+
+impl Exchange {
+    fn to(&self) -> usize {
+        match self {
+            Exchange::Ghost { to, .. } | Exchange::Interior { to, .. } => *to,
+        }
+    }
+}
+
+/// A rectangle of the world.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Rect {
+    /// Left column.
+    pub x: usize,
+    /// Top row.
+    pub y: usize,
+    /// Columns.
+    pub width: usize,
+    /// Rows.
+    pub height: usize,
+}
+
+/// A call of the region service: `rect`, asked by rank `from` (whose `portal` thread
+/// splits and merges the request).
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+pub struct RegionRequest {
+    /// The caller's rank.
+    pub from: usize,
+    /// The rectangle, which must lie inside the world.
+    pub rect: Rect,
+}
+
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+struct Read {
+    band: usize,
+    rect: Rect,
+}
+
+/// One band's rows of a region.
+#[derive(Debug, Serialize, Deserialize)]
+struct Part {
+    rect: Rect,
+    y: usize,
+    generation: u64,
+    cells: Bulk<u64>,
+    read_ns: u64,
+}
+
+/// A rectangle of the world as the bands held it.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Region {
+    /// Where it is.
+    pub rect: Rect,
+    /// Oldest and newest generation among its parts (equal unless the call ran while a
+    /// generation was under way).
+    pub generations: (u64, u64),
+    /// Time the bands spent reading their parts (the call's processing time), seconds.
+    pub read_seconds: f64,
+    /// `rect.height` packed rows of `rect.width` cells.
+    pub cells: Bulk<u64>,
+}
+
+/// Which generation graph to build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Schedule {
+    /// Exchange borders, synchronise, then compute (Figure 7).
+    Simple,
+    /// Compute the interior while the borders travel (Figure 8).
+    Overlap,
+}
+
+/// The graphs of one world.
+#[derive(Debug)]
+pub struct Graphs {
+    /// One generation, `simple` (Figure 7).
+    pub simple: Graph<u64, ()>,
+    /// One generation, `overlap` (Figure 8).
+    pub overlap: Graph<u64, ()>,
+    /// Live cells of the whole world.
+    pub population: Graph<(), u64>,
+    /// A rectangle of the current world, gathered from the bands that hold it (Figure 10).
+    pub region: Graph<RegionRequest, Region>,
+}
+
+impl Graphs {
+    /// The generation graph of `schedule`.
+    pub fn generation(&self, schedule: Schedule) -> &Graph<u64, ()> {
+        match schedule {
+            Schedule::Simple => &self.simple,
+            Schedule::Overlap => &self.overlap,
+        }
+    }
+}
+
+/// A merge that only waits for every token of its instance.
+struct Join<T>(std::marker::PhantomData<fn(T)>);
+
+fn join<T>() -> Join<T> {
+    Join(std::marker::PhantomData)
+}
+
+impl<S: 'static, T: dps::Token> dps::Merge<S> for Join<T> {
+    type In = T;
+    type Out = ();
+    type Acc = ();
+    fn start(&self, _: &mut S) {}
+    fn merge(&self, _: &mut S, _: &mut (), _: T) {}
+    fn finish(&self, _: &mut S, _: ()) {}
+}
+
+/// Builds every graph (collective: every rank calls it in the same order). `main` is one
+/// thread on rank 0, `portal` one thread per rank (`"all"`).
+///
+/// # Errors
+/// If the runtime rejects a graph.
+pub fn build(
+    rt: &Runtime,
+    layout: Layout,
+    main: &Collection<()>,
+    bands: &Collection<Band>,
+    portal: &Collection<()>,
+) -> Result<Graphs, dps::Error> {
+    let n = layout.bands;
+    let by_band = || route::by_key(|g: &Go| g.band);
+    let to_band = || route::by_key(|e: &Exchange| e.to());
+    let go_all = move |_: &mut (), generation: u64| (0..n).map(move |band| Go { band, generation });
+
+    // simple: exchange (split, split, deliver, merge, merge), then compute (split, leaf, merge).
+    let split = Node::split("split_bands", main, route::fixed(0), go_all);
+    let send = Node::split("send_borders", bands, by_band(), move |b: &mut Band, g: Go| {
+        b.check(g.generation);
+        b.borders(&layout, g.generation)
+    });
+    let store = Node::leaf("store_border", bands, to_band(), |b: &mut Band, e: Exchange| b.store(e));
+    let borders_in = Node::merge("borders_sent", bands, join());
+    let sync = Node::merge("all_borders_in", main, join());
+    let compute_split = Node::split("split_compute", main, route::fixed(0), move |_: &mut (), _: ()| 0..n);
+    let compute = Node::leaf("compute", bands, route::by_key(|b: &usize| *b), |b: &mut Band, _: usize| {
+        let generation = b.generation;
+        b.compute(generation)
+    });
+    let done = Node::merge("generation_done", main, join());
+    let simple =
+        rt.graph("life_simple", split >> send >> store >> borders_in >> sync >> compute_split >> compute >> done)?;
+
+    // overlap: every band sends its borders, then itself its interior.
+    let split = Node::split("split_bands", main, route::fixed(0), go_all);
+    let send = Node::split("send_borders_and_interior", bands, by_band(), move |b: &mut Band, g: Go| {
+        b.check(g.generation);
+        let mut out = b.borders(&layout, g.generation);
+        out.push(Exchange::Interior { to: b.index, generation: g.generation });
+        out
+    });
+    let advance = Node::leaf("advance", bands, to_band(), |b: &mut Band, e: Exchange| b.advance(e));
+    let band_done = Node::merge("band_done", bands, join());
+    let done = Node::merge("generation_done", main, join());
+    let overlap = rt.graph("life_overlap", split >> send >> advance >> band_done >> done)?;
+
+    let split = Node::split("split_population", main, route::fixed(0), move |_: &mut (), _: ()| 0..n);
+    let count = Node::leaf("count", bands, route::by_key(|b: &usize| *b), |b: &mut Band, _: usize| b.slab.population());
+    let sum = Node::merge("sum", main, MergeFn::new(|_: &mut ()| 0u64, |_, s: &mut u64, p: u64| *s += p, |_, s| s));
+    let population = rt.graph("life_population", split >> count >> sum)?;
+
+    let region = rt.graph("life_region", region_path(layout, bands, portal))?;
+    Ok(Graphs { simple, overlap, population, region })
+}
+
+fn region_path(layout: Layout, bands: &Collection<Band>, portal: &Collection<()>) -> dps::Path<RegionRequest, Region> {
+    let split = Node::split(
+        "split_region",
+        portal,
+        route::by_key(|r: &RegionRequest| r.from),
+        move |_: &mut (), r: RegionRequest| {
+            let rows = r.rect.y..r.rect.y + r.rect.height;
+            (0..layout.bands)
+                .filter(move |&b| {
+                    let held = layout.rows(b);
+                    held.start < rows.end && rows.start < held.end
+                })
+                .map(move |band| Read { band, rect: r.rect })
+        },
+    )
+    .merge_on(|r: &RegionRequest, _| r.from);
+    let read =
+        Node::leaf("read_region", bands, route::by_key(|r: &Read| r.band), |b: &mut Band, r: Read| b.read(&r.rect));
+    let assemble = Node::merge("assemble_region", portal, Assemble);
+    split >> read >> assemble
+}
+
+/// The region merge: places each band's rows; the rectangle comes with the first part.
+struct Assemble;
+
+/// The region being assembled.
+struct Partial {
+    parts: Vec<Part>,
+}
+
+impl dps::Merge<()> for Assemble {
+    type In = Part;
+    type Out = Region;
+    type Acc = Partial;
+    fn start(&self, _: &mut ()) -> Partial {
+        Partial { parts: Vec::new() }
+    }
+    fn merge(&self, _: &mut (), acc: &mut Partial, part: Part) {
+        acc.parts.push(part);
+    }
+    fn finish(&self, _: &mut (), acc: Partial) -> Region {
+        let mut parts = acc.parts;
+        parts.sort_by_key(|p| p.y);
+        let rect = parts.first().expect("a region covers at least one band").rect;
+        let cells: Vec<u64> = parts.iter().flat_map(|p| p.cells.iter().copied()).collect();
+        let generations = parts.iter().fold((u64::MAX, 0), |(lo, hi), p| (lo.min(p.generation), hi.max(p.generation)));
+        let read_seconds = parts.iter().map(|p| p.read_ns as f64 * 1e-9).sum();
+        Region { rect, generations, read_seconds, cells: Bulk(cells) }
+    }
+}

@@ -1,0 +1,508 @@
+//! Command-line options and the runner: checks the input, builds the bands and graphs, runs
+//! the generations from rank 0, measures, verifies against the serial reference, writes
+//! PNG/RLE output and reports.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, ValueEnum};
+use dps::{Runtime, RuntimeArgs};
+use serde_json::{json, Value};
+
+use crate::graph::{self, Band, Graphs, Layout, Rect, RegionRequest, Schedule};
+use crate::kernel;
+use crate::rle::{self, Pattern};
+use crate::view::{self, Requests, Signal};
+use crate::world::{self, Source, World};
+
+/// Which schedule runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Variant {
+    /// Exchange borders, synchronise, compute (the paper's Figure 7).
+    Simple,
+    /// Compute the interior while the borders travel (Figure 8).
+    Overlap,
+    /// `simple`, then `overlap`, in the same job: the Figure 9 ratio.
+    Compare,
+    /// The bit kernel on one core, without DPS or MPI (cell updates per second).
+    Serial,
+}
+
+/// `dps-life`: Conway's Game of Life (B3/S23) on DPS, the world cut into horizontal bands.
+#[derive(Parser, Debug)]
+#[command(name = "dps-life", version, about)]
+pub struct Args {
+    /// Schedule.
+    #[arg(long, value_enum, default_value = "overlap")]
+    pub variant: Variant,
+    /// A random world of W × H cells (the default, 1024 × 1024).
+    #[arg(long, num_args = 2, value_names = ["W", "H"], conflicts_with = "rle")]
+    pub random: Option<Vec<usize>>,
+    /// Probability that a cell of the random world is alive.
+    #[arg(long, default_value_t = 0.5)]
+    pub density: f64,
+    /// Seed of the random world (and of the viewer's block positions).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// A pattern in RLE format (`x = .., y = .., rule = B3/S23`).
+    #[arg(long, value_name = "FILE")]
+    pub rle: Option<PathBuf>,
+    /// World size for --rle (default: the pattern's size).
+    #[arg(long, num_args = 2, value_names = ["W", "H"], requires = "rle")]
+    pub size: Option<Vec<usize>>,
+    /// Where the pattern's top-left cell goes (default: centred).
+    #[arg(long, num_args = 2, value_names = ["X", "Y"], requires = "rle")]
+    pub at: Option<Vec<usize>>,
+    /// The world is a torus (edges wrap around); otherwise cells beyond the edges are dead.
+    #[arg(long)]
+    pub wrap: bool,
+    /// Timed generations.
+    #[arg(long, default_value_t = 100)]
+    pub generations: u64,
+    /// Untimed generations before the timed ones.
+    #[arg(long, default_value_t = 0)]
+    pub warmup: u64,
+    /// Mapping of the band collection (default: one band per rank, the viewer rank excluded).
+    #[arg(long)]
+    pub map: Option<String>,
+    /// Write the final world (or --region) to this file: `.png` or `.rle`.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// The rectangle of the world --out and --snapshot-every write.
+    #[arg(long, num_args = 4, value_names = ["X", "Y", "W", "H"])]
+    pub region: Option<Vec<usize>>,
+    /// Write a PNG every K generations, named after --out (default `life.png`): `life-000010.png`.
+    #[arg(long, value_name = "K")]
+    pub snapshot_every: Option<u64>,
+    /// Compare the final world with the serial reference.
+    #[arg(long)]
+    pub verify: bool,
+    /// Before the parallel run, time the serial kernel on the same world on rank 0, and
+    /// report the parallel efficiency against it.
+    #[arg(long)]
+    pub compare_serial: bool,
+    /// Print one JSON object instead of the human-readable line.
+    #[arg(long)]
+    pub json: bool,
+    /// Region-service client: the last rank hosts no band and requests random WxH blocks
+    /// while the simulation runs (the paper's Table 2). Runs --generations without calls,
+    /// then --generations with calls.
+    #[arg(long, value_name = "WxH")]
+    pub view: Option<String>,
+    /// Pause of the client between two calls.
+    #[arg(long, default_value_t = 10)]
+    pub view_period_ms: u64,
+    /// Directory where the client writes each block as PNG.
+    #[arg(long, value_name = "DIR")]
+    pub view_png: Option<PathBuf>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub runtime: RuntimeArgs,
+}
+
+/// The checked input.
+struct Input {
+    source: Source,
+    region: Option<Rect>,
+    view: Option<(usize, usize)>,
+}
+
+fn pair(v: &Option<Vec<usize>>) -> Option<(usize, usize)> {
+    v.as_ref().map(|v| (v[0], v[1]))
+}
+
+/// Reads and checks everything before any work.
+fn input(args: &Args) -> Result<Input> {
+    let source = match &args.rle {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+            let (pattern, line) = rle::parse(&text).map_err(|e| anyhow::anyhow!("{}:{e}", path.display()))?;
+            let (width, height) = pair(&args.size).unwrap_or((pattern.width.max(1), pattern.height.max(1)));
+            let at = pair(&args.at)
+                .unwrap_or((width.saturating_sub(pattern.width) / 2, height.saturating_sub(pattern.height) / 2));
+            if at.0 + pattern.width > width || at.1 + pattern.height > height {
+                bail!(
+                    "{}:line {line}: the {}x{} pattern at ({}, {}) does not fit in the {width}x{height} world",
+                    path.display(),
+                    pattern.width,
+                    pattern.height,
+                    at.0,
+                    at.1
+                );
+            }
+            Source::Pattern { width, height, pattern: Arc::new(pattern), at }
+        }
+        None => {
+            let (width, height) = pair(&args.random).unwrap_or((1024, 1024));
+            if !(0.0..=1.0).contains(&args.density) {
+                bail!("--density {} must be between 0 and 1", args.density);
+            }
+            Source::Random { width, height, density: args.density, seed: args.seed }
+        }
+    };
+    let (w, h) = (source.width(), source.height());
+    if w == 0 || h == 0 {
+        bail!("the world must have at least one cell ({w}x{h})");
+    }
+    let fits = |r: &Rect| r.width > 0 && r.height > 0 && r.x + r.width <= w && r.y + r.height <= h;
+    let region = args.region.as_ref().map(|v| Rect { x: v[0], y: v[1], width: v[2], height: v[3] });
+    if let Some(r) = region.filter(|r| !fits(r)) {
+        bail!("--region {} {} {} {} is not inside the {w}x{h} world", r.x, r.y, r.width, r.height);
+    }
+    if args.snapshot_every == Some(0) {
+        bail!("--snapshot-every must be at least 1");
+    }
+    if let Some(out) = &args.out {
+        output_kind(out)?;
+    }
+    let view = match &args.view {
+        None => None,
+        Some(s) => {
+            let parsed = s.split_once('x').and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)));
+            let Some((bw, bh)) = parsed.filter(|&(bw, bh): &(usize, usize)| bw > 0 && bh > 0) else {
+                bail!("--view {s:?}: expected a block size such as 400x2400");
+            };
+            if bw > w || bh > h {
+                bail!("--view {bw}x{bh}: the block is larger than the {w}x{h} world");
+            }
+            Some((bw, bh))
+        }
+    };
+    Ok(Input { source, region, view })
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum OutputKind {
+    Png,
+    Rle,
+}
+
+fn output_kind(path: &Path) -> Result<OutputKind> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("png") => Ok(OutputKind::Png),
+        Some("rle") => Ok(OutputKind::Rle),
+        _ => bail!("--out {}: the file name must end in .png or .rle", path.display()),
+    }
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+fn variant_name(v: Variant) -> String {
+    v.to_possible_value().map(|p| p.get_name().to_string()).unwrap_or_default()
+}
+
+/// Runs the program.
+///
+/// # Errors
+/// Bad options or input (before any work), a failed call, or a failed verification.
+pub fn run(args: &Args) -> Result<()> {
+    let input = input(args)?;
+    if args.variant == Variant::Serial {
+        return run_serial(args, &input);
+    }
+    let rt = args.runtime.start()?;
+    let ranks = rt.ranks();
+    let viewer = match input.view {
+        Some(_) if ranks < 2 => bail!("--view needs at least 2 ranks: the last one is the client"),
+        Some(_) => Some(ranks - 1),
+        None => None,
+    };
+    let map = match (&args.map, viewer) {
+        (Some(m), _) => m.clone(),
+        (None, Some(v)) => (0..v).map(|r| r.to_string()).collect::<Vec<_>>().join(" "),
+        (None, None) => "all".to_string(),
+    };
+    let (width, height) = (input.source.width(), input.source.height());
+    let bands_n = rt.threads_in(&map)?;
+    if bands_n > height {
+        bail!("{bands_n} bands for {height} rows: every band needs at least one row");
+    }
+    let layout = Layout { width, height, bands: bands_n, wrap: args.wrap };
+    let main = rt.collection("main", "0", |_| ())?;
+    let source = &input.source;
+    let bands = rt.collection("bands", &map, |i| Band::new(&layout, i, source))?;
+    let portal = rt.collection("portal", "all", |_| ())?;
+    let graphs = graph::build(&rt, layout, &main, &bands, &portal)?;
+    let client = viewer.map(|v| view::build(&rt, v)).transpose()?;
+
+    let mut outcome = Ok(());
+    if rt.is_root() {
+        outcome = drive(args, &input, &rt, &graphs, client.as_ref(), bands_n);
+    } else if let (Some(client), Some((bw, bh))) = (&client, input.view) {
+        if rt.rank() == client.rank {
+            let req = Requests {
+                world: (width, height),
+                block: (bw, bh),
+                period: Duration::from_millis(args.view_period_ms),
+                png_dir: args.view_png.clone(),
+                seed: args.seed,
+            };
+            outcome = client.run(&rt, &graphs, &req);
+        }
+    }
+    rt.shutdown()?;
+    outcome
+}
+
+/// Rank 0: runs the generations and reports.
+fn drive(
+    args: &Args,
+    input: &Input,
+    rt: &Runtime,
+    graphs: &Graphs,
+    client: Option<&view::Client>,
+    bands: usize,
+) -> Result<()> {
+    let (width, height) = (input.source.width(), input.source.height());
+    let cells = (width * height) as f64;
+    let g = args.generations;
+    let mut record = json!({
+        "app": "life", "variant": variant_name(args.variant), "ranks": rt.ranks(), "threads": bands,
+        "width": width, "height": height, "wrap": args.wrap, "generations": g,
+    });
+    if args.compare_serial {
+        let mut world = World::new(&input.source, args.wrap);
+        let start = Instant::now();
+        for _ in 0..g {
+            world.step();
+        }
+        let seconds = start.elapsed().as_secs_f64();
+        record["serial_seconds"] = json!(seconds);
+        record["serial_cups"] = json!(cells * g as f64 / seconds);
+    }
+    let mut sim = Sim { rt, graphs, args, input, done: 0, progress: Progress::new(g) };
+    let main = if args.variant == Variant::Simple { Schedule::Simple } else { Schedule::Overlap };
+    sim.generations(main, args.warmup)?;
+    if args.variant == Variant::Compare {
+        let simple = sim.generations(Schedule::Simple, g)?.iter().sum::<f64>();
+        let overlap = sim.generations(Schedule::Overlap, g)?.iter().sum::<f64>();
+        record["simple_seconds"] = json!(simple);
+        record["overlap_seconds"] = json!(overlap);
+        record["simple_cups"] = json!(cells * g as f64 / simple);
+        record["overlap_cups"] = json!(cells * g as f64 / overlap);
+        record["speedup"] = json!(simple / overlap);
+    }
+    let times = sim.generations(main, g)?;
+    let seconds: f64 = times.iter().sum();
+    record["seconds"] = json!(seconds);
+    record["cups"] = json!(cells * g as f64 / seconds);
+    record["iteration_median_s"] = json!(median(&times));
+    if let Some(serial) = record.get("serial_seconds").and_then(Value::as_f64) {
+        let ranks_used = rt.ranks() - usize::from(client.is_some());
+        record["efficiency"] = json!(serial / seconds / ranks_used as f64);
+    }
+    if let (Some(client), Some((bw, bh))) = (client, input.view) {
+        rt.call(&client.signal, Signal::Start)?;
+        let with = sim.generations(main, g)?;
+        let report = rt.call(&client.signal, Signal::Stop)?;
+        record["view_block"] = json!(format!("{bw}x{bh}"));
+        record["view_calls"] = json!(report.call_seconds.len());
+        record["view_call_median_s"] = json!(median(&report.call_seconds));
+        record["view_read_median_s"] = json!(median(&report.read_seconds));
+        record["view_straddling_calls"] = json!(report.straddling);
+        record["iteration_without_calls_s"] = json!(median(&times));
+        record["iteration_with_calls_s"] = json!(median(&with));
+    }
+    sim.progress.clear();
+    record["generations_run"] = json!(sim.done);
+    record["population"] = json!(rt.call(&graphs.population, ())?);
+    record["verified"] = Value::Null;
+    let mut outcome = Ok(());
+    if args.verify {
+        let whole = Rect { x: 0, y: 0, width, height };
+        let got = rt.call(&graphs.region, RegionRequest { from: 0, rect: whole })?;
+        let (same, reference) = verify(&input.source, args.wrap, sim.done, &got.cells);
+        record["verified"] = json!(same);
+        record["reference"] = json!(reference);
+        if !same {
+            outcome = Err(anyhow::anyhow!(
+                "verification failed: the world after {} generations differs from the {reference} reference",
+                sim.done
+            ));
+        }
+    }
+    if let Some(out) = &args.out {
+        sim.write(out, None)?;
+    }
+    print_record(args, &record);
+    outcome
+}
+
+/// Rank 0's view of the running simulation.
+struct Sim<'a> {
+    rt: &'a Runtime,
+    graphs: &'a Graphs,
+    args: &'a Args,
+    input: &'a Input,
+    /// Generations run so far.
+    done: u64,
+    progress: Progress,
+}
+
+impl Sim<'_> {
+    /// Runs `count` generations; returns the time of each.
+    fn generations(&mut self, schedule: Schedule, count: u64) -> Result<Vec<f64>> {
+        let mut times = Vec::with_capacity(count as usize);
+        for _ in 0..count {
+            let start = Instant::now();
+            self.rt.call(self.graphs.generation(schedule), self.done)?;
+            times.push(start.elapsed().as_secs_f64());
+            self.done += 1;
+            self.progress.tick(self.done);
+            if self.args.snapshot_every.is_some_and(|k| self.done.is_multiple_of(k)) {
+                let base = self.args.out.clone().unwrap_or_else(|| PathBuf::from("life.png"));
+                let stem = base.with_extension("");
+                let path = PathBuf::from(format!("{}-{:06}.png", stem.display(), self.done));
+                self.write(&path, Some(OutputKind::Png))?;
+            }
+        }
+        Ok(times)
+    }
+
+    /// Writes the world (or --region) gathered through the region service.
+    fn write(&self, path: &Path, kind: Option<OutputKind>) -> Result<()> {
+        let (w, h) = (self.input.source.width(), self.input.source.height());
+        let rect = self.input.region.unwrap_or(Rect { x: 0, y: 0, width: w, height: h });
+        let region = self.rt.call(&self.graphs.region, RegionRequest { from: 0, rect })?;
+        match kind.map_or_else(|| output_kind(path), Ok)? {
+            OutputKind::Png => world::write_png(path, rect.width, rect.height, &region.cells),
+            OutputKind::Rle => {
+                let words = rect.width.div_ceil(64);
+                let rows: Vec<String> = (0..rect.height)
+                    .map(|y| {
+                        let row = &region.cells[y * words..(y + 1) * words];
+                        (0..rect.width).map(|x| if kernel::get(row, x) { 'o' } else { '.' }).collect()
+                    })
+                    .collect();
+                let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
+                let mut pattern = Pattern::from_rows(&rows);
+                pattern.width = rect.width;
+                std::fs::write(path, rle::to_rle(&pattern)).with_context(|| format!("cannot write {}", path.display()))
+            }
+        }
+    }
+}
+
+/// Compares `cells` (the whole world, packed) with the serial reference after
+/// `generations`: the byte-per-cell one for small runs, else the bit kernel on one thread.
+fn verify(source: &Source, wrap: bool, generations: u64, cells: &[u64]) -> (bool, &'static str) {
+    let (w, h) = (source.width(), source.height());
+    let words = w.div_ceil(64);
+    if (w * h) as f64 * generations as f64 <= 2e7 {
+        let start = World::new(source, wrap);
+        let mut bytes: Vec<u8> = (0..h * w).map(|i| u8::from(kernel::get(start.slab.row(i / w), i % w))).collect();
+        for _ in 0..generations {
+            bytes = kernel::naive_step(w, h, wrap, &bytes);
+        }
+        let same = (0..h).all(|y| (0..w).all(|x| kernel::get(&cells[y * words..], x) == (bytes[y * w + x] == 1)));
+        return (same, "naive");
+    }
+    let mut world = World::new(source, wrap);
+    for _ in 0..generations {
+        world.step();
+    }
+    (world.slab.rows() == cells, "bit-serial")
+}
+
+/// The bit kernel alone on this thread.
+fn run_serial(args: &Args, input: &Input) -> Result<()> {
+    let (w, h) = (input.source.width(), input.source.height());
+    let mut world = World::new(&input.source, args.wrap);
+    for _ in 0..args.warmup {
+        world.step();
+    }
+    let start = Instant::now();
+    for _ in 0..args.generations {
+        world.step();
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    let record = json!({
+        "app": "life", "variant": "serial", "ranks": 1, "threads": 1, "width": w, "height": h, "wrap": args.wrap,
+        "generations": args.generations, "seconds": seconds,
+        "cups": (w * h) as f64 * args.generations as f64 / seconds,
+        "population": world.slab.population(), "verified": Value::Null,
+    });
+    if let Some(out) = &args.out {
+        if output_kind(out)? != OutputKind::Png {
+            bail!("--variant serial writes PNG only");
+        }
+        world::write_png(out, w, h, world.slab.rows())?;
+    }
+    print_record(args, &record);
+    Ok(())
+}
+
+fn print_record(args: &Args, r: &Value) {
+    if args.json {
+        println!("{r}");
+        return;
+    }
+    let f = |k: &str| r.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN);
+    let mut line = format!(
+        "life {} {}x{} ranks={} bands={}: {} generations in {:.3} s, {:.3e} cell updates/s, population {}",
+        r["variant"].as_str().unwrap_or("?"),
+        r["width"],
+        r["height"],
+        r["ranks"],
+        r["threads"],
+        r["generations"],
+        f("seconds"),
+        f("cups"),
+        r["population"]
+    );
+    if r.get("speedup").is_some() {
+        line += &format!("; overlap/simple speedup {:.3}", f("speedup"));
+    }
+    if r.get("efficiency").is_some() {
+        line += &format!("; serial {:.3e} cups, efficiency {:.3}", f("serial_cups"), f("efficiency"));
+    }
+    if r.get("view_block").is_some() {
+        line += &format!(
+            "; view {} blocks: {} calls, median {:.3} ms, iteration {:.3} ms without calls, {:.3} ms with",
+            r["view_block"].as_str().unwrap_or("?"),
+            r["view_calls"],
+            f("view_call_median_s") * 1e3,
+            f("iteration_without_calls_s") * 1e3,
+            f("iteration_with_calls_s") * 1e3
+        );
+    }
+    match r["verified"].as_bool() {
+        Some(true) => line += "; verified against the serial reference",
+        Some(false) => line += "; DIFFERS from the serial reference",
+        None => {}
+    }
+    println!("{line}");
+}
+
+/// Progress on stderr, only on a terminal, at most once a second.
+struct Progress {
+    total: u64,
+    on: bool,
+    last: Instant,
+}
+
+impl Progress {
+    fn new(total: u64) -> Progress {
+        Progress { total, on: std::io::stderr().is_terminal(), last: Instant::now() }
+    }
+
+    fn tick(&mut self, done: u64) {
+        if self.on && self.last.elapsed() > Duration::from_secs(1) {
+            eprint!("\rgeneration {done} (of {} per phase)", self.total);
+            self.last = Instant::now();
+        }
+    }
+
+    fn clear(&self) {
+        if self.on {
+            eprint!("\r\x1b[K");
+        }
+    }
+}

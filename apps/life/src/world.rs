@@ -1,0 +1,235 @@
+//! Worlds of packed rows: the [`Slab`] of rows with a ghost row above and below that every
+//! band (and the serial run) steps, the [`Source`]s that fill rows (random or a pattern at an
+//! offset), the serial reference, and PNG output.
+
+use std::ops::Range;
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use rand::{RngCore, SeedableRng};
+
+use crate::kernel::{self, Geometry, Scratch};
+use crate::rle::Pattern;
+
+/// Rows `y0..y0 + height` of a world, between two ghost rows (the neighbours' border rows, or
+/// dead rows at a world edge), double-buffered: a step reads the current rows and writes the
+/// next ones; [`Slab::swap`] makes them current.
+#[derive(Debug)]
+pub struct Slab {
+    /// The shape of a row.
+    pub geom: Geometry,
+    /// Rows held, ghosts excluded.
+    pub height: usize,
+    cur: Vec<u64>,
+    next: Vec<u64>,
+    scratch: Scratch,
+}
+
+/// Which ghost row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Side {
+    /// The row above the first row.
+    Above,
+    /// The row below the last row.
+    Below,
+}
+
+impl Slab {
+    /// A slab of `height` dead rows.
+    pub fn new(geom: Geometry, height: usize) -> Slab {
+        let len = (height + 2) * geom.words;
+        Slab { geom, height, cur: vec![0; len], next: vec![0; len], scratch: Scratch::default() }
+    }
+
+    /// Row `r` (in `0..height`) of the current generation.
+    pub fn row(&self, r: usize) -> &[u64] {
+        let n = self.geom.words;
+        &self.cur[(r + 1) * n..(r + 2) * n]
+    }
+
+    /// Row `r` of the current generation, to fill it.
+    pub fn row_mut(&mut self, r: usize) -> &mut [u64] {
+        let n = self.geom.words;
+        &mut self.cur[(r + 1) * n..(r + 2) * n]
+    }
+
+    /// The rows of the current generation, one after the other (ghosts excluded).
+    pub fn rows(&self) -> &[u64] {
+        let n = self.geom.words;
+        &self.cur[n..(self.height + 1) * n]
+    }
+
+    /// Sets a ghost row of the current generation.
+    pub fn set_ghost(&mut self, side: Side, row: &[u64]) {
+        let n = self.geom.words;
+        let at = match side {
+            Side::Above => 0,
+            Side::Below => (self.height + 1) * n,
+        };
+        self.cur[at..at + n].copy_from_slice(&row[..n]);
+    }
+
+    /// Computes the next state of rows `rows` (in `0..height`) into the next generation.
+    /// Rows 0 and `height - 1` read the ghost rows.
+    pub fn step(&mut self, rows: Range<usize>) {
+        let rows = rows.start + 1..rows.end + 1;
+        kernel::step_rows(&self.geom, &self.cur, &mut self.next, rows, &mut self.scratch);
+    }
+
+    /// Makes the next generation current.
+    pub fn swap(&mut self) {
+        std::mem::swap(&mut self.cur, &mut self.next);
+    }
+
+    /// Fills rows `y0..y0 + height` of the world from `source`.
+    pub fn fill(&mut self, y0: usize, source: &Source) {
+        for r in 0..self.height {
+            source.fill_row(y0 + r, self.row_mut(r));
+        }
+    }
+
+    /// Live cells in the current generation.
+    pub fn population(&self) -> u64 {
+        kernel::population(self.rows())
+    }
+}
+
+/// The initial world.
+#[derive(Clone, Debug)]
+pub enum Source {
+    /// Each cell alive with probability `density`; row `y` is drawn from its own stream of
+    /// the seeded generator, so every band fills its rows alone and the world does not depend
+    /// on how it is cut.
+    Random {
+        /// Cells per row.
+        width: usize,
+        /// Rows.
+        height: usize,
+        /// Probability that a cell is alive.
+        density: f64,
+        /// Seed of the generator.
+        seed: u64,
+    },
+    /// A pattern placed with its top-left corner at `at` in a dead world.
+    Pattern {
+        /// Cells per row.
+        width: usize,
+        /// Rows.
+        height: usize,
+        /// The pattern.
+        pattern: Arc<Pattern>,
+        /// Column and row of the pattern's top-left cell.
+        at: (usize, usize),
+    },
+}
+
+impl Source {
+    /// World width.
+    pub fn width(&self) -> usize {
+        match self {
+            Source::Random { width, .. } | Source::Pattern { width, .. } => *width,
+        }
+    }
+
+    /// World height.
+    pub fn height(&self) -> usize {
+        match self {
+            Source::Random { height, .. } | Source::Pattern { height, .. } => *height,
+        }
+    }
+
+    /// Writes row `y` of the world into a packed row (all of whose words it overwrites).
+    pub fn fill_row(&self, y: usize, row: &mut [u64]) {
+        row.fill(0);
+        match self {
+            Source::Random { width, density, seed, .. } => {
+                let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(*seed);
+                rng.set_stream(y as u64);
+                if *density == 0.5 {
+                    row.iter_mut().for_each(|w| *w = rng.next_u64());
+                } else {
+                    // P(next_u64 < threshold) = density, without a float per cell.
+                    let threshold = (density.clamp(0.0, 1.0) * 2f64.powi(64)).min(u64::MAX as f64) as u64;
+                    for x in 0..*width {
+                        if rng.next_u64() < threshold || *density >= 1.0 {
+                            kernel::set(row, x, true);
+                        }
+                    }
+                }
+                let n = row.len();
+                row[n - 1] &= Geometry::new(*width, false).last_mask();
+            }
+            Source::Pattern { pattern, at, .. } => {
+                if let Some(py) = y.checked_sub(at.1).filter(|&py| py < pattern.height) {
+                    for px in pattern.live_in_row(py) {
+                        kernel::set(row, at.0 + px, true);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The serial reference: the whole world in one slab, stepped on this thread.
+#[derive(Debug)]
+pub struct World {
+    /// All rows.
+    pub slab: Slab,
+}
+
+impl World {
+    /// The initial world of `source`.
+    pub fn new(source: &Source, wrap: bool) -> World {
+        let mut slab = Slab::new(Geometry::new(source.width(), wrap), source.height());
+        slab.fill(0, source);
+        World { slab }
+    }
+
+    /// Advances one generation.
+    pub fn step(&mut self) {
+        let h = self.slab.height;
+        if self.slab.geom.wrap {
+            let (first, last) = (self.slab.row(0).to_vec(), self.slab.row(h - 1).to_vec());
+            self.slab.set_ghost(Side::Above, &last);
+            self.slab.set_ghost(Side::Below, &first);
+        }
+        self.slab.step(0..h);
+        self.slab.swap();
+    }
+}
+
+/// Writes `height` packed rows of `width` cells as a grayscale PNG (live cells black).
+///
+/// # Errors
+/// If the file cannot be written.
+pub fn write_png(path: &Path, width: usize, height: usize, rows: &[u64]) -> Result<()> {
+    let words = width.div_ceil(64);
+    let mut pixels = vec![255u8; width * height];
+    for (y, line) in pixels.chunks_mut(width.max(1)).enumerate() {
+        let row = &rows[y * words..(y + 1) * words];
+        for (x, p) in line.iter_mut().enumerate() {
+            if kernel::get(row, x) {
+                *p = 0;
+            }
+        }
+    }
+    image::save_buffer(path, &pixels, width as u32, height as u32, image::ExtendedColorType::L8)
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_rows_do_not_depend_on_the_cut() {
+        let source = Source::Random { width: 100, height: 10, density: 0.3, seed: 5 };
+        let whole = World::new(&source, false);
+        let mut band = Slab::new(Geometry::new(100, false), 4);
+        band.fill(3, &source);
+        assert_eq!(band.rows(), &whole.slab.rows()[3 * 2..7 * 2]);
+        let p = whole.slab.population() as f64 / 1000.0;
+        assert!((0.2..0.4).contains(&p), "density {p}");
+    }
+}
