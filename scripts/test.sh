@@ -4,7 +4,7 @@
 # through scripts/mpirun under a timeout, so a hang fails its test instead of stalling).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh
+WITH_SLURM=1 scripts/setup.sh   # Slurm and munge for the Slurm integration test
 cargo fmt --version >/dev/null 2>&1 || rustup component add rustfmt
 cargo clippy --version >/dev/null 2>&1 || rustup component add clippy
 cargo fmt --all -- --check
