@@ -21,9 +21,12 @@ pub struct BenchArgs {
     /// Directory of `.tsp` files; known optima are read from the table in its README.md.
     #[arg(long, default_value = "/work/shared/data/tsplib")]
     pub dir: PathBuf,
-    /// Also random instances of these sizes (comma separated), seed 1.
+    /// Also random instances of these sizes (comma separated).
     #[arg(long, value_delimiter = ',')]
     pub random: Vec<usize>,
+    /// Seeds of the random instances.
+    #[arg(long, value_delimiter = ',', default_value = "1")]
+    pub seeds: Vec<u64>,
     /// Rank counts to run (the speedup column compares the last with the first).
     #[arg(long, value_delimiter = ',', default_value = "1,2")]
     pub ranks: Vec<usize>,
@@ -71,8 +74,10 @@ fn cases(b: &BenchArgs) -> Result<Vec<Case>> {
         }
     }
     for &n in &b.random {
-        let args = vec!["--random".into(), n.to_string(), "--seed".into(), "1".into()];
-        cases.push(Case { name: format!("random{n} (seed 1)"), n, args, optimum: None });
+        for &seed in &b.seeds {
+            let args = vec!["--random".into(), n.to_string(), "--seed".into(), seed.to_string()];
+            cases.push(Case { name: format!("random{n} seed {seed}"), n, args, optimum: None });
+        }
     }
     cases.sort_by(|a, b| (a.n, &a.name).cmp(&(b.n, &b.name)));
     Ok(cases)

@@ -260,7 +260,7 @@ impl AscentParams {
 
     /// For a search node, warm-started from its parent's multipliers.
     pub fn node(n: usize) -> AscentParams {
-        AscentParams { iterations: (n / 2).max(30), lambda: 0.5, patience: 6 }
+        AscentParams { iterations: n.max(30), lambda: 0.5, patience: 10 }
     }
 }
 

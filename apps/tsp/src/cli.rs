@@ -149,11 +149,22 @@ pub fn run(args: &SolveArgs) -> Result<()> {
             solve(&rt, &inst, kernel, layout, args)?
         }
     };
-    if let Some((solution, seconds, initial)) = result {
-        report(&rt, &inst, args, &solution, seconds, initial, steps, cutoff)?;
+    if let Some(timed) = result {
+        report(&rt, &inst, args, &timed, steps, cutoff)?;
     }
     rt.shutdown()?;
     Ok(())
+}
+
+/// A search's result and timings (rank 0).
+struct Timed {
+    solution: Solution,
+    /// Whole run: first tour and search.
+    seconds: f64,
+    /// The first tour (local search).
+    first_tour_seconds: f64,
+    /// The first tour's length.
+    initial: i64,
 }
 
 /// Builds the graph on every rank and, on rank 0, finds the first tour and runs the search.
@@ -163,7 +174,7 @@ fn solve<K: Kernel>(
     kernel: K,
     layout: Layout,
     args: &SolveArgs,
-) -> Result<Option<(Solution, f64, i64)>> {
+) -> Result<Option<Timed>> {
     let search = Search::build(rt, Arc::new(kernel), layout)?;
     if !rt.is_root() {
         return Ok(None);
@@ -173,21 +184,13 @@ fn solve<K: Kernel>(
         Variant::Fast => heuristic::initial_tour(inst, args.kicks.unwrap_or(20 * inst.n), args.seed),
         Variant::Thesis => (i64::MAX, Vec::new()),
     };
+    let first = start.elapsed().as_secs_f64();
     let solution = search.run(rt, Start { upper, tour, time_limit: args.time_limit })?;
-    Ok(Some((solution, start.elapsed().as_secs_f64(), upper)))
+    Ok(Some(Timed { solution, seconds: start.elapsed().as_secs_f64(), first_tour_seconds: first, initial: upper }))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn report(
-    rt: &dps::Runtime,
-    inst: &Instance,
-    args: &SolveArgs,
-    s: &Solution,
-    seconds: f64,
-    initial: i64,
-    steps: u64,
-    cutoff: usize,
-) -> Result<()> {
+fn report(rt: &dps::Runtime, inst: &Instance, args: &SolveArgs, t: &Timed, steps: u64, cutoff: usize) -> Result<()> {
+    let (s, seconds, initial) = (&t.solution, t.seconds, t.initial);
     let verified = args.verify.then(|| verify(inst, s));
     if let Some(Err(e)) = &verified {
         eprintln!("dps-tsp: verification failed: {e}");
@@ -200,7 +203,8 @@ fn report(
             "ranks": rt.ranks(), "threads": args.threads, "slaves": rt.ranks() * args.threads,
             "pipeline_depth": args.pipeline_depth, "steps": steps, "cutoff": cutoff,
             "seconds": seconds, "nodes_per_s": rate, "verified": verified,
-            "length": s.length, "optimal": s.complete, "nodes": s.nodes, "jobs": s.jobs,
+            "length": s.length, "optimal": s.complete, "nodes": s.nodes, "jobs": s.jobs, "idle_tokens": s.idle,
+            "first_tour_seconds": t.first_tour_seconds,
             "initial_length": (initial != i64::MAX).then_some(initial),
         });
         println!("{j}");
