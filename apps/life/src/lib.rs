@@ -4,6 +4,7 @@
 
 pub mod graph;
 pub mod kernel;
+pub mod report;
 pub mod rle;
 pub mod run;
 pub mod view;
