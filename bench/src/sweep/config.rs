@@ -41,6 +41,9 @@ pub(crate) struct Experiment {
     /// Arguments replacing `args` for the serial reference, run once per parameter point.
     #[serde(default)]
     pub(crate) reference: Option<Vec<String>>,
+    /// Parameters the reference does not take (it is the same for all their values).
+    #[serde(default)]
+    pub(crate) reference_ignores: Vec<String>,
     /// Result fields shown in the table besides the time.
     #[serde(default)]
     pub(crate) columns: Vec<String>,
@@ -127,6 +130,13 @@ pub(crate) fn grid(params: &BTreeMap<String, Vec<toml::Value>>) -> Vec<Point> {
             .flat_map(|p| values.iter().map(move |v| [p.clone(), vec![(key.clone(), v.clone())]].concat()))
             .collect()
     })
+}
+
+/// True if the reference of point `a` is that of point `b`: they agree on every parameter
+/// the reference takes.
+pub(crate) fn same_reference(a: &Point, b: &Point, ignores: &[String]) -> bool {
+    let keep = |p: &Point| p.iter().filter(|(k, _)| !ignores.contains(k)).cloned().collect::<Point>();
+    keep(a) == keep(b)
 }
 
 /// A TOML value as a command-line argument.

@@ -164,9 +164,17 @@ fn run_experiment(e: &Experiment, launcher: &Launcher, dir: &Path) -> Result<(Ve
         let point_args: Vec<String> = point.iter().flat_map(|(k, v)| [format!("--{k}"), config::arg(v)]).collect();
         if let Some(reference) = &e.reference {
             done += 1;
-            let args: Vec<String> = reference.iter().cloned().chain(point_args.clone()).collect();
-            let row = measure(e, None, &app, &args, point, 1, &mut raw, (done, total))?;
-            references.push((point.clone(), row.seconds));
+            let shared: Point = point.iter().filter(|(k, _)| !e.reference_ignores.contains(k)).cloned().collect();
+            let known = references.iter().find(|(p, _)| config::same_reference(p, point, &e.reference_ignores)).map(|(_, s)| *s);
+            let seconds = match known {
+                Some(s) => s,
+                None => {
+                    let shared_args = shared.iter().flat_map(|(k, v)| [format!("--{k}"), config::arg(v)]);
+                    let args: Vec<String> = reference.iter().cloned().chain(shared_args).collect();
+                    measure(e, None, &app, &args, &shared, 1, &mut raw, (done, total))?.seconds
+                }
+            };
+            references.push((point.clone(), seconds));
         }
         for &ranks in &e.ranks {
             done += 1;
