@@ -100,11 +100,6 @@ pub struct Graphs {
     pub fetch: Graph<(), Bulk<f64>>,
 }
 
-/// Route of job `index`: the same worker in every phase.
-fn by_job(workers: usize) -> impl Fn(&usize) -> usize {
-    move |index: &usize| index % workers
-}
-
 fn job_ids(m: &mut Master) -> impl Iterator<Item = (usize, usize, usize)> + Send + 'static {
     let p = kernel::blocks(m.n, m.bs);
     (0..p * p).map(move |index| (index, index / p, index % p))
@@ -152,8 +147,9 @@ impl Graphs {
         workers: &Collection<Worker>,
         window: usize,
     ) -> anyhow::Result<Self> {
-        let route_job = |t: &Job, cx: &dps::RouteCtx| by_job(cx.threads)(&t.index);
-        let route_id = |t: &usize, cx: &dps::RouteCtx| by_job(cx.threads)(t);
+        // Job `index` goes to the same worker in every phase.
+        let route_job = |t: &Job, cx: &dps::RouteCtx| t.index % cx.threads;
+        let route_id = |index: &usize, cx: &dps::RouteCtx| index % cx.threads;
 
         let split =
             Node::split("cut_strips", main, route::fixed(0), |m: &mut Master, _: ()| cut_jobs(m)).window(window);
