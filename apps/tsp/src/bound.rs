@@ -284,36 +284,32 @@ pub fn prunes(lb: f64, upper: i64) -> bool {
 #[derive(Debug)]
 pub struct HeldKarp<'a> {
     inst: &'a Instance,
-    /// Edge costs under the current constraints: `INFINITY` if excluded.
+    /// Edge costs under the current constraints: `INFINITY` if excluded, `NEG_INFINITY` if
+    /// forced.
     cost: Vec<f64>,
-    forced: Vec<bool>,
+    /// Prim's cheapest known connection of each city to the tree, and its other end.
     key: Vec<f64>,
-    key_forced: Vec<bool>,
     parent: Vec<usize>,
-    in_tree: Vec<bool>,
+    /// Cities not yet in the tree.
+    rest: Vec<usize>,
 }
 
 impl<'a> HeldKarp<'a> {
     /// Buffers for `inst`.
     pub fn new(inst: &'a Instance) -> HeldKarp<'a> {
         let n = inst.n;
-        HeldKarp {
-            inst,
-            cost: vec![0.0; n * n],
-            forced: vec![false; n * n],
-            key: vec![0.0; n],
-            key_forced: vec![false; n],
-            parent: vec![0; n],
-            in_tree: vec![false; n],
-        }
+        HeldKarp { inst, cost: vec![0.0; n * n], key: vec![0.0; n], parent: vec![0; n], rest: Vec::with_capacity(n) }
     }
 
     /// Loads the constraints into the cost matrix.
     fn load(&mut self, c: &Constraints) {
         let n = self.inst.n;
         for (k, &d) in self.inst.matrix().iter().enumerate() {
-            self.cost[k] = if c.state[k] == EXCLUDED { f64::INFINITY } else { d as f64 };
-            self.forced[k] = c.state[k] == FORCED;
+            self.cost[k] = match c.state[k] {
+                EXCLUDED => f64::INFINITY,
+                FORCED => f64::NEG_INFINITY,
+                _ => d as f64,
+            };
         }
         debug_assert_eq!(self.cost.len(), n * n);
     }
@@ -327,52 +323,32 @@ impl<'a> HeldKarp<'a> {
         tree.degree.clear();
         tree.degree.resize(n, 0);
         let mut total = 0.0;
-        // Prim on cities 1..n; forced edges are taken before any other.
-        for j in 1..n {
-            self.key[j] = f64::INFINITY;
-            self.key_forced[j] = false;
-            self.in_tree[j] = false;
-        }
+        // Prim on cities 1..n over the cities not yet in the tree. A forced edge costs
+        // -inf, so it is taken before any other; an excluded one +inf, so never.
+        self.rest.clear();
+        self.rest.extend(2..n);
+        self.key[2..n].fill(f64::INFINITY);
         let mut u = 1;
-        self.in_tree[1] = true;
-        for _ in 0..n - 2 {
-            let row = u * n;
+        while !self.rest.is_empty() {
+            let row = &self.cost[u * n..(u + 1) * n];
             let pu = pi[u];
-            for j in 2..n {
-                if self.in_tree[j] || self.key_forced[j] {
-                    continue;
-                }
-                if self.forced[row + j] {
-                    self.key_forced[j] = true;
+            let (mut best_at, mut best_key) = (usize::MAX, f64::INFINITY);
+            for (at, &j) in self.rest.iter().enumerate() {
+                let c = row[j] + pu + pi[j];
+                if c < self.key[j] {
+                    self.key[j] = c;
                     self.parent[j] = u;
-                } else {
-                    let c = self.cost[row + j] + pu + pi[j];
-                    if c < self.key[j] {
-                        self.key[j] = c;
-                        self.parent[j] = u;
-                    }
-                }
-            }
-            let mut best = usize::MAX;
-            let mut best_key = f64::INFINITY;
-            for j in 2..n {
-                if self.in_tree[j] {
-                    continue;
-                }
-                if self.key_forced[j] {
-                    best = j;
-                    break;
                 }
                 if self.key[j] < best_key {
                     best_key = self.key[j];
-                    best = j;
+                    best_at = at;
                 }
             }
-            if best == usize::MAX {
+            if best_at == usize::MAX {
                 return None; // disconnected by exclusions
             }
+            let best = self.rest.swap_remove(best_at);
             let p = self.parent[best];
-            self.in_tree[best] = true;
             total += self.inst.d(p, best) as f64 + pi[p] + pi[best];
             tree.edges.push((p, best));
             tree.degree[p] += 1;
@@ -383,7 +359,7 @@ impl<'a> HeldKarp<'a> {
         let mut picked = [usize::MAX; 2];
         let mut count = 0;
         for j in 1..n {
-            if self.forced[j] {
+            if self.cost[j] == f64::NEG_INFINITY {
                 picked[count] = j;
                 count += 1;
             }
@@ -392,7 +368,7 @@ impl<'a> HeldKarp<'a> {
             let mut best = usize::MAX;
             let mut best_c = f64::INFINITY;
             for j in 1..n {
-                if picked[0] == j || self.forced[j] {
+                if picked[0] == j || self.cost[j] == f64::NEG_INFINITY {
                     continue;
                 }
                 let c = self.cost[j] + pi[j];

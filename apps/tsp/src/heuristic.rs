@@ -64,13 +64,9 @@ pub fn or_opt(inst: &Instance, tour: &mut Vec<usize>) -> bool {
                 if gain <= 0 {
                     continue;
                 }
-                // Insert between positions k and k + 1 of the tour without the segment.
-                let rest: Vec<usize> = tour[..i].iter().chain(&tour[i + len..]).copied().collect();
-                for k in 0..rest.len() {
-                    let (c, c2) = (rest[k], rest[(k + 1) % rest.len()]);
-                    if c == p && c2 == nx {
-                        continue;
-                    }
+                // Insert between tour[k] and tour[k + 1], for each edge not touching the segment.
+                for k in (0..i - 1).chain(i + len..n) {
+                    let (c, c2) = (tour[k], tour[(k + 1) % n]);
                     let base = inst.d(c, c2);
                     let forward = inst.d(c, s0) + inst.d(sl, c2) - base;
                     let backward = inst.d(c, sl) + inst.d(s0, c2) - base;
@@ -79,11 +75,10 @@ pub fn or_opt(inst: &Instance, tour: &mut Vec<usize>) -> bool {
                         if backward < forward {
                             seg.reverse();
                         }
-                        let mut next = Vec::with_capacity(n);
-                        next.extend_from_slice(&rest[..=k]);
-                        next.extend_from_slice(&seg);
-                        next.extend_from_slice(&rest[k + 1..]);
-                        *tour = next;
+                        let mut rest: Vec<usize> = tour[..i].iter().chain(&tour[i + len..]).copied().collect();
+                        let after = if k < i { k } else { k - len };
+                        rest.splice(after + 1..after + 1, seg);
+                        *tour = rest;
                         improved = true;
                         any = true;
                         continue 'search;
