@@ -158,7 +158,7 @@ pub fn run(b: &BenchArgs) -> Result<()> {
             yes(verified)
         );
         for r in &runs {
-            let _ = write!(table, " {} | {:.2} |", r["nodes"], r["seconds"].as_f64().unwrap_or(f64::NAN));
+            let _ = write!(table, " {} | {:.3} |", r["nodes"], r["seconds"].as_f64().unwrap_or(f64::NAN));
         }
         let secs = |r: &Value| r["seconds"].as_f64().unwrap_or(f64::NAN);
         let _ = writeln!(table, " {:.2} |", secs(&runs[0]) / secs(last));
