@@ -203,13 +203,17 @@ fn report(rt: &dps::Runtime, inst: &Instance, args: &SolveArgs, t: &Timed, steps
             "ranks": rt.ranks(), "threads": args.threads, "slaves": rt.ranks() * args.threads,
             "pipeline_depth": args.pipeline_depth, "steps": steps, "cutoff": cutoff,
             "seconds": seconds, "nodes_per_s": rate, "verified": verified,
-            "length": s.length, "optimal": s.complete, "nodes": s.nodes, "jobs": s.jobs, "idle_tokens": s.idle,
+            "length": (!s.tour.is_empty()).then_some(s.length), "optimal": s.complete, "nodes": s.nodes, "jobs": s.jobs, "idle_tokens": s.idle,
             "first_tour_seconds": t.first_tour_seconds,
             "initial_length": (initial != i64::MAX).then_some(initial),
         });
         println!("{j}");
     } else {
-        let status = if s.complete { "optimal (proven)" } else { "not proven optimal (time limit)" };
+        let status = match (s.tour.is_empty(), s.complete) {
+            (true, _) => "(no tour found before the time limit)",
+            (false, true) => "optimal (proven)",
+            (false, false) => "not proven optimal (time limit)",
+        };
         let check = match verified {
             Some(true) => ", verified",
             Some(false) => ", VERIFICATION FAILED",
@@ -217,7 +221,13 @@ fn report(rt: &dps::Runtime, inst: &Instance, args: &SolveArgs, t: &Timed, steps
         };
         println!(
             "{}: {} cities, length {} {status}, {} nodes, {} jobs, {} ranks x {} slave threads, {seconds:.3} s ({rate:.0} nodes/s){check}",
-            inst.name, inst.n, s.length, s.nodes, s.jobs, rt.ranks(), args.threads
+            inst.name,
+            inst.n,
+            if s.tour.is_empty() { "-".to_string() } else { s.length.to_string() },
+            s.nodes,
+            s.jobs,
+            rt.ranks(),
+            args.threads
         );
         let cities: Vec<String> = s.tour.iter().map(|c| (c + 1).to_string()).collect();
         println!("tour: {}", cities.join(" "));
@@ -238,6 +248,9 @@ fn report(rt: &dps::Runtime, inst: &Instance, args: &SolveArgs, t: &Timed, steps
 /// `--verify`: the tour is a permutation of the stated length, and optimal by the dynamic
 /// program for small instances.
 fn verify(inst: &Instance, s: &Solution) -> Result<(), String> {
+    if s.tour.is_empty() {
+        return Err("no tour was found".into());
+    }
     tour_io::check(inst, &s.tour, s.length)?;
     if inst.n <= DP_VERIFY_MAX {
         let (opt, _) = dp::solve(inst);
