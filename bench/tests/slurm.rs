@@ -15,7 +15,12 @@ struct Cluster {
 impl Cluster {
     fn up(dir: &Path) -> Cluster {
         let cluster = Cluster { dir: dir.to_path_buf() };
-        let status = Command::new(format!("{ROOT}/slurm/local-cluster.sh")).arg("up").arg(dir).env("FAKE_CPUS", "2").status().unwrap();
+        let status = Command::new(format!("{ROOT}/slurm/local-cluster.sh"))
+            .arg("up")
+            .arg(dir)
+            .env("FAKE_CPUS", "2")
+            .status()
+            .unwrap();
         assert!(status.success(), "the local Slurm cluster did not start; see {}/log", dir.display());
         cluster
     }
@@ -63,12 +68,31 @@ fn sbatch_sweep_and_srun_app_on_a_local_cluster() {
             .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
             .collect();
         assert!(out.status.success(), "sbatch failed: {}\n{log}", String::from_utf8_lossy(&out.stderr));
-        let run_dir = std::fs::read_dir(results.join("smoke")).expect("the sweep wrote its results").next().unwrap().unwrap().path();
+        let run_dir = std::fs::read_dir(results.join("smoke"))
+            .expect("the sweep wrote its results")
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
         let table = std::fs::read_to_string(run_dir.join("table.md")).unwrap();
         assert_eq!(table.matches("| ok |").count(), 2, "both rank counts ran under srun:\n{table}\n{log}");
         assert!(run_dir.join("speedup.png").exists());
 
-        let out = cluster.run("srun", &["--mpi=pmix", "-n", "2", &format!("{bin}/dps-matmul"), "--n", "64", "--block", "16", "--verify", "--json"]);
+        let out = cluster.run(
+            "srun",
+            &[
+                "--mpi=pmix",
+                "-n",
+                "2",
+                &format!("{bin}/dps-matmul"),
+                "--n",
+                "64",
+                "--block",
+                "16",
+                "--verify",
+                "--json",
+            ],
+        );
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "srun failed: {}", String::from_utf8_lossy(&out.stderr));
         assert!(stdout.contains("\"ranks\":2") && stdout.contains("\"verified\":true"), "{stdout}");

@@ -165,7 +165,10 @@ fn run_experiment(e: &Experiment, launcher: &Launcher, dir: &Path) -> Result<(Ve
         if let Some(reference) = &e.reference {
             done += 1;
             let shared: Point = point.iter().filter(|(k, _)| !e.reference_ignores.contains(k)).cloned().collect();
-            let known = references.iter().find(|(p, _)| config::same_reference(p, point, &e.reference_ignores)).map(|(_, s)| *s);
+            let known = references
+                .iter()
+                .find(|(p, _)| config::same_reference(p, point, &e.reference_ignores))
+                .map(|(_, s)| *s);
             let seconds = match known {
                 Some(s) => s,
                 None => {
