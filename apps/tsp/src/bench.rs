@@ -21,7 +21,7 @@ const MPIRUN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/mpirun"
 #[derive(clap::Args, Debug, Clone)]
 pub struct BenchArgs {
     /// Directory of `.tsp` files; known optima are read from the table in its README.md.
-    #[arg(long, default_value = "/work/shared/data/tsplib")]
+    #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/data"))]
     pub dir: PathBuf,
     /// Also random instances of these sizes (comma separated).
     #[arg(long, value_delimiter = ',')]
