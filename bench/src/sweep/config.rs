@@ -26,7 +26,8 @@ pub(crate) struct Experiment {
     /// Arguments of every run (`--json` is added).
     #[serde(default)]
     pub(crate) args: Vec<String>,
-    /// Parameter axes: each value becomes `--key value`; runs cover every combination.
+    /// Parameter axes: each value becomes `--key value` (a bare `value` for keys starting
+    /// with `_`); runs cover every combination.
     #[serde(default)]
     pub(crate) params: BTreeMap<String, Vec<toml::Value>>,
     /// Rank counts.
@@ -137,6 +138,15 @@ pub(crate) fn grid(params: &BTreeMap<String, Vec<toml::Value>>) -> Vec<Point> {
 pub(crate) fn same_reference(a: &Point, b: &Point, ignores: &[String]) -> bool {
     let keep = |p: &Point| p.iter().filter(|(k, _)| !ignores.contains(k)).cloned().collect::<Point>();
     keep(a) == keep(b)
+}
+
+/// A point as arguments: `--key value` each, or just `value` for a key starting with `_`
+/// (a positional argument, such as an input file).
+pub(crate) fn command_line(point: &Point) -> Vec<String> {
+    point
+        .iter()
+        .flat_map(|(k, v)| if k.starts_with('_') { vec![arg(v)] } else { vec![format!("--{k}"), arg(v)] })
+        .collect()
 }
 
 /// A TOML value as a command-line argument.

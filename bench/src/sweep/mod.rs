@@ -161,7 +161,7 @@ fn run_experiment(e: &Experiment, launcher: &Launcher, dir: &Path) -> Result<(Ve
     let mut raw = std::fs::File::create(dir.join("runs.jsonl"))?;
     let (mut rows, mut references, mut done) = (Vec::new(), Vec::new(), 0);
     for point in &points {
-        let point_args: Vec<String> = point.iter().flat_map(|(k, v)| [format!("--{k}"), config::arg(v)]).collect();
+        let point_args: Vec<String> = config::command_line(point);
         if let Some(reference) = &e.reference {
             done += 1;
             let shared: Point = point.iter().filter(|(k, _)| !e.reference_ignores.contains(k)).cloned().collect();
@@ -172,8 +172,7 @@ fn run_experiment(e: &Experiment, launcher: &Launcher, dir: &Path) -> Result<(Ve
             let seconds = match known {
                 Some(s) => s,
                 None => {
-                    let shared_args = shared.iter().flat_map(|(k, v)| [format!("--{k}"), config::arg(v)]);
-                    let args: Vec<String> = reference.iter().cloned().chain(shared_args).collect();
+                    let args: Vec<String> = reference.iter().cloned().chain(config::command_line(&shared)).collect();
                     measure(e, None, &app, &args, &shared, 1, &mut raw, (done, total))?.seconds
                 }
             };
