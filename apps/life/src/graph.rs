@@ -30,7 +30,7 @@ use crate::kernel::{self, Geometry};
 use crate::world::{Side, Slab, Source};
 
 /// A band computing more cells than this at once yields its core in between (see
-/// [`Band::step_yielding`]): about 100 µs of work at 4·10¹⁰ cell updates per second.
+/// `Band::step_yielding`): about 100 µs of work at 4·10¹⁰ cell updates per second.
 pub const CELLS_PER_YIELD: usize = 1 << 22;
 
 /// How the world is cut into bands.
