@@ -16,7 +16,7 @@ use crate::error::ErrorKind;
 use crate::failure;
 use crate::graph::{self, Graph};
 use crate::node::{AnyToken, Entry, Path};
-use crate::transport::mpi::MpiTransport;
+use crate::transport::mpi::{CoreShare, MpiTransport};
 use crate::transport::Transport;
 use crate::{mapping, Error, Token};
 
@@ -128,6 +128,7 @@ impl Runtime {
         let world = universe.world();
         let (rank, ranks) = (world.rank() as usize, world.size() as usize);
         let hosts = gather_host_names(&world);
+        let ranks_on_node = world.split_shared(0).size() as usize;
         failure::install_hook(rank, ranks > 1);
         let mut rt = Runtime::start_engine(rank, ranks, hosts);
         if ranks > 1 {
@@ -138,7 +139,9 @@ impl Runtime {
                     engine.receive(header, token)
                 }
             });
-            let transport: Arc<dyn Transport> = Arc::new(MpiTransport::start(comm, deliver));
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let share = CoreShare { busy_workers: rt.engine.busy_workers.clone(), cores: (cores / ranks_on_node).max(1) };
+            let transport: Arc<dyn Transport> = Arc::new(MpiTransport::start(comm, deliver, share));
             rt.engine.set_transport(Some(transport.clone()));
             rt.transport = Some(transport);
         }

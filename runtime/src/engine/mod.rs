@@ -14,7 +14,7 @@ mod messages;
 mod thread;
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -68,6 +68,8 @@ pub(crate) struct Engine {
     control_signal: Condvar,
     failure: Mutex<Option<String>>,
     pub(crate) tracer: Tracer,
+    /// Workers running an operation now (read by the transport's back-off).
+    pub(crate) busy_workers: Arc<AtomicUsize>,
 }
 
 impl Engine {
@@ -88,6 +90,7 @@ impl Engine {
             control_signal: Condvar::new(),
             failure: Mutex::new(None),
             tracer: Tracer::default(),
+            busy_workers: Arc::default(),
         }
     }
 
@@ -302,6 +305,7 @@ impl Engine {
 /// A worker: runs scheduled cells until it receives `None`.
 pub(crate) fn worker_loop(engine: Arc<Engine>, ready: Receiver<Option<Arc<Cell>>>) {
     while let Some(Some(cell)) = recv_eagerly(&ready) {
+        engine.busy_workers.fetch_add(1, Ordering::Relaxed);
         {
             let mut body = cell.body.lock().unwrap_or_else(|p| p.into_inner());
             for _ in 0..BATCH {
@@ -315,6 +319,7 @@ pub(crate) fn worker_loop(engine: Arc<Engine>, ready: Receiver<Option<Arc<Cell>>
                 }
             }
         }
+        engine.busy_workers.fetch_sub(1, Ordering::Relaxed);
         engine.release(&cell);
     }
 }

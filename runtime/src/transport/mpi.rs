@@ -6,8 +6,9 @@
 //! memory. Incoming messages are found with `MPI_Improbe` (any source, any tag) and received
 //! with `MPI_Mrecv`; since MPI keeps the order of messages from one source, the bulk messages
 //! of a packet are the next ones from its source, and are received straight into freshly
-//! allocated vectors. When idle the thread spins, then yields, then waits on its channel for
-//! short periods, so that oversubscribed ranks leave the cores to the workers.
+//! allocated vectors. When idle the thread polls (yielding the core every few polls), then
+//! waits on its channel in short steps; it polls for much less time while the rank's workers
+//! fill its share of the cores, since every poll would then be taken from a computation.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -27,11 +28,30 @@ const TAG_PACKET: i32 = 1;
 const TAG_BULK: i32 = 2;
 /// A packet is sent once it holds this many bytes, even if more frames are queued.
 const PACKET_LIMIT: usize = 256 * 1024;
-/// Idle iterations, each yielding the core, before waiting on the channel. No pure spinning:
-/// on a small or oversubscribed node the thread that must run next may need this core.
+/// Idle polls before waiting on the channel (polls yield the core every few: on a small or
+/// oversubscribed node the thread that must run next may need it)...
 const YIELD: u32 = 2000;
 const POLLS_PER_YIELD: u32 = 4;
 const IDLE_WAIT: Duration = Duration::from_micros(200);
+/// ...and while this rank's workers already fill its share of the cores, when every poll
+/// takes time from a computation: poll briefly, then wait in short steps.
+const BUSY_POLLS: u32 = 64;
+const BUSY_WAIT: Duration = Duration::from_micros(50);
+
+/// How busy this rank's workers are, against its share of the node's cores.
+#[derive(Clone, Debug)]
+pub(crate) struct CoreShare {
+    /// Workers running an operation now (kept by the engine).
+    pub(crate) busy_workers: Arc<std::sync::atomic::AtomicUsize>,
+    /// This rank's cores: the node's cores divided among the node's ranks.
+    pub(crate) cores: usize,
+}
+
+impl CoreShare {
+    fn saturated(&self) -> bool {
+        self.busy_workers.load(std::sync::atomic::Ordering::Relaxed) >= self.cores
+    }
+}
 
 enum Outgoing {
     Frame { dest: usize, header: Vec<u8>, token: Option<WireToken> },
@@ -57,14 +77,14 @@ unsafe impl Send for SendComm {}
 type Deliver = Arc<dyn Fn(&[u8], Option<WireToken>) + Send + Sync>;
 
 impl MpiTransport {
-    pub(crate) fn start(comm: SimpleCommunicator, deliver: Deliver) -> Self {
+    pub(crate) fn start(comm: SimpleCommunicator, deliver: Deliver, share: CoreShare) -> Self {
         let (tx, rx) = crossbeam_channel::unbounded();
         let comm = SendComm(comm);
         let thread = std::thread::Builder::new()
             .name("dps-progress".into())
             .spawn(move || {
                 let comm = comm;
-                Progress::new(comm.0, rx, deliver).run()
+                Progress::new(comm.0, rx, deliver, share).run()
             })
             .expect("dps: cannot spawn the progress thread");
         MpiTransport { tx, thread: Mutex::new(Some(thread)) }
@@ -99,10 +119,11 @@ struct Progress {
     sends: Vec<(Request<'static, [u8], StaticScope>, Keep)>,
     /// Per source: frames received, waiting for their bulk messages (with the count received).
     incoming: Vec<VecDeque<(InFrame, usize)>>,
+    share: CoreShare,
 }
 
 impl Progress {
-    fn new(comm: SimpleCommunicator, rx: Receiver<Outgoing>, deliver: Deliver) -> Self {
+    fn new(comm: SimpleCommunicator, rx: Receiver<Outgoing>, deliver: Deliver, share: CoreShare) -> Self {
         let n = comm.size() as usize;
         Progress {
             comm,
@@ -111,6 +132,7 @@ impl Progress {
             packets: (0..n).map(|_| (Vec::new(), Vec::new())).collect(),
             sends: Vec::new(),
             incoming: (0..n).map(|_| VecDeque::new()).collect(),
+            share,
         }
     }
 
@@ -156,12 +178,14 @@ impl Progress {
                 continue;
             }
             idle = idle.saturating_add(1);
-            if idle < YIELD || finishing {
+            let saturated = self.share.saturated();
+            let (polls, wait) = if saturated { (BUSY_POLLS, BUSY_WAIT) } else { (YIELD, IDLE_WAIT) };
+            if idle < polls || finishing {
                 // A few polls between yields: a yield is a system call, slower than a poll.
                 if idle.is_multiple_of(POLLS_PER_YIELD) {
                     std::thread::yield_now();
                 }
-            } else if let Ok(out) = self.rx.recv_timeout(IDLE_WAIT) {
+            } else if let Ok(out) = self.rx.recv_timeout(wait) {
                 idle = 0;
                 match out {
                     Outgoing::Frame { dest, header, token } => self.queue_frame(dest, &header, token),
