@@ -140,19 +140,28 @@ pub(crate) fn same_reference(a: &Point, b: &Point, ignores: &[String]) -> bool {
     keep(a) == keep(b)
 }
 
-/// A point as arguments: `--key value` each, or just `value` for a key starting with `_`
-/// (a positional argument, such as an input file).
+/// A point as arguments: `--key value` each (`--key v1 v2` for an array value, as in
+/// `--random 1024 1024`), or just the value for a key starting with `_` (a positional
+/// argument, such as an input file).
 pub(crate) fn command_line(point: &Point) -> Vec<String> {
     point
         .iter()
-        .flat_map(|(k, v)| if k.starts_with('_') { vec![arg(v)] } else { vec![format!("--{k}"), arg(v)] })
+        .flat_map(|(k, v)| {
+            let values: Vec<String> = match v {
+                toml::Value::Array(items) => items.iter().map(arg).collect(),
+                other => vec![arg(other)],
+            };
+            let flag = (!k.starts_with('_')).then(|| format!("--{k}"));
+            flag.into_iter().chain(values)
+        })
         .collect()
 }
 
-/// A TOML value as a command-line argument.
+/// A TOML value as a command-line argument (an array as its items joined by `x`, in tables).
 pub(crate) fn arg(v: &toml::Value) -> String {
     match v {
         toml::Value::String(s) => s.clone(),
+        toml::Value::Array(items) => items.iter().map(arg).collect::<Vec<_>>().join("x"),
         other => other.to_string(),
     }
 }
