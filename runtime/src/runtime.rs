@@ -140,7 +140,8 @@ impl Runtime {
                 }
             });
             let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-            let share = CoreShare { busy_workers: rt.engine.busy_workers.clone(), cores: (cores / ranks_on_node).max(1) };
+            let share =
+                CoreShare { busy_workers: rt.engine.busy_workers.clone(), cores: (cores / ranks_on_node).max(1) };
             let transport: Arc<dyn Transport> = Arc::new(MpiTransport::start(comm, deliver, share));
             rt.engine.set_transport(Some(transport.clone()));
             rt.transport = Some(transport);
