@@ -26,3 +26,53 @@ impl RuntimeArgs {
         Ok(rt)
     }
 }
+
+/// How many times a program repeats its timed work: `--reps` timed runs (report their
+/// [`median`]) after `--warmup` untimed ones. Flatten it into a program's arguments.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Repeat {
+    /// Timed repetitions (the median is reported).
+    #[arg(long, default_value_t = 1)]
+    pub reps: usize,
+    /// Untimed runs before the timed ones (they warm up buffers and caches).
+    #[arg(long, default_value_t = 0)]
+    pub warmup: usize,
+}
+
+impl Repeat {
+    /// Checks the counts.
+    ///
+    /// # Errors
+    /// If `--reps` is 0.
+    pub fn check(&self) -> Result<(), Error> {
+        if self.reps == 0 {
+            return Err(Error::new(crate::ErrorKind::Usage, "--reps must be at least 1"));
+        }
+        Ok(())
+    }
+
+    /// Total runs, warm-up included.
+    pub fn runs(&self) -> usize {
+        self.warmup + self.reps
+    }
+
+    /// True for a run (counted from 0) that is timed.
+    pub fn is_timed(&self, run: usize) -> bool {
+        run >= self.warmup
+    }
+}
+
+/// The median of `values` (the upper one of the two middle values for an even count).
+///
+/// # Panics
+/// If `values` is empty.
+///
+/// ```
+/// assert_eq!(dps::median(&[3.0, 1.0, 2.0]), 2.0);
+/// ```
+pub fn median(values: &[f64]) -> f64 {
+    assert!(!values.is_empty(), "median of no values");
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}

@@ -22,6 +22,8 @@ pub enum ErrorKind {
     Mpi,
     /// An operation failed while the graph ran.
     Failed,
+    /// A program's options are inconsistent.
+    Usage,
 }
 
 impl Error {

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Result};
 use clap::{Parser, ValueEnum};
-use dps::RuntimeArgs;
+use dps::{median, Repeat, RuntimeArgs};
 use serde_json::json;
 
 use crate::graph::{Columns, Graphs, Pipelining};
@@ -43,12 +43,9 @@ pub struct Args {
     /// Mapping of the column collection (one thread per rank by default).
     #[arg(long, default_value = "all")]
     pub map: String,
-    /// Timed repetitions (the median is reported).
-    #[arg(long, default_value_t = 1)]
-    pub reps: usize,
-    /// Untimed runs before the timed ones.
-    #[arg(long, default_value_t = 0)]
-    pub warmup: usize,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub repeat: Repeat,
     /// OpenBLAS threads of the `serial` variant.
     #[arg(long, default_value_t = 1)]
     pub blas_threads: usize,
@@ -81,15 +78,8 @@ fn source(args: &Args) -> Result<(usize, Source)> {
     if args.block == 0 || args.block > n {
         bail!("--block {} must be between 1 and n = {n}", args.block);
     }
-    if args.reps == 0 {
-        bail!("--reps must be at least 1");
-    }
+    args.repeat.check()?;
     Ok((n, src))
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 /// Runs the program.
@@ -102,18 +92,18 @@ pub fn run(args: &Args) -> Result<()> {
     let gflop = 2.0 / 3.0 * (n as f64).powi(3) / 1e9;
     let mut record = json!({
         "app": "lu", "variant": args.variant.to_possible_value().map(|v| v.get_name().to_string()),
-        "n": n, "block": r, "reps": args.reps,
+        "n": n, "block": r, "reps": args.repeat.reps,
     });
     if args.variant == Variant::Serial {
         dps_dense::blas::set_threads(args.blas_threads);
         let mut times = Vec::new();
-        for _ in 0..args.warmup + args.reps {
+        for _ in 0..args.repeat.runs() {
             let mut a = src.matrix(n);
             let t = Instant::now();
             kernel::serial(&mut a, n);
             times.push(t.elapsed().as_secs_f64());
         }
-        let secs = median(times.split_off(args.warmup));
+        let secs = median(&times[args.repeat.warmup..]);
         record["ranks"] = json!(1);
         record["threads"] = json!(args.blas_threads);
         record["seconds"] = json!(secs);
@@ -134,7 +124,7 @@ pub fn run(args: &Args) -> Result<()> {
         let mut times = Vec::new();
         let mut info = 0;
         let mut ipiv = Vec::new();
-        for rep in 0..args.warmup + args.reps {
+        for rep in 0..args.repeat.runs() {
             if rep > 0 {
                 rt.call(&graphs.reload, ())?;
             }
@@ -143,7 +133,7 @@ pub fn run(args: &Args) -> Result<()> {
             (ipiv, info) = rt.call(&graphs.finish, ())?;
             times.push(t.elapsed().as_secs_f64());
         }
-        let secs = median(times.split_off(args.warmup));
+        let secs = median(&times[args.repeat.warmup..]);
         record["ranks"] = json!(rt.ranks());
         record["threads"] = json!(threads);
         record["seconds"] = json!(secs);

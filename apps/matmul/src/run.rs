@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Result};
 use clap::{Parser, ValueEnum};
-use dps::{Runtime, RuntimeArgs};
+use dps::{median, Repeat, Runtime, RuntimeArgs};
 use serde_json::json;
 
 use crate::graph::{self, Graphs, Master};
@@ -48,12 +48,9 @@ pub struct Args {
     /// Jobs in flight at most (default: 2 per worker).
     #[arg(long)]
     pub window: Option<usize>,
-    /// Timed repetitions (the median is reported).
-    #[arg(long, default_value_t = 1)]
-    pub reps: usize,
-    /// Untimed runs before the timed ones (they warm up buffers and caches).
-    #[arg(long, default_value_t = 0)]
-    pub warmup: usize,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub repeat: Repeat,
     /// OpenBLAS threads of the `serial` variant.
     #[arg(long, default_value_t = 1)]
     pub blas_threads: usize,
@@ -89,16 +86,9 @@ impl Args {
         if bs == 0 || bs > self.n {
             bail!("--block {bs} must be between 1 and n = {}", self.n);
         }
-        if self.reps == 0 {
-            bail!("--reps must be at least 1");
-        }
+        self.repeat.check()?;
         Ok(bs)
     }
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn timed(f: impl FnOnce() -> Result<()>) -> Result<f64> {
@@ -133,12 +123,12 @@ fn report(args: &Args, rt: &Runtime, g: &Graphs, bs: usize, threads: usize) -> R
     let n = args.n;
     let mut record = json!({
         "app": "matmul", "variant": format!("{:?}", args.variant).to_lowercase(), "ranks": rt.ranks(),
-        "threads": threads, "n": n, "block": bs, "s": kernel::blocks(n, bs), "reps": args.reps,
+        "threads": threads, "n": n, "block": bs, "s": kernel::blocks(n, bs), "reps": args.repeat.reps,
     });
     let mut seconds = Vec::new();
     let (mut phased, mut pipelined, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-    for rep in 0..args.warmup + args.reps {
-        if rep == args.warmup {
+    for rep in 0..args.repeat.runs() {
+        if rep == args.repeat.warmup {
             (seconds, phased, pipelined, ratios) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         }
         match args.variant {
@@ -158,20 +148,20 @@ fn report(args: &Args, rt: &Runtime, g: &Graphs, bs: usize, threads: usize) -> R
         }
     }
     if !ratios.is_empty() {
-        let ratio = median(ratios);
+        let ratio = median(&ratios);
         record["comm_comp_ratio"] = json!(ratio);
-        record["phased_s"] = json!(median(phased.clone()));
+        record["phased_s"] = json!(median(&phased));
         record["potential_reduction"] = json!(if ratio <= 1.0 { ratio / (ratio + 1.0) } else { 1.0 / (1.0 + ratio) });
     }
     if args.variant == Variant::Compare {
-        let (p, f) = (median(pipelined.clone()), median(phased));
+        let (p, f) = (median(&pipelined), median(&phased));
         record["pipelined_s"] = json!(p);
         record["reduction"] = json!(1.0 - p / f);
         seconds = pipelined;
     } else if args.variant == Variant::Phased {
         seconds = phased;
     }
-    let secs = median(seconds);
+    let secs = median(&seconds);
     record["seconds"] = json!(secs);
     record["gflops"] = json!(2.0 * (n as f64).powi(3) / secs / 1e9);
     record["verified"] = if args.verify {
@@ -200,18 +190,18 @@ fn run_serial(args: &Args, bs: usize) -> Result<()> {
     let (sa, sb) = kernel::seeds(args.seed);
     let (a, b) = (kernel::matrix(n, sa), kernel::matrix(n, sb));
     let seconds = median(
-        (0..args.warmup + args.reps)
+        &(0..args.repeat.runs())
             .map(|_| {
                 let t = Instant::now();
                 std::hint::black_box(kernel::serial(&a, &b, n));
                 t.elapsed().as_secs_f64()
             })
-            .skip(args.warmup)
-            .collect(),
+            .skip(args.repeat.warmup)
+            .collect::<Vec<_>>(),
     );
     let record = json!({
         "app": "matmul", "variant": "serial", "ranks": 1, "threads": args.blas_threads, "n": n, "block": bs,
-        "reps": args.reps, "seconds": seconds, "gflops": 2.0 * (n as f64).powi(3) / seconds / 1e9,
+        "reps": args.repeat.reps, "seconds": seconds, "gflops": 2.0 * (n as f64).powi(3) / seconds / 1e9,
         // The serial product is the reference itself: nothing to verify.
         "verified": serde_json::Value::Null,
     });
