@@ -13,7 +13,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, TryRecvError};
 use mpi::point_to_point::{Destination, MatchedReceiveVec, Source};
@@ -28,11 +28,13 @@ const TAG_PACKET: i32 = 1;
 const TAG_BULK: i32 = 2;
 /// A packet is sent once it holds this many bytes, even if more frames are queued.
 const PACKET_LIMIT: usize = 256 * 1024;
-/// Idle polls before waiting on the channel (polls yield the core every few: on a small or
-/// oversubscribed node the thread that must run next may need it)...
-const YIELD: u32 = 2000;
+/// How long an idle progress thread keeps polling before it waits on its channel (polls
+/// yield the core every few: on a small or oversubscribed node the thread that must run next
+/// may need it). A waiting thread only sees MPI messages when it wakes, so this covers the
+/// usual gap between the steps of an iterative computation...
+const POLL_FOR: Duration = Duration::from_millis(5);
 const POLLS_PER_YIELD: u32 = 4;
-const IDLE_WAIT: Duration = Duration::from_micros(200);
+const IDLE_WAIT: Duration = Duration::from_micros(100);
 /// ...and while this rank's workers already fill its share of the cores, when every poll
 /// takes time from a computation: poll briefly, then wait in short steps.
 const BUSY_POLLS: u32 = 64;
@@ -140,6 +142,8 @@ impl Progress {
         let mut finishing = false;
         let mut barrier: Option<Request<'static, ()>> = None;
         let mut idle: u32 = 0;
+        let mut idle_since = Instant::now();
+        let mut within_poll_time = true;
         loop {
             let mut busy = false;
             loop {
@@ -177,10 +181,19 @@ impl Progress {
                 idle = 0;
                 continue;
             }
+            if idle == 0 {
+                idle_since = Instant::now();
+                within_poll_time = true;
+            }
             idle = idle.saturating_add(1);
             let saturated = self.share.saturated();
-            let (polls, wait) = if saturated { (BUSY_POLLS, BUSY_WAIT) } else { (YIELD, IDLE_WAIT) };
-            if idle < polls || finishing {
+            // The clock is read every 64 polls only: reading it costs about as much as a poll.
+            if idle.is_multiple_of(64) {
+                within_poll_time = idle_since.elapsed() < POLL_FOR;
+            }
+            let polling = if saturated { idle < BUSY_POLLS } else { within_poll_time };
+            let wait = if saturated { BUSY_WAIT } else { IDLE_WAIT };
+            if polling || finishing {
                 // A few polls between yields: a yield is a system call, slower than a poll.
                 if idle.is_multiple_of(POLLS_PER_YIELD) {
                     std::thread::yield_now();
