@@ -76,3 +76,20 @@ pub fn median(values: &[f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
 }
+
+/// The end of a DPS program's `main`: success, or the error (with its causes, `{:#}`)
+/// prefixed by the program's name on stderr and exit code 2.
+///
+/// ```
+/// let code = dps::exit_code("demo", Ok::<(), String>(()));
+/// assert_eq!(code, std::process::ExitCode::SUCCESS);
+/// ```
+pub fn exit_code<E: std::fmt::Display>(program: &str, result: Result<(), E>) -> std::process::ExitCode {
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{program}: {e:#}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}

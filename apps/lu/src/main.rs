@@ -4,11 +4,5 @@ use clap::Parser;
 
 fn main() -> std::process::ExitCode {
     let args = dps_lu::run::Args::parse();
-    match dps_lu::run::run(&args) {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("dps-lu: {e:#}");
-            std::process::ExitCode::from(2)
-        }
-    }
+    dps::exit_code("dps-lu", dps_lu::run::run(&args))
 }
