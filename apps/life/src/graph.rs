@@ -1,23 +1,26 @@
-//! The DPS graphs: one generation of the world held as horizontal bands by the threads of
-//! the `bands` collection, in the DPS paper's two forms, and the world as a service.
+//! The DPS graphs: one step of the world held as horizontal bands by the threads of the
+//! `bands` collection, in the DPS paper's two forms, and the world as a service. A step is
+//! `depth` generations (--depth): the bands exchange `depth` border rows, then compute
+//! `depth` generations in one pass (see [`kernel::advance`]); depth 1 is the paper's step.
 //!
 //! * `simple` (Figure 7): rank 0's `main` thread splits to every band; each band splits its
 //!   first and last rows to the neighbouring bands (ghost rows); a merge per band and one on
 //!   `main` wait for every border (the global synchronisation); then a second split asks
-//!   every band to compute its rows, and a merge on `main` ends the generation.
+//!   every band to compute its rows, and a merge on `main` ends the step.
 //! * `overlap` (Figure 8): the same first split, but each band also sends itself an
-//!   `Interior` token after its borders, and computes its interior rows while the borders
-//!   travel. The two border rows are computed by whichever of the band's three tokens (two
-//!   ghost rows, interior) arrives when both ghost rows are there; the last of the three
-//!   makes the next generation current. One merge on `main` ends the generation.
+//!   `Interior` token after its borders, and computes its interior rows (those `depth` or
+//!   more rows from its edges) while the borders travel. The border rows are computed by
+//!   whichever of the band's three tokens (two ghost-row tokens, interior) arrives when both
+//!   ghost-row tokens are there; the last of the three makes the next generation current.
+//!   One merge on `main` ends the step.
 //!
-//! A generation is one call, so the tokens of two generations never meet at a band; each
-//! token still carries its generation and the band checks it.
+//! A step is one call, so the tokens of two steps never meet at a band; each token still
+//! carries its step and the band checks it.
 //!
 //! The region service (Figure 10) is a second graph, `region`: a split on the calling
 //! rank's `portal` thread asks the bands that hold the requested rows for their part, and a
 //! merge on the same thread assembles the rectangle. Any rank may call it while rank 0 runs
-//! generations; the bands answer between the operations of a generation, so each part is a
+//! generations; the bands answer between the operations of a step, so each part is a
 //! whole generation, and the returned region says which generations its parts come from.
 
 use std::ops::Range;
@@ -71,116 +74,153 @@ impl Layout {
     }
 }
 
-/// The state of a `bands` thread: its rows and where it is in the current generation.
+/// The state of a `bands` thread: its rows and where it is in the current step.
 #[derive(Debug)]
 pub struct Band {
     index: usize,
     y0: usize,
     slab: Slab,
     generation: u64,
-    /// Ghost rows this band receives per generation (0, 1 or 2).
+    /// `simple`: the step under way, from the band's Go.
+    step: Option<Step>,
+    /// Ghost-row tokens this band receives per step (0, 1 or 2).
     ghosts_expected: u8,
-    /// Ghost rows received in the current generation.
+    /// Ghost-row tokens received in the current step.
     ghosts: u8,
-    /// Tokens of the current generation handled (ghosts and interior, `overlap`).
+    /// Tokens of the current step handled (ghosts and interior, `overlap`).
     handled: u8,
     borders_done: bool,
 }
 
 impl Band {
-    /// Band `index` of `layout`, filled from `source`.
-    pub fn new(layout: &Layout, index: usize, source: &Source) -> Band {
+    /// Band `index` of `layout`, filled from `source`, for steps of at most `depth`
+    /// generations.
+    pub fn new(layout: &Layout, index: usize, source: &Source, depth: usize) -> Band {
         let rows = layout.rows(index);
-        let mut slab = Slab::new(Geometry::new(layout.width, layout.wrap), rows.len());
+        let (above, below) = (layout.above(index), layout.below(index));
+        let geom = Geometry::new(layout.width, layout.wrap);
+        let mut slab = Slab::new(geom, rows.len(), depth, (above.is_none(), below.is_none()));
         slab.fill(rows.start, source);
-        let ghosts_expected = u8::from(layout.above(index).is_some()) + u8::from(layout.below(index).is_some());
-        Band { index, y0: rows.start, slab, generation: 0, ghosts_expected, ghosts: 0, handled: 0, borders_done: false }
+        let ghosts_expected = u8::from(above.is_some()) + u8::from(below.is_some());
+        Band {
+            index,
+            y0: rows.start,
+            slab,
+            generation: 0,
+            step: None,
+            ghosts_expected,
+            ghosts: 0,
+            handled: 0,
+            borders_done: false,
+        }
     }
 
-    fn check(&self, generation: u64) {
-        assert_eq!(generation, self.generation, "band {} got a token of another generation", self.index);
+    fn check(&self, step: Step) {
+        assert_eq!(step.generation, self.generation, "band {} got a token of another step", self.index);
+        assert!(
+            step.depth >= 1 && step.depth <= self.slab.halo,
+            "band {}: a step of {} generations",
+            self.index,
+            step.depth
+        );
     }
 
-    /// Its border rows, as ghost-row tokens for its neighbours.
-    fn borders(&self, layout: &Layout, generation: u64) -> Vec<Exchange> {
+    /// Its `step.depth` border rows on each side, as ghost-row tokens for its neighbours.
+    fn borders(&self, layout: &Layout, step: Step) -> Vec<Exchange> {
         let mut out = Vec::with_capacity(3);
+        let mut ghost = |to, side, from| {
+            let rows = Bulk(self.slab.border(from, step.depth).to_vec());
+            out.push(Exchange::Ghost { to, step, side, rows });
+        };
         if let Some(to) = layout.above(self.index) {
-            out.push(Exchange::Ghost { to, generation, side: Side::Below, row: Bulk(self.slab.row(0).to_vec()) });
+            ghost(to, Side::Below, Side::Above);
         }
         if let Some(to) = layout.below(self.index) {
-            let last = self.slab.height - 1;
-            out.push(Exchange::Ghost { to, generation, side: Side::Above, row: Bulk(self.slab.row(last).to_vec()) });
+            ghost(to, Side::Above, Side::Below);
         }
         out
     }
 
-    /// `overlap`: handles one of the generation's tokens.
-    fn advance(&mut self, token: Exchange) {
+    /// The rows a step of `depth` generations can compute without the ghost rows, and the
+    /// rows it computes once they are in.
+    fn interior_and_borders(&self, depth: usize) -> (Range<usize>, [Range<usize>; 2]) {
         let h = self.slab.height;
-        match token {
-            Exchange::Ghost { generation, side, row, .. } => {
-                self.check(generation);
-                self.slab.set_ghost(side, &row);
-                self.ghosts += 1;
-            }
-            Exchange::Interior { generation, .. } => {
-                self.check(generation);
-                self.step_yielding(1.min(h)..h.saturating_sub(1).max(1));
-            }
+        if h <= 2 * depth {
+            (0..0, [0..h, h..h])
+        } else {
+            (depth..h - depth, [0..depth, h - depth..h])
         }
+    }
+
+    /// `overlap`: handles one of the step's tokens.
+    fn advance(&mut self, token: Exchange) {
+        let step = match token {
+            Exchange::Ghost { step, side, rows, .. } => {
+                self.check(step);
+                self.slab.set_ghost(side, &rows);
+                self.ghosts += 1;
+                step
+            }
+            Exchange::Interior { step, .. } => {
+                self.check(step);
+                let (interior, _) = self.interior_and_borders(step.depth);
+                self.compute_yielding(interior, step.depth);
+                step
+            }
+        };
         self.handled += 1;
         if self.ghosts == self.ghosts_expected && !self.borders_done {
-            self.slab.step(0..1);
-            if h > 1 {
-                self.slab.step(h - 1..h);
+            let (_, borders) = self.interior_and_borders(step.depth);
+            for rows in borders {
+                self.slab.step(rows, step.depth, &mut |_| {});
             }
             self.borders_done = true;
         }
         if self.handled == self.ghosts_expected + 1 {
-            self.finish_generation();
+            self.finish_step(step);
         }
     }
 
-    /// `simple`: stores a ghost row.
+    /// `simple`: stores ghost rows.
     fn store(&mut self, token: Exchange) {
         match token {
-            Exchange::Ghost { generation, side, row, .. } => {
-                self.check(generation);
-                self.slab.set_ghost(side, &row);
+            Exchange::Ghost { step, side, rows, .. } => {
+                self.check(step);
+                self.slab.set_ghost(side, &rows);
             }
             Exchange::Interior { .. } => unreachable!("the simple graph sends no interior token"),
         }
     }
 
     /// `simple`: computes every row once the ghost rows are in.
-    fn compute(&mut self, generation: u64) {
-        self.check(generation);
-        self.step_yielding(0..self.slab.height);
-        self.finish_generation();
+    fn compute(&mut self) {
+        let step = self.step.take().expect("a band computes after its Go");
+        self.check(step);
+        self.compute_yielding(0..self.slab.height, step.depth);
+        self.finish_step(step);
     }
 
-    /// Computes `rows` in chunks of about [`CELLS_PER_YIELD`] cells, yielding the core
-    /// between chunks. The rank's progress thread is often woken on the core of the worker
-    /// that sent a message, and Linux's scheduler (EEVDF) may leave it queued there, behind a
-    /// computation of several milliseconds, while the other core idles: the border rows and
-    /// the neighbour's start message then wait for the whole interior. Yielding every ~100 µs
-    /// bounds that wait at ~1% of the computation's time.
-    fn step_yielding(&mut self, rows: Range<usize>) {
-        let chunk = (CELLS_PER_YIELD / self.slab.geom.width).max(1);
-        let mut start = rows.start;
-        while start < rows.end {
-            let end = (start + chunk).min(rows.end);
-            self.slab.step(start..end);
-            start = end;
-            if start < rows.end {
+    /// Computes `rows` `depth` generations ahead, yielding the core after about every
+    /// [`CELLS_PER_YIELD`] cell updates. The rank's progress thread is often woken on the
+    /// core of the worker that sent a message, and Linux's scheduler (EEVDF) may leave it
+    /// queued there, behind a computation of several milliseconds, while the other core
+    /// idles: the border rows and the neighbour's start message then wait for the whole
+    /// interior. Yielding every ~100 µs bounds that wait at ~1% of the computation's time.
+    fn compute_yielding(&mut self, rows: Range<usize>, depth: usize) {
+        let width = self.slab.geom.width;
+        let mut cells = 0;
+        self.slab.step(rows, depth, &mut |rows| {
+            cells += rows * width;
+            if cells >= CELLS_PER_YIELD {
+                cells = 0;
                 std::thread::yield_now();
             }
-        }
+        });
     }
 
-    fn finish_generation(&mut self) {
+    fn finish_step(&mut self, step: Step) {
         self.slab.swap();
-        self.generation += 1;
+        self.generation += step.depth as u64;
         (self.ghosts, self.handled, self.borders_done) = (0, 0, false);
     }
 
@@ -203,33 +243,43 @@ impl Band {
     }
 }
 
-/// Rank 0 asks band `band` to take part in generation `generation`.
+/// One call of a generation graph: the world goes from generation `generation` to
+/// `generation + depth`, with one exchange of `depth` ghost rows on each side.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Step {
+    /// The generation the bands are at.
+    pub generation: u64,
+    /// Generations computed in this call.
+    pub depth: usize,
+}
+
+/// Rank 0 asks band `band` to take part in a step.
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 pub struct Go {
     band: usize,
-    generation: u64,
+    step: Step,
 }
 
-/// A token between bands within a generation.
+/// A token between bands within a step.
 #[derive(Debug, Serialize, Deserialize)]
 pub enum Exchange {
-    /// A border row, which becomes ghost row `side` of band `to`.
+    /// Border rows, which become the ghost rows on side `side` of band `to`.
     Ghost {
         /// Receiving band.
         to: usize,
-        /// Generation of the row.
-        generation: u64,
-        /// Which ghost row of the receiver it is.
+        /// The step.
+        step: Step,
+        /// Which ghost rows of the receiver they are.
         side: Side,
-        /// The packed row.
-        row: Bulk<u64>,
+        /// `step.depth` packed rows, in world order.
+        rows: Bulk<u64>,
     },
     /// `overlap`: band `to` computes its interior rows.
     Interior {
         /// The band (the sender itself).
         to: usize,
-        /// Generation.
-        generation: u64,
+        /// The step.
+        step: Step,
     },
 }
 
@@ -306,10 +356,10 @@ pub enum Schedule {
 /// The graphs of one world.
 #[derive(Debug)]
 pub struct Graphs {
-    /// One generation, `simple` (Figure 7).
-    pub simple: Graph<u64, ()>,
-    /// One generation, `overlap` (Figure 8).
-    pub overlap: Graph<u64, ()>,
+    /// One step, `simple` (Figure 7).
+    pub simple: Graph<Step, ()>,
+    /// One step, `overlap` (Figure 8).
+    pub overlap: Graph<Step, ()>,
     /// Live cells of the whole world.
     pub population: Graph<(), u64>,
     /// A rectangle of the current world, gathered from the bands that hold it (Figure 10).
@@ -318,7 +368,7 @@ pub struct Graphs {
 
 impl Graphs {
     /// The generation graph of `schedule`.
-    pub fn generation(&self, schedule: Schedule) -> &Graph<u64, ()> {
+    pub fn generation(&self, schedule: Schedule) -> &Graph<Step, ()> {
         match schedule {
             Schedule::Simple => &self.simple,
             Schedule::Overlap => &self.overlap,
@@ -357,22 +407,21 @@ pub fn build(
     let n = layout.bands;
     let by_band = || route::by_key(|g: &Go| g.band);
     let to_band = || route::by_key(|e: &Exchange| e.to());
-    let go_all = move |_: &mut (), generation: u64| (0..n).map(move |band| Go { band, generation });
+    let go_all = move |_: &mut (), step: Step| (0..n).map(move |band| Go { band, step });
 
     // simple: exchange (split, split, deliver, merge, merge), then compute (split, leaf, merge).
     let split = Node::split("split_bands", main, route::fixed(0), go_all);
     let send = Node::split("send_borders", bands, by_band(), move |b: &mut Band, g: Go| {
-        b.check(g.generation);
-        b.borders(&layout, g.generation)
+        b.check(g.step);
+        b.step = Some(g.step);
+        b.borders(&layout, g.step)
     });
     let store = Node::leaf("store_border", bands, to_band(), |b: &mut Band, e: Exchange| b.store(e));
     let borders_in = Node::merge("borders_sent", bands, join());
     let sync = Node::merge("all_borders_in", main, join());
+    // Each band computes the step its Go carried (`send_borders` keeps it).
     let compute_split = Node::split("split_compute", main, route::fixed(0), move |_: &mut (), _: ()| 0..n);
-    let compute = Node::leaf("compute", bands, route::by_key(|b: &usize| *b), |b: &mut Band, _: usize| {
-        let generation = b.generation;
-        b.compute(generation)
-    });
+    let compute = Node::leaf("compute", bands, route::by_key(|b: &usize| *b), |b: &mut Band, _: usize| b.compute());
     let done = Node::merge("generation_done", main, join());
     let simple =
         rt.graph("life_simple", split >> send >> store >> borders_in >> sync >> compute_split >> compute >> done)?;
@@ -380,9 +429,9 @@ pub fn build(
     // overlap: every band sends its borders, then itself its interior.
     let split = Node::split("split_bands", main, route::fixed(0), go_all);
     let send = Node::split("send_borders_and_interior", bands, by_band(), move |b: &mut Band, g: Go| {
-        b.check(g.generation);
-        let mut out = b.borders(&layout, g.generation);
-        out.push(Exchange::Interior { to: b.index, generation: g.generation });
+        b.check(g.step);
+        let mut out = b.borders(&layout, g.step);
+        out.push(Exchange::Interior { to: b.index, step: g.step });
         out
     });
     let advance = Node::leaf("advance", bands, to_band(), |b: &mut Band, e: Exchange| b.advance(e));

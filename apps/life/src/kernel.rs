@@ -11,8 +11,9 @@
 //!    shifted by one bit, with the bit carried in from the adjacent word;
 //! 3. the cell lives next if the total is 3, or 4 and it is alive now.
 //!
-//! Both passes are plain loops over slices, so LLVM vectorises them; [`step_rows`] runs them
-//! compiled for AVX-512 (or AVX2) when the CPU has it, chosen once per call. The vertical
+//! Both passes are plain loops over slices, so LLVM vectorises them; [`advance`] runs them
+//! compiled for AVX-512 (or AVX2) when the CPU has it, chosen once per call, and can compute
+//! several generations in one pass over memory. The vertical
 //! planes carry one ghost word at each end (and, under `--wrap`, the column beyond the last
 //! cell) so the horizontal pass needs no special case at the edges.
 
@@ -46,63 +47,147 @@ impl Geometry {
     }
 }
 
-/// Reusable buffers for the vertical sums of one row (two bit-planes with a ghost word at
-/// each end).
+/// Reusable buffers: the vertical sums of one row (two bit-planes with a ghost word at each
+/// end) and, for [`advance`] over several generations, three rows per intermediate
+/// generation.
 #[derive(Debug, Default)]
 pub struct Scratch {
     s0: Vec<u64>,
     s1: Vec<u64>,
+    levels: Vec<u64>,
 }
 
-/// Computes the next state of rows `rows` of `src` into the same rows of `dst`; both hold
-/// whole rows of `g.words` words. Row `r` reads rows `r - 1` and `r + 1` of `src`, so
-/// `rows` must leave a row above and below it.
+/// What one call of [`advance`] computes, in rows of the source buffer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sweep {
+    /// The rows computed, `depth` generations ahead of the source.
+    pub rows: Range<usize>,
+    /// Generations computed in one pass.
+    pub depth: usize,
+    /// The rows inside the world; rows outside it are dead in every generation (the dead
+    /// edge above the first row and below the last of a world that does not wrap).
+    pub live: Range<usize>,
+}
+
+/// Computes rows `sweep.rows` of `src`, `sweep.depth` generations ahead, into the same rows
+/// of `dst`; both hold whole rows of `g.words` words. Depth `d` reads `d` rows above and
+/// below `sweep.rows`.
+///
+/// The generations are computed as a wavefront in one pass over `src`: each row of an
+/// intermediate generation is computed as soon as the three rows below it in the previous
+/// generation are, and lives in a ring of three rows (a few KiB, in L1), so memory traffic
+/// is one read of `src` and one write of `dst` per `d` generations instead of per
+/// generation. Two cores stepping a large world one generation at a time saturate the
+/// memory bus; this is what lets two bands run as fast as one. Each intermediate generation
+/// is computed over `d - j` extra rows at each end (generation `j`), redundant work of
+/// about `d²` rows per call. `pause` is called after each step of the wavefront with the
+/// rows it computed, so a long call can yield its core.
 ///
 /// # Panics
-/// If `rows` starts at 0 or ends past the second-to-last row of `src`, or `dst` is shorter
-/// than `src`.
-pub fn step_rows(g: &Geometry, src: &[u64], dst: &mut [u64], rows: Range<usize>, scratch: &mut Scratch) {
-    if rows.is_empty() {
+/// If `sweep.rows` does not leave `depth` rows above and below it in `src`, or `dst` is
+/// shorter than `src`.
+pub fn advance(
+    g: &Geometry,
+    src: &[u64],
+    dst: &mut [u64],
+    sweep: &Sweep,
+    scratch: &mut Scratch,
+    pause: &mut dyn FnMut(usize),
+) {
+    let Sweep { rows, depth, .. } = sweep;
+    if rows.is_empty() || *depth == 0 {
         return;
     }
-    assert!(rows.start >= 1 && (rows.end + 1) * g.words <= src.len(), "rows {rows:?} need a row above and below");
+    assert!(
+        rows.start >= *depth && (rows.end + depth) * g.words <= src.len(),
+        "rows {rows:?} need {depth} rows above and below"
+    );
     assert!(dst.len() >= src.len(), "the destination is shorter than the source");
     scratch.s0.resize(g.words + 2, 0);
     scratch.s1.resize(g.words + 2, 0);
+    scratch.levels.resize((depth - 1) * 3 * g.words, 0);
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512vl") {
-            // SAFETY: the CPU has the features `step_rows_avx512` is compiled for.
-            unsafe { step_rows_avx512(g, src, dst, rows, scratch) };
+            // SAFETY: the CPU has the features `advance_avx512` is compiled for.
+            unsafe { advance_avx512(g, src, dst, sweep, scratch, pause) };
             return;
         }
         if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has the features `step_rows_avx2` is compiled for.
-            unsafe { step_rows_avx2(g, src, dst, rows, scratch) };
+            // SAFETY: the CPU has the features `advance_avx2` is compiled for.
+            unsafe { advance_avx2(g, src, dst, sweep, scratch, pause) };
             return;
         }
     }
-    step_rows_portable(g, src, dst, rows, scratch)
+    advance_portable(g, src, dst, sweep, scratch, pause)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,bmi2")]
-fn step_rows_avx512(g: &Geometry, src: &[u64], dst: &mut [u64], rows: Range<usize>, scratch: &mut Scratch) {
-    step_rows_portable(g, src, dst, rows, scratch)
+fn advance_avx512(
+    g: &Geometry,
+    src: &[u64],
+    dst: &mut [u64],
+    sweep: &Sweep,
+    scratch: &mut Scratch,
+    pause: &mut dyn FnMut(usize),
+) {
+    advance_portable(g, src, dst, sweep, scratch, pause)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,bmi2")]
-fn step_rows_avx2(g: &Geometry, src: &[u64], dst: &mut [u64], rows: Range<usize>, scratch: &mut Scratch) {
-    step_rows_portable(g, src, dst, rows, scratch)
+fn advance_avx2(
+    g: &Geometry,
+    src: &[u64],
+    dst: &mut [u64],
+    sweep: &Sweep,
+    scratch: &mut Scratch,
+    pause: &mut dyn FnMut(usize),
+) {
+    advance_portable(g, src, dst, sweep, scratch, pause)
 }
 
 #[inline(always)]
-fn step_rows_portable(g: &Geometry, src: &[u64], dst: &mut [u64], rows: Range<usize>, scratch: &mut Scratch) {
-    let n = g.words;
-    for r in rows {
-        let (above, row, below) = (&src[(r - 1) * n..r * n], &src[r * n..(r + 1) * n], &src[(r + 1) * n..(r + 2) * n]);
-        step_row(g, above, row, below, &mut dst[r * n..(r + 1) * n], &mut scratch.s0, &mut scratch.s1);
+fn advance_portable(
+    g: &Geometry,
+    src: &[u64],
+    dst: &mut [u64],
+    sweep: &Sweep,
+    scratch: &mut Scratch,
+    pause: &mut dyn FnMut(usize),
+) {
+    let (n, depth) = (g.words, sweep.depth);
+    // Generation j (0 = src) is needed over rows lo + j..hi - j.
+    let (lo, hi) = (sweep.rows.start - depth, sweep.rows.end + depth);
+    let Scratch { s0, s1, levels } = scratch;
+    // Row s of intermediate generation j is slot s % 3 of that generation's ring.
+    let slot = |s: usize| (s % 3) * n..(s % 3 + 1) * n;
+    for t in lo + 1..hi - 1 {
+        let mut computed = 0;
+        // Generation j computes row t + 1 - j: generation j - 1 has just computed the row
+        // below it.
+        for j in 1..=depth {
+            let s = t + 1 - j;
+            if s < lo + j {
+                break;
+            }
+            let (before, after) = levels.split_at_mut((j - 1) * 3 * n);
+            let (above, row, below) = if j == 1 {
+                (&src[(s - 1) * n..s * n], &src[s * n..(s + 1) * n], &src[(s + 1) * n..(s + 2) * n])
+            } else {
+                let prev = &before[(j - 2) * 3 * n..];
+                (&prev[slot(s - 1)], &prev[slot(s)], &prev[slot(s + 1)])
+            };
+            let out = if j == depth { &mut dst[s * n..(s + 1) * n] } else { &mut after[slot(s)] };
+            if sweep.live.contains(&s) {
+                step_row(g, above, row, below, out, s0, s1);
+            } else {
+                out.fill(0);
+            }
+            computed += 1;
+        }
+        pause(computed);
     }
 }
 
@@ -254,15 +339,56 @@ mod tests {
         cells
     }
 
-    fn bit_step(g: &Geometry, height: usize, cur: &mut Vec<u64>) {
+    /// `depth` generations of a packed world of `height` rows, by one call of [`advance`]
+    /// on a buffer with `depth` ghost rows above and below.
+    fn bit_steps(g: &Geometry, height: usize, cur: &mut [u64], depth: usize) {
         let n = g.words;
+        let mut src = vec![0u64; (height + 2 * depth) * n];
+        src[depth * n..(depth + height) * n].copy_from_slice(&cur[n..(height + 1) * n]);
         if g.wrap {
-            cur.copy_within(height * n..(height + 1) * n, 0);
-            cur.copy_within(n..2 * n, (height + 1) * n);
+            for k in 0..depth {
+                // Ghost row depth - 1 - k above is world row height - 1 - k; below, row k.
+                let (above, below) = (height - 1 - k % height, k % height);
+                src.copy_within((depth + above) * n..(depth + above + 1) * n, (depth - 1 - k) * n);
+                src.copy_within((depth + below) * n..(depth + below + 1) * n, (depth + height + k) * n);
+            }
         }
-        let mut next = vec![0u64; cur.len()];
-        step_rows(g, cur, &mut next, 1..height + 1, &mut Scratch::default());
-        *cur = next;
+        let mut dst = vec![0u64; src.len()];
+        let live = if g.wrap { 0..src.len() / n } else { depth..depth + height };
+        let sweep = Sweep { rows: depth..depth + height, depth, live };
+        let mut computed = 0;
+        advance(g, &src, &mut dst, &sweep, &mut Scratch::default(), &mut |rows| computed += rows);
+        assert_eq!(computed, (1..=depth).map(|j| height + 2 * (depth - j)).sum::<usize>());
+        cur[n..(height + 1) * n].copy_from_slice(&dst[depth * n..(depth + height) * n]);
+    }
+
+    fn bit_step(g: &Geometry, height: usize, cur: &mut [u64]) {
+        bit_steps(g, height, cur, 1)
+    }
+
+    #[test]
+    fn several_generations_in_one_pass_match_the_naive_reference() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        for &(width, height) in &[(1, 6), (5, 4), (64, 9), (65, 12), (130, 17)] {
+            for wrap in [false, true] {
+                for depth in 2..=4.min(height) {
+                    let g = Geometry::new(width, wrap);
+                    let mut cells: Vec<u8> = (0..width * height).map(|_| u8::from(rng.gen_bool(0.4))).collect();
+                    let mut packed = pack(&g, height, &cells);
+                    for call in 0..3 {
+                        for _ in 0..depth {
+                            cells = naive_step(width, height, wrap, &cells);
+                        }
+                        bit_steps(&g, height, &mut packed, depth);
+                        assert_eq!(
+                            unpack(&g, height, &packed),
+                            cells,
+                            "{width}x{height} wrap={wrap} depth {depth} call {call}"
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]

@@ -15,7 +15,7 @@ pub(crate) fn verify(source: &Source, wrap: bool, generations: u64, cells: &[u64
     let (w, h) = (source.width(), source.height());
     let words = w.div_ceil(64);
     if (w * h) as f64 * generations as f64 <= 2e7 {
-        let start = World::new(source, wrap);
+        let start = World::new(source, wrap, 1);
         let mut bytes: Vec<u8> = (0..h * w).map(|i| u8::from(kernel::get(start.slab.row(i / w), i % w))).collect();
         for _ in 0..generations {
             bytes = kernel::naive_step(w, h, wrap, &bytes);
@@ -23,9 +23,9 @@ pub(crate) fn verify(source: &Source, wrap: bool, generations: u64, cells: &[u64
         let same = (0..h).all(|y| (0..w).all(|x| kernel::get(&cells[y * words..], x) == (bytes[y * w + x] == 1)));
         return (same, "naive");
     }
-    let mut world = World::new(source, wrap);
+    let mut world = World::new(source, wrap, 1);
     for _ in 0..generations {
-        world.step();
+        world.step(1);
     }
     (world.slab.rows() == cells, "bit-serial")
 }

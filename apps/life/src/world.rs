@@ -12,15 +12,20 @@ use rand::{RngCore, SeedableRng};
 use crate::kernel::{self, Geometry, Scratch};
 use crate::rle::Pattern;
 
-/// Rows `y0..y0 + height` of a world, between two ghost rows (the neighbours' border rows, or
-/// dead rows at a world edge), double-buffered: a step reads the current rows and writes the
-/// next ones; [`Slab::swap`] makes them current.
+/// Rows `y0..y0 + height` of a world, between `halo` ghost rows above and below (the
+/// neighbours' border rows, or dead rows at a world edge), double-buffered: a step reads the
+/// current rows and writes the next ones; [`Slab::swap`] makes them current. A step of `d`
+/// generations reads `d` ghost rows on each side, so `halo` is the deepest step.
 #[derive(Debug)]
 pub struct Slab {
     /// The shape of a row.
     pub geom: Geometry,
     /// Rows held, ghosts excluded.
     pub height: usize,
+    /// Ghost rows on each side.
+    pub halo: usize,
+    /// Buffer rows inside the world: all but the ghost rows beyond a dead edge.
+    live: Range<usize>,
     cur: Vec<u64>,
     next: Vec<u64>,
     scratch: Scratch,
@@ -56,45 +61,66 @@ pub enum Side {
 }
 
 impl Slab {
-    /// A slab of `height` dead rows.
-    pub fn new(geom: Geometry, height: usize) -> Slab {
-        let len = (height + 2) * geom.words;
-        Slab { geom, height, cur: zeroed_rows(len), next: zeroed_rows(len), scratch: Scratch::default() }
+    /// A slab of `height` dead rows with `halo` ghost rows on each side; `dead_edges` says
+    /// whether the rows above and below the slab lie beyond a dead edge of the world (they
+    /// then stay dead in every generation).
+    pub fn new(geom: Geometry, height: usize, halo: usize, dead_edges: (bool, bool)) -> Slab {
+        let rows = height + 2 * halo;
+        let live = if dead_edges.0 { halo } else { 0 }..if dead_edges.1 { halo + height } else { rows };
+        let (cur, next) = (zeroed_rows(rows * geom.words), zeroed_rows(rows * geom.words));
+        Slab { geom, height, halo, live, cur, next, scratch: Scratch::default() }
     }
 
     /// Row `r` (in `0..height`) of the current generation.
     pub fn row(&self, r: usize) -> &[u64] {
         let n = self.geom.words;
-        &self.cur[(r + 1) * n..(r + 2) * n]
+        &self.cur[(r + self.halo) * n..(r + self.halo + 1) * n]
     }
 
     /// Row `r` of the current generation, to fill it.
     pub fn row_mut(&mut self, r: usize) -> &mut [u64] {
         let n = self.geom.words;
-        &mut self.cur[(r + 1) * n..(r + 2) * n]
+        &mut self.cur[(r + self.halo) * n..(r + self.halo + 1) * n]
     }
 
     /// The rows of the current generation, one after the other (ghosts excluded).
     pub fn rows(&self) -> &[u64] {
         let n = self.geom.words;
-        &self.cur[n..(self.height + 1) * n]
+        &self.cur[self.halo * n..(self.halo + self.height) * n]
     }
 
-    /// Sets a ghost row of the current generation.
-    pub fn set_ghost(&mut self, side: Side, row: &[u64]) {
+    /// The first (`Side::Above`) or last `count` rows of the current generation: the ghost
+    /// rows of the neighbour on that side.
+    pub fn border(&self, side: Side, count: usize) -> &[u64] {
+        let (n, h) = (self.geom.words, self.height);
+        assert!(count <= h, "a border of {count} rows from a slab of {h}");
+        match side {
+            Side::Above => &self.rows()[..count * n],
+            Side::Below => &self.rows()[(h - count) * n..],
+        }
+    }
+
+    /// Sets the ghost rows of the current generation nearest to the slab on `side` to
+    /// `rows` (whole rows, at most `halo`).
+    pub fn set_ghost(&mut self, side: Side, rows: &[u64]) {
         let n = self.geom.words;
+        let count = rows.len() / n;
+        assert!(count <= self.halo && rows.len() == count * n, "{count} ghost rows for a halo of {}", self.halo);
         let at = match side {
-            Side::Above => 0,
-            Side::Below => (self.height + 1) * n,
+            Side::Above => self.halo - count,
+            Side::Below => self.halo + self.height,
         };
-        self.cur[at..at + n].copy_from_slice(&row[..n]);
+        self.cur[at * n..(at + count) * n].copy_from_slice(rows);
     }
 
-    /// Computes the next state of rows `rows` (in `0..height`) into the next generation.
-    /// Rows 0 and `height - 1` read the ghost rows.
-    pub fn step(&mut self, rows: Range<usize>) {
-        let rows = rows.start + 1..rows.end + 1;
-        kernel::step_rows(&self.geom, &self.cur, &mut self.next, rows, &mut self.scratch);
+    /// Computes rows `rows` (in `0..height`) `depth` generations ahead into the next buffer.
+    /// Rows within `depth` of the ends read that many ghost rows. `pause` is called with the
+    /// rows computed so far, every few rows (see [`kernel::advance`]).
+    pub fn step(&mut self, rows: Range<usize>, depth: usize, pause: &mut dyn FnMut(usize)) {
+        assert!(depth <= self.halo, "a step of {depth} generations with a halo of {} rows", self.halo);
+        let rows = rows.start + self.halo..rows.end + self.halo;
+        let sweep = kernel::Sweep { rows, depth, live: self.live.clone() };
+        kernel::advance(&self.geom, &self.cur, &mut self.next, &sweep, &mut self.scratch, pause);
     }
 
     /// Makes the next generation current.
@@ -199,22 +225,24 @@ pub struct World {
 }
 
 impl World {
-    /// The initial world of `source`.
-    pub fn new(source: &Source, wrap: bool) -> World {
-        let mut slab = Slab::new(Geometry::new(source.width(), wrap), source.height());
+    /// The initial world of `source`, stepped at most `depth` generations at a time.
+    pub fn new(source: &Source, wrap: bool, depth: usize) -> World {
+        let depth = depth.clamp(1, source.height());
+        let mut slab = Slab::new(Geometry::new(source.width(), wrap), source.height(), depth, (!wrap, !wrap));
         slab.fill(0, source);
         World { slab }
     }
 
-    /// Advances one generation.
-    pub fn step(&mut self) {
+    /// Advances `depth` generations (at most the depth it was made for) in one pass.
+    pub fn step(&mut self, depth: usize) {
         let h = self.slab.height;
         if self.slab.geom.wrap {
-            let (first, last) = (self.slab.row(0).to_vec(), self.slab.row(h - 1).to_vec());
+            let (first, last) =
+                (self.slab.border(Side::Above, depth).to_vec(), self.slab.border(Side::Below, depth).to_vec());
             self.slab.set_ghost(Side::Above, &last);
             self.slab.set_ghost(Side::Below, &first);
         }
-        self.slab.step(0..h);
+        self.slab.step(0..h, depth, &mut |_| {});
         self.slab.swap();
     }
 }
@@ -245,8 +273,8 @@ mod tests {
     #[test]
     fn random_rows_do_not_depend_on_the_cut() {
         let source = Source::Random { width: 100, height: 10, density: 0.3, seed: 5 };
-        let whole = World::new(&source, false);
-        let mut band = Slab::new(Geometry::new(100, false), 4);
+        let whole = World::new(&source, false, 1);
+        let mut band = Slab::new(Geometry::new(100, false), 4, 2, (false, false));
         band.fill(3, &source);
         assert_eq!(band.rows(), &whole.slab.rows()[3 * 2..7 * 2]);
         let p = whole.slab.population() as f64 / 1000.0;

@@ -118,14 +118,22 @@ fn gosper_gun_adds_a_glider_every_30_generations() {
 
 #[test]
 fn schedules_equal_the_serial_reference_on_1_2_4_ranks() {
+    // Steps of several generations (--depth) exchange that many rows; by default as many as
+    // the thinnest band has, up to 8 (here 2 to 8).
     for ranks in [1, 2, 4] {
-        for (size, map, wrap) in
-            [(["130", "45"], "all*2", true), (["64", "9"], "all", false), (["200", "33"], "all", true)]
-        {
+        for (size, map, wrap, depth) in [
+            (["130", "45"], "all*2", true, "3"),
+            (["64", "9"], "all", false, "default"),
+            (["200", "33"], "all", true, "1"),
+            (["70", "61"], "all", false, "default"),
+        ] {
             let mut args = vec!["--random", size[0], size[1], "--density", "0.35", "--variant", "compare"];
             args.extend(["--generations", "12", "--map", map, "--compare-serial", "--verify", "--json"]);
             if wrap {
                 args.push("--wrap");
+            }
+            if depth != "default" {
+                args.extend(["--depth", depth]);
             }
             let job = mpirun(ranks, BIN.as_ref(), &args);
             assert!(job.status.success(), "{ranks} ranks {size:?}: {}", job.stderr);
@@ -209,6 +217,9 @@ fn bad_input_names_the_line() {
         (vec!["--random", "10", "10", "--view", "40x40"], "larger than the 10x10 world"),
         (vec!["--random", "10", "10", "--view", "4x4"], "--view needs at least 2 ranks"),
         (vec!["--random", "10", "10", "--region", "5", "5", "6", "1", "--out", "x.png"], "not inside the 10x10 world"),
+        (vec!["--random", "10", "10", "--depth", "0"], "--depth must be at least 1"),
+        (vec!["--random", "10", "10", "--depth", "11"], "--depth 11: the thinnest of the 1 bands has 10 rows"),
+        (vec!["--random", "10", "10", "--depth", "11", "--variant", "serial"], "--depth 11: the world has 10 rows"),
     ] {
         let out = std::process::Command::new(BIN).args(&args).output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{args:?}");
