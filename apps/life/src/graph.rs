@@ -14,8 +14,9 @@
 //!   ghost-row tokens are there; the last of the three makes the next generation current.
 //!   One merge on `main` ends the step.
 //!
-//! A step is one call, so the tokens of two steps never meet at a band; each token still
-//! carries its step and the band checks it.
+//! A call of `simple` is one step. A call of `overlap` runs several steps (see `build`):
+//! a band may then get its neighbour's ghost rows of the next step early, and keeps them
+//! until it gets there. Each token carries its step and the band checks it.
 //!
 //! The region service (Figure 10) is a second graph, `region`: a split on the calling
 //! rank's `portal` thread asks the bands that hold the requested rows for their part, and a
@@ -83,6 +84,8 @@ pub struct Band {
     generation: u64,
     /// `simple`: the step under way, from the band's Go.
     step: Option<Step>,
+    /// `overlap`: ghost-row tokens of the next step, from a neighbour a step ahead.
+    early: Vec<Exchange>,
     /// Ghost-row tokens this band receives per step (0, 1 or 2).
     ghosts_expected: u8,
     /// Ghost-row tokens received in the current step.
@@ -108,6 +111,7 @@ impl Band {
             slab,
             generation: 0,
             step: None,
+            early: Vec::new(),
             ghosts_expected,
             ghosts: 0,
             handled: 0,
@@ -152,22 +156,57 @@ impl Band {
         }
     }
 
-    /// `overlap`: handles one of the step's tokens.
-    fn advance(&mut self, token: Exchange) {
-        let step = match token {
-            Exchange::Ghost { step, side, rows, .. } => {
-                self.check(step);
+    /// `overlap`: handles one token of the current step, or keeps a neighbour's ghost rows
+    /// for the next step. The token that completes the step returns the next step's tokens
+    /// (the border rows for the neighbours and the band's own interior token), unless the
+    /// call ends there.
+    fn advance(&mut self, token: Exchange, layout: &Layout) -> Vec<Exchange> {
+        let step = token.step();
+        if step.generation != self.generation {
+            // The neighbour finished this step (it had our border rows) before we did.
+            let next = self.generation + step.depth as u64;
+            assert!(
+                matches!(token, Exchange::Ghost { .. }) && step.generation == next,
+                "band {} at generation {} got a token of generation {}",
+                self.index,
+                self.generation,
+                step.generation
+            );
+            self.early.push(token);
+            return Vec::new();
+        }
+        self.take(token);
+        if self.handled < self.ghosts_expected + 1 {
+            return Vec::new();
+        }
+        self.finish_step(step);
+        if self.generation >= step.end {
+            return Vec::new();
+        }
+        let next = Step { generation: self.generation, ..step };
+        for token in std::mem::take(&mut self.early) {
+            self.take(token);
+        }
+        let mut out = self.borders(layout, next);
+        out.push(Exchange::Interior { to: self.index, step: next });
+        out
+    }
+
+    /// `overlap`: stores ghost rows or computes the interior, then the border rows as soon as
+    /// both ghost-row tokens are in.
+    fn take(&mut self, token: Exchange) {
+        let step = token.step();
+        self.check(step);
+        match token {
+            Exchange::Ghost { side, rows, .. } => {
                 self.slab.set_ghost(side, &rows);
                 self.ghosts += 1;
-                step
             }
-            Exchange::Interior { step, .. } => {
-                self.check(step);
+            Exchange::Interior { .. } => {
                 let (interior, _) = self.interior_and_borders(step.depth);
                 self.compute_yielding(interior, step.depth);
-                step
             }
-        };
+        }
         self.handled += 1;
         if self.ghosts == self.ghosts_expected && !self.borders_done {
             let (_, borders) = self.interior_and_borders(step.depth);
@@ -175,9 +214,6 @@ impl Band {
                 self.slab.step(rows, step.depth, &mut |_| {});
             }
             self.borders_done = true;
-        }
-        if self.handled == self.ghosts_expected + 1 {
-            self.finish_step(step);
         }
     }
 
@@ -243,14 +279,17 @@ impl Band {
     }
 }
 
-/// One call of a generation graph: the world goes from generation `generation` to
-/// `generation + depth`, with one exchange of `depth` ghost rows on each side.
+/// A step: the world goes from generation `generation` to `generation + depth`, with one
+/// exchange of `depth` ghost rows on each side. A call of a generation graph runs steps
+/// until generation `end`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Step {
     /// The generation the bands are at.
     pub generation: u64,
-    /// Generations computed in this call.
+    /// Generations computed in one pass.
     pub depth: usize,
+    /// The generation the call ends at (`simple`: `generation + depth`).
+    pub end: u64,
 }
 
 /// Rank 0 asks band `band` to take part in a step.
@@ -287,6 +326,12 @@ impl Exchange {
     fn to(&self) -> usize {
         match self {
             Exchange::Ghost { to, .. } | Exchange::Interior { to, .. } => *to,
+        }
+    }
+
+    fn step(&self) -> Step {
+        match self {
+            Exchange::Ghost { step, .. } | Exchange::Interior { step, .. } => *step,
         }
     }
 }
@@ -358,7 +403,7 @@ pub enum Schedule {
 pub struct Graphs {
     /// One step, `simple` (Figure 7).
     pub simple: Graph<Step, ()>,
-    /// One step, `overlap` (Figure 8).
+    /// Up to `rounds` steps, `overlap` (Figure 8).
     pub overlap: Graph<Step, ()>,
     /// Live cells of the whole world.
     pub population: Graph<(), u64>,
@@ -393,7 +438,8 @@ impl<S: 'static, T: dps::Token> dps::Merge<S> for Join<T> {
 }
 
 /// Builds every graph (collective: every rank calls it in the same order). `main` is one
-/// thread on rank 0, `portal` one thread per rank (`"all"`).
+/// thread on rank 0, `portal` one thread per rank (`"all"`); a call of `overlap` runs up
+/// to `rounds` steps.
 ///
 /// # Errors
 /// If the runtime rejects a graph.
@@ -403,7 +449,9 @@ pub fn build(
     main: &Collection<()>,
     bands: &Collection<Band>,
     portal: &Collection<()>,
+    rounds: usize,
 ) -> Result<Graphs, dps::Error> {
+    assert!(rounds >= 1, "a call runs at least one step");
     let n = layout.bands;
     let by_band = || route::by_key(|g: &Go| g.band);
     let to_band = || route::by_key(|e: &Exchange| e.to());
@@ -426,18 +474,33 @@ pub fn build(
     let simple =
         rt.graph("life_simple", split >> send >> store >> borders_in >> sync >> compute_split >> compute >> done)?;
 
-    // overlap: every band sends its borders, then itself its interior.
+    // overlap: every band sends its borders, then itself its interior. A call runs up to
+    // `rounds` steps: the token completing a band's step opens the band's next step at once
+    // (the graph is unrolled, one `advance` per step), so a band that finishes early starts
+    // its next interior instead of waiting for the slowest band; bands synchronise only with
+    // their neighbours, through the ghost rows, until the call's end.
     let split = Node::split("split_bands", main, route::fixed(0), go_all);
     let send = Node::split("send_borders_and_interior", bands, by_band(), move |b: &mut Band, g: Go| {
         b.check(g.step);
+        assert!(b.early.is_empty(), "band {}: ghost rows ahead of the call", b.index);
         let mut out = b.borders(&layout, g.step);
         out.push(Exchange::Interior { to: b.index, step: g.step });
         out
     });
-    let advance = Node::leaf("advance", bands, to_band(), |b: &mut Band, e: Exchange| b.advance(e));
-    let band_done = Node::merge("band_done", bands, join());
-    let done = Node::merge("generation_done", main, join());
-    let overlap = rt.graph("life_overlap", split >> send >> advance >> band_done >> done)?;
+    let mut path = split >> send;
+    for round in 1..rounds {
+        let name = format!("advance_step_{round}");
+        path = path >> Node::split(&name, bands, to_band(), move |b: &mut Band, e: Exchange| b.advance(e, &layout));
+    }
+    let last = Node::leaf("advance_last_step", bands, to_band(), move |b: &mut Band, e: Exchange| {
+        let next = b.advance(e, &layout);
+        assert!(next.is_empty(), "band {}: a call of more than {rounds} steps", b.index);
+    });
+    let mut path = path >> last;
+    for round in (1..=rounds).rev() {
+        path = path >> Node::merge(&format!("step_{round}_done"), bands, join());
+    }
+    let overlap = rt.graph("life_overlap", path >> Node::merge("steps_done", main, join()))?;
 
     let split = Node::split("split_population", main, route::fixed(0), move |_: &mut (), _: ()| 0..n);
     let count = Node::leaf("count", bands, route::by_key(|b: &usize| *b), |b: &mut Band, _: usize| b.slab.population());

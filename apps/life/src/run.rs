@@ -19,9 +19,6 @@ use crate::rle::{self, Pattern};
 use crate::view::{self, Requests, Signal};
 use crate::world::{self, Source, World};
 
-/// Serial steps and parallel generations alternate in blocks of this many (--compare-serial).
-const SERIAL_BLOCK: u64 = 6;
-
 /// Generations per step unless --depth says otherwise: past 8, the memory traffic saved
 /// is small next to the computation (16384² on one core: 5.0e10 cell updates/s at depth 1,
 /// 7.0e10 at 4, 7.1e10 at 8, 7.4e10 at 16).
@@ -81,6 +78,11 @@ pub struct Args {
     /// the default is 8, or the thinnest band's rows if fewer.
     #[arg(long)]
     pub depth: Option<usize>,
+    /// Steps per call of the `overlap` graph: within a call a band starts its next step as
+    /// soon as it has its neighbours' border rows, without waiting for the other bands
+    /// (`simple` and `compare` make one step per call).
+    #[arg(long, default_value_t = 8)]
+    pub steps_per_call: usize,
     /// Mapping of the band collection (default: one band per rank, the viewer rank excluded).
     #[arg(long)]
     pub map: Option<String>,
@@ -167,6 +169,9 @@ fn input(args: &Args) -> Result<Input> {
     let region = args.region.as_ref().map(|v| Rect { x: v[0], y: v[1], width: v[2], height: v[3] });
     if let Some(r) = region.filter(|r| !fits(r)) {
         bail!("--region {} {} {} {} is not inside the {w}x{h} world", r.x, r.y, r.width, r.height);
+    }
+    if args.steps_per_call == 0 {
+        bail!("--steps-per-call must be at least 1");
     }
     if args.depth == Some(0) {
         bail!("--depth must be at least 1");
@@ -263,7 +268,7 @@ pub fn run(args: &Args) -> Result<()> {
     let source = &input.source;
     let bands = rt.collection("bands", &map, |i| Band::new(&layout, i, source, depth))?;
     let portal = rt.collection("portal", "all", |_| ())?;
-    let graphs = graph::build(&rt, layout, &main, &bands, &portal)?;
+    let graphs = graph::build(&rt, layout, &main, &bands, &portal, args.steps_per_call)?;
     let client = viewer.map(|v| view::build(&rt, v)).transpose()?;
 
     let mut outcome = Ok(());
@@ -302,47 +307,31 @@ fn drive(
         "app": "life", "variant": variant_name(args.variant), "ranks": rt.ranks(), "threads": bands,
         "width": width, "height": height, "wrap": args.wrap, "generations": g, "depth": depth,
     });
-    let mut sim = Sim { rt, graphs, args, input, depth, done: 0, progress: Progress::new(g) };
+    let steps_per_call = if args.variant == Variant::Overlap { args.steps_per_call } else { 1 };
+    let mut sim = Sim { rt, graphs, args, input, depth, steps_per_call, done: 0, progress: Progress::new(g) };
     let main = if args.variant == Variant::Simple { Schedule::Simple } else { Schedule::Overlap };
     sim.generations(main, args.warmup)?;
-    // The timed generations. `compare` runs one `simple` generation before each `overlap`
-    // one: on a shared machine a change of load then hits both sides of the ratio, and the
-    // ratio is of per-generation medians, which ignore the odd descheduled generation.
-    // --compare-serial alternates blocks of serial steps on rank 0 and parallel generations
-    // (generation by generation, the serial world would evict the bands from the cache);
-    // the first generation of each block, cache-cold, is left out of the medians.
+    // The timed generations, call by call. `compare` runs a `simple` call before each
+    // `overlap` one, and --compare-serial steps the serial world on rank 0 through as many
+    // generations after each call: on a shared machine a change of load then hits both sides
+    // of the ratio, and the ratio is of per-generation medians, which ignore the odd
+    // descheduled call.
     let mut serial = args.compare_serial.then(|| World::new(&input.source, args.wrap, depth));
-    // Per-generation times of each step (a step's time over its generations), and the total.
-    let (mut times, mut simple_times, mut serial_times, mut warm_times) = (vec![], vec![], vec![], vec![]);
+    // Per-generation times of each call (its time over its generations), and the total.
+    let (mut times, mut simple_times, mut serial_times) = (vec![], vec![], vec![]);
     let (mut done, mut seconds) = (0, 0.0);
     while done < g {
+        if args.variant == Variant::Compare {
+            simple_times.push(sim.call(Schedule::Simple, g - done)?.1);
+        }
+        let (generations, t) = sim.call(main, g - done)?;
+        (done, seconds) = (done + generations, seconds + t * generations as f64);
+        times.push(t);
         if let Some(world) = serial.as_mut() {
-            for i in 0..SERIAL_BLOCK {
-                let start = Instant::now();
-                world.step(depth);
-                if i > 0 {
-                    serial_times.push(start.elapsed().as_secs_f64() / depth as f64);
-                }
-            }
+            let start = Instant::now();
+            world.advance(generations);
+            serial_times.push(start.elapsed().as_secs_f64() / generations as f64);
         }
-        let block = if serial.is_some() { SERIAL_BLOCK } else { u64::MAX };
-        for i in 0..block {
-            if done >= g {
-                break;
-            }
-            if args.variant == Variant::Compare {
-                simple_times.push(sim.step(Schedule::Simple, g - done)?.1);
-            }
-            let (generations, t) = sim.step(main, g - done)?;
-            (done, seconds) = (done + generations, seconds + t * generations as f64);
-            if i > 0 {
-                warm_times.push(t);
-            }
-            times.push(t);
-        }
-    }
-    if warm_times.is_empty() {
-        warm_times = times.clone();
     }
     record["seconds"] = json!(seconds);
     record["cups"] = json!(cells * g as f64 / seconds);
@@ -358,8 +347,8 @@ fn drive(
         let ranks_used = rt.ranks() - usize::from(client.is_some());
         record["serial_iteration_median_s"] = json!(median(&serial_times));
         record["serial_cups"] = json!(cells / median(&serial_times));
-        record["parallel_iteration_median_s"] = json!(median(&warm_times));
-        record["efficiency"] = json!(median(&serial_times) / median(&warm_times) / ranks_used as f64);
+        record["parallel_iteration_median_s"] = json!(median(&times));
+        record["efficiency"] = json!(median(&serial_times) / median(&times) / ranks_used as f64);
     }
     if let (Some(client), Some((bw, bh))) = (client, input.view) {
         rt.call(&client.signal, Signal::Start)?;
@@ -409,31 +398,37 @@ struct Sim<'a> {
     progress: Progress,
     /// Generations per step.
     depth: usize,
+    /// Steps per call of `overlap`.
+    steps_per_call: usize,
 }
 
 impl Sim<'_> {
-    /// Runs `count` generations in steps of --depth; returns each step's time per generation.
+    /// Runs `count` generations; returns each call's time per generation.
     fn generations(&mut self, schedule: Schedule, count: u64) -> Result<Vec<f64>> {
         let mut times = Vec::new();
         let mut left = count;
         while left > 0 {
-            let (generations, t) = self.step(schedule, left)?;
+            let (generations, t) = self.call(schedule, left)?;
             left -= generations;
             times.push(t);
         }
         Ok(times)
     }
 
-    /// Runs one step of at most `limit` generations (and --depth, and up to the next
-    /// snapshot); returns the generations run and the time per generation.
-    fn step(&mut self, schedule: Schedule, limit: u64) -> Result<(u64, f64)> {
+    /// One call of the generation graph: at most `limit` generations, and none past the next
+    /// snapshot, in steps of --depth (`overlap`: up to --steps-per-call steps). Returns the
+    /// generations run and the time per generation.
+    fn call(&mut self, schedule: Schedule, limit: u64) -> Result<(u64, f64)> {
         let snapshot = self.args.snapshot_every;
-        let to_snapshot = snapshot.map_or(u64::MAX, |k| k - self.done % k);
-        let depth = (self.depth as u64).min(limit).min(to_snapshot);
+        let budget = limit.min(snapshot.map_or(u64::MAX, |k| k - self.done % k));
+        let depth = (self.depth as u64).min(budget);
+        let steps = if schedule == Schedule::Overlap { (self.steps_per_call as u64).min(budget / depth) } else { 1 };
+        let step = Step { generation: self.done, depth: depth as usize, end: self.done + steps * depth };
         let start = Instant::now();
-        self.rt.call(self.graphs.generation(schedule), Step { generation: self.done, depth: depth as usize })?;
-        let per_generation = start.elapsed().as_secs_f64() / depth as f64;
-        self.done += depth;
+        self.rt.call(self.graphs.generation(schedule), step)?;
+        let generations = steps * depth;
+        let per_generation = start.elapsed().as_secs_f64() / generations as f64;
+        self.done += generations;
         self.progress.tick(self.done);
         if snapshot.is_some_and(|k| self.done.is_multiple_of(k)) {
             let base = self.args.out.clone().unwrap_or_else(|| PathBuf::from("life.png"));
@@ -441,7 +436,7 @@ impl Sim<'_> {
             let path = PathBuf::from(format!("{}-{:06}.png", stem.display(), self.done));
             self.write(&path, Some(OutputKind::Png))?;
         }
-        Ok((depth, per_generation))
+        Ok((generations, per_generation))
     }
 
     /// Writes the world (or --region) gathered through the region service.
@@ -473,17 +468,9 @@ fn run_serial(args: &Args, input: &Input) -> Result<()> {
     let (w, h) = (input.source.width(), input.source.height());
     let depth = step_depth(args, h, "the world")?;
     let mut world = World::new(&input.source, args.wrap, depth);
-    let mut run = |generations: u64| {
-        let mut left = generations;
-        while left > 0 {
-            let d = depth.min(left as usize);
-            world.step(d);
-            left -= d as u64;
-        }
-    };
-    run(args.warmup);
+    world.advance(args.warmup);
     let start = Instant::now();
-    run(args.generations);
+    world.advance(args.generations);
     let seconds = start.elapsed().as_secs_f64();
     let record = json!({
         "app": "life", "variant": "serial", "ranks": 1, "threads": 1, "width": w, "height": h, "wrap": args.wrap,

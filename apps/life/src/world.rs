@@ -245,6 +245,16 @@ impl World {
         self.slab.step(0..h, depth, &mut |_| {});
         self.slab.swap();
     }
+
+    /// Advances `generations`, as many at a time as it was made for.
+    pub fn advance(&mut self, generations: u64) {
+        let mut left = generations;
+        while left > 0 {
+            let depth = self.slab.halo.min(left as usize);
+            self.step(depth);
+            left -= depth as u64;
+        }
+    }
 }
 
 /// Writes `height` packed rows of `width` cells as a grayscale PNG (live cells black).
