@@ -140,8 +140,11 @@ impl Runtime {
                 }
             });
             let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-            let share =
-                CoreShare { busy_workers: rt.engine.busy_workers.clone(), cores: (cores / ranks_on_node).max(1) };
+            let share = CoreShare {
+                busy_workers: rt.engine.busy_workers.clone(),
+                dozing: rt.engine.progress_dozing.clone(),
+                cores: (cores / ranks_on_node).max(1),
+            };
             let transport: Arc<dyn Transport> = Arc::new(MpiTransport::start(comm, deliver, share));
             rt.engine.set_transport(Some(transport.clone()));
             rt.transport = Some(transport);

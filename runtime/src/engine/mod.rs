@@ -70,6 +70,8 @@ pub(crate) struct Engine {
     pub(crate) tracer: Tracer,
     /// Workers running an operation now (read by the transport's back-off).
     pub(crate) busy_workers: Arc<AtomicUsize>,
+    /// The transport's progress thread dozes: a worker that goes idle wakes it.
+    pub(crate) progress_dozing: Arc<AtomicBool>,
 }
 
 impl Engine {
@@ -91,6 +93,7 @@ impl Engine {
             failure: Mutex::new(None),
             tracer: Tracer::default(),
             busy_workers: Arc::default(),
+            progress_dozing: Arc::default(),
         }
     }
 
@@ -319,7 +322,12 @@ pub(crate) fn worker_loop(engine: Arc<Engine>, ready: Receiver<Option<Arc<Cell>>
                 }
             }
         }
-        engine.busy_workers.fetch_sub(1, Ordering::Relaxed);
+        engine.busy_workers.fetch_sub(1, Ordering::SeqCst);
+        if engine.progress_dozing.swap(false, Ordering::SeqCst) {
+            if let Some(transport) = engine.transport() {
+                transport.wake();
+            }
+        }
         engine.release(&cell);
     }
 }

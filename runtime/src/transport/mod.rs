@@ -9,4 +9,6 @@ pub(crate) trait Transport: Send + Sync {
     fn send(&self, dest: usize, header: Vec<u8>, token: Option<WireToken>);
     /// Completes every queued send, waits until all ranks got here, and stops.
     fn finish(&self);
+    /// Ends a wait of the progress thread at once: a worker went idle while it dozed.
+    fn wake(&self);
 }

@@ -7,10 +7,12 @@
 //! with `MPI_Mrecv`; since MPI keeps the order of messages from one source, the bulk messages
 //! of a packet are the next ones from its source, and are received straight into freshly
 //! allocated vectors. When idle the thread polls (yielding the core every few polls), then
-//! waits on its channel in short steps; it polls for much less time while the rank's workers
-//! fill its share of the cores, since every poll would then be taken from a computation.
+//! waits on its channel in short steps; while the rank's workers fill its share of the
+//! cores it polls for much less time and waits longer and longer, since every poll would
+//! then be taken from a computation.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -36,27 +38,39 @@ const POLL_FOR: Duration = Duration::from_millis(5);
 const POLLS_PER_YIELD: u32 = 4;
 const IDLE_WAIT: Duration = Duration::from_micros(100);
 /// ...and while this rank's workers already fill its share of the cores, when every poll
-/// takes time from a computation: poll briefly, then wait in short steps.
+/// takes time from a computation: poll briefly, then wait, doubling the wait from
+/// `BUSY_WAIT` to `BUSY_WAIT_MAX` while nothing happens and no send is in flight. Every
+/// wake-up preempts a computation: Game of Life at 16384² on 2 ranks of 2 cores made
+/// 1.19e11 cell updates/s against 1.09e11 with fixed 50 µs waits (medians of 5 alternating
+/// runs); LU, matmul and the round trip did not change. A worker that goes idle during such
+/// a doze wakes the thread (`Transport::wake`), so an input that arrived meanwhile is not
+/// left waiting with a core free.
 const BUSY_POLLS: u32 = 64;
 const BUSY_WAIT: Duration = Duration::from_micros(50);
+const BUSY_WAIT_MAX: Duration = Duration::from_millis(2);
 
 /// How busy this rank's workers are, against its share of the node's cores.
 #[derive(Clone, Debug)]
 pub(crate) struct CoreShare {
     /// Workers running an operation now (kept by the engine).
-    pub(crate) busy_workers: Arc<std::sync::atomic::AtomicUsize>,
+    pub(crate) busy_workers: Arc<AtomicUsize>,
+    /// Set by the progress thread while it waits with the workers saturated; a worker that
+    /// goes idle clears it and wakes the thread.
+    pub(crate) dozing: Arc<AtomicBool>,
     /// This rank's cores: the node's cores divided among the node's ranks.
     pub(crate) cores: usize,
 }
 
 impl CoreShare {
     fn saturated(&self) -> bool {
-        self.busy_workers.load(std::sync::atomic::Ordering::Relaxed) >= self.cores
+        // SeqCst, against the worker's decrement then `dozing` swap: one of the two sees the other.
+        self.busy_workers.load(Ordering::SeqCst) >= self.cores
     }
 }
 
 enum Outgoing {
     Frame { dest: usize, header: Vec<u8>, token: Option<WireToken> },
+    Wake,
     Finish,
 }
 
@@ -104,6 +118,10 @@ impl Transport for MpiTransport {
             t.join().expect("dps transport error: progress thread panicked");
         }
     }
+
+    fn wake(&self) {
+        let _ = self.tx.send(Outgoing::Wake);
+    }
 }
 
 /// Memory an in-flight send reads from, freed when the send completes.
@@ -144,6 +162,7 @@ impl Progress {
         let mut idle: u32 = 0;
         let mut idle_since = Instant::now();
         let mut within_poll_time = true;
+        let mut busy_wait = BUSY_WAIT;
         loop {
             let mut busy = false;
             loop {
@@ -152,6 +171,7 @@ impl Progress {
                         busy = true;
                         self.queue_frame(dest, &header, token);
                     }
+                    Ok(Outgoing::Wake) => busy = true,
                     Ok(Outgoing::Finish) | Err(TryRecvError::Disconnected) => {
                         finishing = true;
                         break;
@@ -178,7 +198,7 @@ impl Progress {
                 }
             }
             if busy {
-                idle = 0;
+                (idle, busy_wait) = (0, BUSY_WAIT);
                 continue;
             }
             if idle == 0 {
@@ -192,20 +212,52 @@ impl Progress {
                 within_poll_time = idle_since.elapsed() < POLL_FOR;
             }
             let polling = if saturated { idle < BUSY_POLLS } else { within_poll_time };
-            let wait = if saturated { BUSY_WAIT } else { IDLE_WAIT };
             if polling || finishing {
                 // A few polls between yields: a yield is a system call, slower than a poll.
                 if idle.is_multiple_of(POLLS_PER_YIELD) {
                     std::thread::yield_now();
                 }
-            } else if let Ok(out) = self.rx.recv_timeout(wait) {
-                idle = 0;
-                match out {
-                    Outgoing::Frame { dest, header, token } => self.queue_frame(dest, &header, token),
-                    Outgoing::Finish => finishing = true,
+                continue;
+            }
+            if !saturated {
+                busy_wait = BUSY_WAIT;
+            }
+            let dozing = saturated && busy_wait > BUSY_WAIT && self.doze();
+            let wait = if dozing {
+                busy_wait
+            } else if saturated {
+                BUSY_WAIT
+            } else {
+                IDLE_WAIT
+            };
+            let woken = self.rx.recv_timeout(wait);
+            if dozing {
+                self.share.dozing.store(false, Ordering::SeqCst);
+            }
+            match woken {
+                Ok(out) => {
+                    (idle, busy_wait) = (0, BUSY_WAIT);
+                    match out {
+                        Outgoing::Frame { dest, header, token } => self.queue_frame(dest, &header, token),
+                        Outgoing::Wake => {}
+                        Outgoing::Finish => finishing = true,
+                    }
                 }
+                Err(_) if saturated && self.sends.is_empty() => busy_wait = (busy_wait * 2).min(BUSY_WAIT_MAX),
+                Err(_) => {}
             }
         }
+    }
+
+    /// Raises the `dozing` flag for a long wait; false (flag down) if a worker went idle
+    /// meanwhile.
+    fn doze(&self) -> bool {
+        self.share.dozing.store(true, Ordering::SeqCst);
+        if self.share.saturated() {
+            return true;
+        }
+        self.share.dozing.store(false, Ordering::SeqCst);
+        false
     }
 
     fn queue_frame(&mut self, dest: usize, header: &[u8], token: Option<WireToken>) {
