@@ -4,13 +4,15 @@
 #   fig9:    the DPS paper's Figure 9, speedup of `overlap` over `simple` on 1 and 2 ranks,
 #            one generation of each schedule in turn in the same job (`--variant compare`,
 #            `--depth 1`: one exchange per generation, as in the paper)
-#   eff:     2 ranks at 16384², parallel efficiency against the serial kernel (floor 0.85), at
-#            depth 1 and at the default depth (8 generations per exchange and pass), two ways:
-#            timed on rank 0 in the same job, in blocks alternating with the parallel steps
-#            (`--compare-serial`), and as separate jobs alternating $EFF_REPS times
-#            (`--variant serial`, then 2 ranks), ratio of the medians
+#   eff:     2 ranks at 16384², parallel efficiency against the serial kernel (floor 0.85), for
+#            the paper's schedule (1 generation per step, 1 step per call) and the defaults (8
+#            generations per exchange and pass, 8 steps per call), two ways: timed on rank 0
+#            in the same job, alternating with the parallel calls (`--compare-serial`), and as
+#            separate jobs alternating $EFF_REPS times (`--variant serial`, then 2 ranks),
+#            ratio of the medians
 #   table2:  the DPS paper's Table 2, region-service calls from a client rank while the
-#            simulation runs on 2 ranks (5620² world, depth 1; blocks 40x40, 400x400, 400x2400)
+#            simulation runs on 2 ranks (5620² world, one generation per call as in the paper;
+#            blocks 40x40, 400x400, 400x2400)
 # The machine is shared: runs are short, and every ratio comes from one job.
 # Sizes can be lowered for a quick run: SIZES="1024 4096" BIG=4096 apps/life/bench.sh
 set -euo pipefail
@@ -34,20 +36,20 @@ for ranks in 1 2; do
       --json >> "$out/fig9.jsonl"
   done
 done
-: > "$out/eff.jsonl"; : > "$out/eff_jobs.jsonl"
-for depth in 1 8; do
-  run -n 2 "$bin" --variant overlap --depth "$depth" --random "$BIG" "$BIG" --generations 96 --warmup 8 \
-    --compare-serial --verify --json >> "$out/eff.jsonl"
+: > "$out/eff.jsonl"
+for schedule in "1 1" "8 8"; do
+  read -r depth steps <<< "$schedule"
+  opts=(--depth "$depth" --steps-per-call "$steps" --random "$BIG" "$BIG" --generations 512 --warmup 8 --json)
+  run -n 2 "$bin" --variant overlap "${opts[@]}" --compare-serial --verify >> "$out/eff.jsonl"
+  jobs="$out/eff_jobs_${depth}_${steps}.jsonl"; : > "$jobs"
   for _ in $(seq "$EFF_REPS"); do
-    "$bin" --variant serial --depth "$depth" --random "$BIG" "$BIG" --generations 96 --warmup 8 --json \
-      >> "$out/eff_jobs.jsonl"
-    run -n 2 "$bin" --variant overlap --depth "$depth" --random "$BIG" "$BIG" --generations 96 --warmup 8 --json \
-      >> "$out/eff_jobs.jsonl"
+    "$bin" --variant serial "${opts[@]}" >> "$jobs"
+    run -n 2 "$bin" --variant overlap "${opts[@]}" >> "$jobs"
   done
 done
 : > "$out/table2.jsonl"
 for block in 40x40 400x400 400x2400; do
-  run -n 3 "$bin" --variant overlap --depth 1 --random 5620 5620 --generations "$VIEW_GENS" --view "$block" \
+  run -n 3 "$bin" --variant overlap --depth 1 --steps-per-call 1 --random 5620 5620 --generations "$VIEW_GENS" --view "$block" \
     --view-period-ms 1 --json >> "$out/table2.jsonl"
 done
 
@@ -69,17 +71,16 @@ for r in rows("fig9"):
              f"| {r['overlap_iteration_median_s']*1e6:.1f} | {r['speedup']:.3f} |")
 L += ["", "### Parallel efficiency, 2 ranks (floor 0.85)\n",
       "Overlap on 2 ranks against the serial kernel stepping as many generations per pass. In one job: the serial "
-      "kernel on rank 0 in blocks alternating with the parallel steps (medians of per-generation times). Separate "
-      "jobs: serial and 2-rank jobs alternating, ratio of the median cell updates/s.\n",
-      "| world | generations per step | parallel (ms/gen) | serial (ms/gen) | efficiency, one job | verified "
-      "| serial jobs (cups) | 2-rank jobs (cups) | efficiency, separate jobs |",
-      "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |"]
-jobs = rows("eff_jobs")
+      "kernel on rank 0 after each parallel call, through as many generations (medians of per-generation times). "
+      "Separate jobs: serial and 2-rank jobs alternating, ratio of the median cell updates/s.\n",
+      "| world | generations per step | steps per call | parallel (ms/gen) | serial (ms/gen) | efficiency, one job "
+      "| verified | serial jobs (cups) | 2-rank jobs (cups) | efficiency, separate jobs |",
+      "| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: |"]
 for e in rows("eff"):
-    same = [r for r in jobs if r["depth"] == e["depth"]]
+    same = rows(f"eff_jobs_{e['depth']}_{e['steps_per_call']}")
     ser = statistics.median(r["cups"] for r in same if r["variant"] == "serial")
     par = statistics.median(r["cups"] for r in same if r["variant"] == "overlap")
-    L.append(f"| {e['width']}² | {e['depth']} | {e['parallel_iteration_median_s']*1e3:.2f} | {e['serial_iteration_median_s']*1e3:.2f} "
+    L.append(f"| {e['width']}² | {e['depth']} | {e['steps_per_call']} | {e['parallel_iteration_median_s']*1e3:.2f} | {e['serial_iteration_median_s']*1e3:.2f} "
              f"| **{e['efficiency']:.3f}** | {e['verified']} | {ser:.3g} | {par:.3g} | **{par / ser / 2:.3f}** |")
 L += ["",
       "### Table 2: iteration time with and without region-service calls\n",
