@@ -71,7 +71,8 @@ for r in rows("fig9"):
              f"| {r['overlap_iteration_median_s']*1e6:.1f} | {r['speedup']:.3f} |")
 L += ["", "### Parallel efficiency, 2 ranks (floor 0.85)\n",
       "Overlap on 2 ranks against the serial kernel stepping as many generations per pass. In one job: the serial "
-      "kernel on rank 0 after each parallel call, through as many generations (medians of per-generation times). "
+      "kernel on rank 0 alternating with the parallel calls in blocks of at least 64 generations (medians of "
+      "per-generation times). "
       "Separate jobs: serial and 2-rank jobs alternating, ratio of the median cell updates/s.\n",
       "| world | generations per step | steps per call | parallel (ms/gen) | serial (ms/gen) | efficiency, one job "
       "| verified | serial jobs (cups) | 2-rank jobs (cups) | efficiency, separate jobs |",
