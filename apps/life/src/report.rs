@@ -24,9 +24,7 @@ pub(crate) fn verify(source: &Source, wrap: bool, generations: u64, cells: &[u64
         return (same, "naive");
     }
     let mut world = World::new(source, wrap, 1);
-    for _ in 0..generations {
-        world.step(1);
-    }
+    world.advance(generations);
     (world.slab.rows() == cells, "bit-serial")
 }
 

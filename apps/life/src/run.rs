@@ -308,12 +308,12 @@ fn drive(
     let (width, height) = (input.source.width(), input.source.height());
     let cells = (width * height) as f64;
     let g = args.generations;
+    let steps_per_call = if args.variant == Variant::Overlap { args.steps_per_call } else { 1 };
     let mut record = json!({
         "app": "life", "variant": variant_name(args.variant), "ranks": rt.ranks(), "threads": bands,
         "width": width, "height": height, "wrap": args.wrap, "generations": g, "depth": depth,
+        "steps_per_call": steps_per_call,
     });
-    let steps_per_call = if args.variant == Variant::Overlap { args.steps_per_call } else { 1 };
-    record["steps_per_call"] = json!(steps_per_call);
     let mut sim = Sim { rt, graphs, args, input, depth, steps_per_call, done: 0, progress: Progress::new(g) };
     let main = if args.variant == Variant::Simple { Schedule::Simple } else { Schedule::Overlap };
     sim.generations(main, args.warmup)?;
