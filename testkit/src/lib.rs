@@ -6,6 +6,9 @@ use std::process::{Command, Output};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+pub mod bad_input;
+pub use bad_input::{case, case_on, check_table, Case};
+
 /// Jobs run one at a time: parallel `mpirun`s on 2 cores would only slow each other down.
 static ONE_JOB_AT_A_TIME: Mutex<()> = Mutex::new(());
 
@@ -37,6 +40,21 @@ pub fn mpirun(ranks: usize, program: &std::path::Path, args: &[&str]) -> Job {
 
 /// As [`mpirun`], with extra options for mpirun itself.
 pub fn mpirun_with(ranks: usize, mpirun_options: &[&str], program: &std::path::Path, args: &[&str]) -> Job {
+    launch(ranks, mpirun_options, &[], program, args)
+}
+
+/// As [`mpirun`], with extra environment variables for the job.
+pub fn mpirun_env(ranks: usize, env: &[(&str, &str)], program: &std::path::Path, args: &[&str]) -> Job {
+    launch(ranks, &[], env, program, args)
+}
+
+fn launch(
+    ranks: usize,
+    mpirun_options: &[&str],
+    env: &[(&str, &str)],
+    program: &std::path::Path,
+    args: &[&str],
+) -> Job {
     let _one = ONE_JOB_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
     let start = Instant::now();
     let Output { status, stdout, stderr } = Command::new("timeout")
@@ -47,6 +65,7 @@ pub fn mpirun_with(ranks: usize, mpirun_options: &[&str], program: &std::path::P
         .arg(program)
         .args(args)
         .env("RUST_BACKTRACE", "0")
+        .envs(env.iter().copied())
         .output()
         .expect("cannot run timeout/mpirun");
     let job = Job {

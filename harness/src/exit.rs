@@ -1,0 +1,122 @@
+//! How a DPS program ends, and how it reports bad input.
+//!
+//! Every rank of an SPMD job parses the same options and checks the same input, so a bad
+//! option would otherwise be printed once per rank, interleaved. A [`BadInput`] error (and
+//! a runtime error about a mapping, a graph or the options) is printed by rank 0 only and
+//! ends the program with exit code 2; any other error is a failure of the run, printed by
+//! every rank that has it, exit code 1. Errors are printed with their causes (`{:#}`) and
+//! never with a backtrace, whatever `RUST_BACKTRACE` says.
+
+use std::fmt;
+use std::process::ExitCode;
+
+/// Exit code of a run refused because of its input.
+pub const BAD_INPUT: u8 = 2;
+/// Exit code of a run that failed.
+pub const FAILED: u8 = 1;
+
+/// An option, file or size the run cannot use; the message names it and says why.
+#[derive(Debug)]
+pub struct BadInput(String);
+
+impl BadInput {
+    /// A bad-input error with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        BadInput(message.into())
+    }
+}
+
+impl fmt::Display for BadInput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for BadInput {}
+
+/// Marks the error of an input check as bad input (its message and causes are kept).
+///
+/// ```
+/// let checked: anyhow::Result<()> = dps_harness::input(Err(anyhow::anyhow!("--n 0 must be positive")));
+/// assert!(checked.unwrap_err().is::<dps_harness::BadInput>());
+/// ```
+pub fn input<T>(checked: anyhow::Result<T>) -> anyhow::Result<T> {
+    checked.map_err(|e| if is_bad_input(&e) { e } else { BadInput(format!("{e:#}")).into() })
+}
+
+/// This process's rank as the launcher (mpirun, srun, hydra) announced it, before MPI is
+/// initialised; `None` for a plain process.
+pub fn launch_rank() -> Option<usize> {
+    ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"]
+        .iter()
+        .find_map(|var| std::env::var(var).ok()?.parse().ok())
+}
+
+/// Whether this process prints what every rank would print alike.
+fn prints_shared_messages() -> bool {
+    launch_rank().unwrap_or(0) == 0
+}
+
+/// Parses the program's options like `clap::Parser::parse`, but an option error is printed
+/// by rank 0 only (exit code 2), and `--help`/`--version` print once (exit code 0).
+pub fn parse_args<A: clap::Parser>() -> A {
+    match A::try_parse() {
+        Ok(args) => args,
+        Err(e) => {
+            if prints_shared_messages() {
+                let _ = e.print();
+            }
+            std::process::exit(if e.use_stderr() { i32::from(BAD_INPUT) } else { 0 })
+        }
+    }
+}
+
+/// True for a [`BadInput`] anywhere in the chain, or a runtime error about the program's
+/// own mapping strings, graphs or options.
+fn is_bad_input(e: &anyhow::Error) -> bool {
+    e.chain().any(|cause| {
+        cause.is::<BadInput>()
+            || cause.downcast_ref::<dps::Error>().is_some_and(|d| {
+                matches!(d.kind(), dps::ErrorKind::Mapping | dps::ErrorKind::Graph | dps::ErrorKind::Usage)
+            })
+    })
+}
+
+/// The end of a program's `main`: success (0); bad input, printed by rank 0 (2); or a
+/// failure, printed with the rank that had it (1).
+///
+/// ```
+/// use std::process::ExitCode;
+/// assert_eq!(dps_harness::finish("demo", Ok(())), ExitCode::SUCCESS);
+/// let refused = dps_harness::finish("demo", Err(dps_harness::BadInput::new("--n 0").into()));
+/// assert_eq!(refused, ExitCode::from(2));
+/// ```
+pub fn finish(program: &str, result: anyhow::Result<()>) -> ExitCode {
+    let Err(e) = result else { return ExitCode::SUCCESS };
+    if is_bad_input(&e) {
+        if prints_shared_messages() {
+            eprintln!("{program}: {e:#}");
+        }
+        return ExitCode::from(BAD_INPUT);
+    }
+    match launch_rank() {
+        Some(rank) => eprintln!("{program}: rank {rank}: {e:#}"),
+        None => eprintln!("{program}: {e:#}"),
+    }
+    ExitCode::from(FAILED)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_marks_errors_and_keeps_causes() {
+        let e = input::<()>(Err(anyhow::anyhow!("inner").context("outer"))).unwrap_err();
+        assert!(is_bad_input(&e));
+        assert_eq!(format!("{e:#}"), "outer: inner");
+        let failure = anyhow::anyhow!("disk on fire");
+        assert!(!is_bad_input(&failure));
+        assert!(is_bad_input(&anyhow::Error::new(BadInput::new("x")).context("reading y")));
+    }
+}
