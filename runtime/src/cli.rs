@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use crate::transport::watchdog;
 use crate::{Error, Runtime};
 
 /// The runtime's own options: add them to a program's arguments with
@@ -11,15 +12,29 @@ pub struct RuntimeArgs {
     /// Write a Chrome trace (open in Perfetto) of every operation and message to this file.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// End the job when a rank has not been heard from for this many seconds (it is stopped
+    /// or hung). Overrides DPS_STALL_TIMEOUT; 0 disables; default 60.
+    #[arg(long, value_name = "SECS", value_parser = stall_seconds)]
+    pub stall_timeout: Option<f64>,
+}
+
+/// Checks a `--stall-timeout` value when the command line is parsed.
+fn stall_seconds(text: &str) -> Result<f64, Error> {
+    watchdog::parse_stall_timeout(text, "--stall-timeout")?;
+    Ok(text.trim().parse().expect("checked above"))
 }
 
 impl RuntimeArgs {
     /// Initialises MPI and the runtime ([`Runtime::init`]) with these options.
     ///
     /// # Errors
-    /// As [`Runtime::init`].
+    /// As [`Runtime::init`], and if `--stall-timeout` is out of range.
     pub fn start(&self) -> Result<Runtime, Error> {
-        let mut rt = Runtime::init()?;
+        let stall_timeout = match self.stall_timeout {
+            Some(secs) => watchdog::parse_stall_timeout(&secs.to_string(), "--stall-timeout")?,
+            None => watchdog::stall_timeout_from_env()?,
+        };
+        let mut rt = Runtime::init_watching(stall_timeout)?;
         if let Some(path) = &self.trace {
             rt.trace_to(path);
         }

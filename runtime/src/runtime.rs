@@ -17,6 +17,7 @@ use crate::failure;
 use crate::graph::{self, Graph};
 use crate::node::{AnyToken, Entry, Path};
 use crate::transport::mpi::{CoreShare, MpiTransport};
+use crate::transport::watchdog;
 use crate::transport::Transport;
 use crate::{mapping, Error, Token};
 
@@ -104,20 +105,33 @@ impl Runtime {
     /// Initialises MPI (under `mpirun`, `srun`, or as a single process) and starts the
     /// runtime on this rank.
     ///
+    /// On more than one rank, a rank that stops answering for `DPS_STALL_TIMEOUT` seconds
+    /// (default 60; 0 disables) ends the job with a message naming it.
+    ///
     /// # Errors
-    /// If MPI cannot be initialised with a threading level that allows a progress thread.
+    /// If `DPS_STALL_TIMEOUT` is not a number of seconds, or MPI cannot be initialised with
+    /// a threading level that allows a progress thread.
     pub fn init() -> Result<Runtime, Error> {
+        Runtime::init_watching(watchdog::stall_timeout_from_env()?)
+    }
+
+    /// As [`Runtime::init`], with the stall timeout given (`None`: no watchdog).
+    pub(crate) fn init_watching(stall_timeout: Option<Duration>) -> Result<Runtime, Error> {
         let (universe, _) = mpi::initialize_with_threading(mpi::Threading::Multiple)
             .ok_or_else(|| Error::new(ErrorKind::Mpi, "dps: MPI was already initialised in this process"))?;
-        Runtime::from_universe(universe)
+        Runtime::start_on(universe, stall_timeout)
     }
 
     /// Starts the runtime on an MPI universe the application initialised itself (for example
     /// to run raw MPI code first). It must grant `Threading::Multiple` or `Serialized`.
     ///
     /// # Errors
-    /// If the threading level is too low.
+    /// If the threading level is too low, or `DPS_STALL_TIMEOUT` is not a number of seconds.
     pub fn from_universe(universe: mpi::environment::Universe) -> Result<Runtime, Error> {
+        Runtime::start_on(universe, watchdog::stall_timeout_from_env()?)
+    }
+
+    fn start_on(universe: mpi::environment::Universe, stall_timeout: Option<Duration>) -> Result<Runtime, Error> {
         let level = mpi::environment::threading_support();
         if level < mpi::Threading::Serialized {
             return Err(Error::new(
@@ -145,7 +159,7 @@ impl Runtime {
                 dozing: rt.engine.progress_dozing.clone(),
                 cores: (cores / ranks_on_node).max(1),
             };
-            let transport: Arc<dyn Transport> = Arc::new(MpiTransport::start(comm, deliver, share));
+            let transport: Arc<dyn Transport> = Arc::new(MpiTransport::start(comm, deliver, share, stall_timeout));
             rt.engine.set_transport(Some(transport.clone()));
             rt.transport = Some(transport);
         }
