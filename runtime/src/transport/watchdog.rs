@@ -30,24 +30,20 @@ pub(crate) const STALL_TIMEOUT_VAR: &str = "DPS_STALL_TIMEOUT";
 /// anyone would give up on it.
 pub(crate) const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Reads `text` (seconds, from `source`) as a stall timeout; `None` means disabled (0).
-pub(crate) fn parse_stall_timeout(text: &str, source: &str) -> Result<Option<Duration>, Error> {
-    let bad = |why: &str| {
-        Error::new(
-            ErrorKind::Usage,
-            format!("{source}: \"{text}\" {why}: expected seconds, such as 60 or 2.5 (0 disables the stall watchdog)"),
-        )
-    };
-    let secs: f64 = text.trim().parse().map_err(|_| bad("is not a number"))?;
+/// Reads `text` (seconds) as a stall timeout; `None` means disabled (0). The error says
+/// what is wrong, without the value (the caller names its source and value).
+pub(crate) fn parse_stall_timeout(text: &str) -> Result<Option<Duration>, String> {
+    let bad = |why: &str| format!("{why}; expected seconds, such as 60 or 2.5 (0 disables the stall watchdog)");
+    let secs: f64 = text.trim().parse().map_err(|_| bad("not a number"))?;
     if secs == 0.0 {
         return Ok(None);
     }
     if secs.is_nan() || secs < 0.0 {
-        return Err(bad("is not a positive time"));
+        return Err(bad("not a positive time"));
     }
     // Far beyond any job, but the periods computed from it must still fit a `Duration`.
     if secs > 1e9 {
-        return Err(bad("is too large"));
+        return Err(bad("too large"));
     }
     Ok(Some(Duration::from_secs_f64(secs)))
 }
@@ -55,7 +51,8 @@ pub(crate) fn parse_stall_timeout(text: &str, source: &str) -> Result<Option<Dur
 /// The timeout from `DPS_STALL_TIMEOUT`, else the default.
 pub(crate) fn stall_timeout_from_env() -> Result<Option<Duration>, Error> {
     match std::env::var(STALL_TIMEOUT_VAR) {
-        Ok(text) => parse_stall_timeout(&text, STALL_TIMEOUT_VAR),
+        Ok(text) => parse_stall_timeout(&text)
+            .map_err(|e| Error::new(ErrorKind::Usage, format!("{STALL_TIMEOUT_VAR}=\"{text}\": {e}"))),
         Err(std::env::VarError::NotPresent) => Ok(Some(DEFAULT_STALL_TIMEOUT)),
         Err(std::env::VarError::NotUnicode(_)) => {
             Err(Error::new(ErrorKind::Usage, format!("{STALL_TIMEOUT_VAR} is not valid Unicode")))
@@ -252,11 +249,13 @@ mod tests {
 
     #[test]
     fn timeouts_parse_with_clear_errors() {
-        assert_eq!(parse_stall_timeout("2.5", "X").unwrap(), Some(Duration::from_millis(2500)));
-        assert_eq!(parse_stall_timeout("0", "X").unwrap(), None);
-        for bad in ["abc", "-1", "NaN", "inf", "1e300", ""] {
-            let e = parse_stall_timeout(bad, "--stall-timeout").unwrap_err().to_string();
-            assert!(e.starts_with(&format!("--stall-timeout: \"{bad}\"")), "{e}");
+        assert_eq!(parse_stall_timeout("2.5").unwrap(), Some(Duration::from_millis(2500)));
+        assert_eq!(parse_stall_timeout("0").unwrap(), None);
+        for (bad, why) in [("abc", "not a number"), ("-1", "not a positive time"), ("NaN", "not a positive time")] {
+            assert!(parse_stall_timeout(bad).unwrap_err().starts_with(why), "{bad}");
+        }
+        for bad in ["inf", "1e300"] {
+            assert!(parse_stall_timeout(bad).unwrap_err().starts_with("too large"), "{bad}");
         }
     }
 }
