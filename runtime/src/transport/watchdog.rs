@@ -14,8 +14,10 @@
 //! running itself for a while (stopped, swapped out, its laptop suspended) cannot judge its
 //! neighbour: it gives it a fresh timeout instead. Watching ends when this rank posts its
 //! shutdown barrier, since from then on its neighbour may leave (it can only leave once every
-//! rank has entered the barrier); heartbeats go on until the barrier completes, for the
-//! ranks still computing.
+//! rank has entered the barrier); heartbeats go on until the barrier completes. The barrier
+//! comes after `Runtime::shutdown`'s own protocol (rank 0 collects every rank's `Done`), so
+//! ranks waiting in `shutdown` for a rank still computing keep watching: only the last
+//! moment of the job, when every rank has finished its work, goes unwatched.
 //!
 //! This module is the clock logic only; `transport::mpi` sends and receives the heartbeats.
 
