@@ -7,12 +7,13 @@
 //! ```
 #![deny(warnings)]
 
+use std::process::ExitCode;
 use std::time::Instant;
 
-use clap::Parser;
 use dps::{route, MergeFn, Node};
 
-#[derive(Parser)]
+#[derive(clap::Parser)]
+#[command(allow_negative_numbers = true)] // so that "-1" is a bad value, not an unknown option
 struct Args {
     /// Number of tokens the split produces.
     #[arg(long, default_value_t = 1_000_000)]
@@ -27,8 +28,12 @@ struct Args {
     runtime: dps::RuntimeArgs,
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args = Args::parse();
+fn main() -> ExitCode {
+    let args: Args = dps::parse_args("flood");
+    dps::exit_code("flood", run(&args))
+}
+
+fn run(args: &Args) -> Result<(), dps::Error> {
     let rt = args.runtime.start()?;
     let main = rt.collection("main", "0", |_| ())?;
     let workers = rt.collection("workers", &args.map, |_| ())?;

@@ -6,11 +6,11 @@
 //! ```
 #![deny(warnings)]
 
-use clap::Parser;
 use dps::{route, Node};
 use serde::{Deserialize, Serialize};
 
-#[derive(Parser)]
+#[derive(clap::Parser)]
+#[command(allow_negative_numbers = true)] // so that "-1" is a bad value, not an unknown option
 struct Args {
     /// Mapping of the compute collection (default: one thread per rank).
     #[arg(long, default_value = "all")]
@@ -49,8 +49,12 @@ impl dps::Merge<()> for Collect {
     }
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let args = Args::parse();
+fn main() -> std::process::ExitCode {
+    let args: Args = dps::parse_args("uppercase");
+    dps::exit_code("uppercase", run(&args))
+}
+
+fn run(args: &Args) -> Result<(), dps::Error> {
     let rt = args.runtime.start()?;
     let main = rt.collection("main", "0", |_| ())?;
     let compute = rt.collection("compute", &args.map, |_| ())?;

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use crate::transport::watchdog;
 use crate::{Error, Runtime};
 
 /// The runtime's own options: add them to a program's arguments with
@@ -11,17 +12,32 @@ pub struct RuntimeArgs {
     /// Write a Chrome trace (open in Perfetto) of every operation and message to this file.
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// End the job when a rank has not been heard from for this many seconds (it is stopped
+    /// or hung). Overrides DPS_STALL_TIMEOUT; 0 disables; default 60.
+    #[arg(long, value_name = "SECS", value_parser = stall_seconds, allow_hyphen_values = true)]
+    pub stall_timeout: Option<f64>,
+}
+
+/// Checks a `--stall-timeout` value when the command line is parsed.
+fn stall_seconds(text: &str) -> Result<f64, String> {
+    watchdog::parse_stall_timeout(text)?;
+    text.trim().parse().map_err(|_| "not a number".into())
 }
 
 impl RuntimeArgs {
     /// Initialises MPI and the runtime ([`Runtime::init`]) with these options.
     ///
     /// # Errors
-    /// As [`Runtime::init`].
+    /// As [`Runtime::init`], and if `--stall-timeout` is out of range.
     pub fn start(&self) -> Result<Runtime, Error> {
-        let mut rt = Runtime::init()?;
+        let stall_timeout = match self.stall_timeout {
+            Some(secs) => watchdog::parse_stall_timeout(&secs.to_string())
+                .map_err(|e| Error::new(crate::ErrorKind::Usage, format!("--stall-timeout {secs}: {e}")))?,
+            None => watchdog::stall_timeout_from_env()?,
+        };
+        let mut rt = Runtime::init_watching(stall_timeout)?;
         if let Some(path) = &self.trace {
-            rt.trace_to(path);
+            rt.trace_as(path, "--trace")?;
         }
         Ok(rt)
     }
@@ -75,6 +91,21 @@ pub fn median(values: &[f64]) -> f64 {
     let mut v = values.to_vec();
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
+}
+
+/// Parses the command line into `T`, or ends the program: `--help` and `--version` print
+/// and exit 0; a bad option prints one line, `program: what is wrong`, and exits with code
+/// 2 (clap's own report adds a usage block, repeated by every rank of a job).
+pub fn parse_args<T: clap::Parser>(program: &str) -> T {
+    T::try_parse().unwrap_or_else(|e| {
+        if !e.use_stderr() {
+            e.exit(); // --help, --version
+        }
+        let text = e.to_string();
+        let first = text.lines().next().unwrap_or_default();
+        eprintln!("{program}: {}", first.strip_prefix("error: ").unwrap_or(first));
+        std::process::exit(2)
+    })
 }
 
 /// The end of a DPS program's `main`: success, or the error (with its causes, `{:#}`)

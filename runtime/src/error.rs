@@ -24,6 +24,8 @@ pub enum ErrorKind {
     Failed,
     /// A program's options are inconsistent.
     Usage,
+    /// A file cannot be created or written.
+    Io,
 }
 
 impl Error {

@@ -10,7 +10,7 @@ use std::fmt::Write;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use crate::node::{AnyToken, Entry, Kind, NodeImpl, Path};
+use crate::node::{AnyToken, Entry, Kind, NodeImpl, Path, MAX_WINDOW};
 use crate::wire::{self, WireToken};
 use crate::{Error, Token};
 
@@ -82,6 +82,7 @@ pub(crate) fn build<I: Token, O: Token>(id: usize, name: &str, path: Path<I, O>)
         nodes[from].next = Some(to);
     }
     let entry = path.entry.map(&mut to_index);
+    check_windows(name, &nodes)?;
     check_nesting(name, &mut nodes, &entry)?;
     let description = describe(name, &nodes, &entry);
     Ok(GraphImpl {
@@ -93,6 +94,25 @@ pub(crate) fn build<I: Token, O: Token>(id: usize, name: &str, path: Path<I, O>)
         decode_out: wire::decode::<O>,
         description,
     })
+}
+
+/// Windows are set by the user on any node, so they are checked here, not when set.
+fn check_windows(name: &str, nodes: &[NodeImpl]) -> Result<(), Error> {
+    for n in nodes {
+        let Some(w) = n.window else { continue };
+        let why = if !matches!(n.kind, Kind::Split | Kind::Stream) {
+            "only splits and streams take a window"
+        } else if w == 0 {
+            "a window of 0 tokens would never let a token through; give at least 1"
+        } else if w > MAX_WINDOW {
+            "it is above dps::MAX_WINDOW; use .unbounded() for no flow control"
+        } else {
+            continue;
+        };
+        let kind = format!("{:?}", n.kind).to_lowercase();
+        return Err(Error::graph(format!("graph \"{name}\": {kind} \"{}\" has window {w}: {why}", n.name)));
+    }
+    Ok(())
 }
 
 /// Walks every path with the stack of open splits; pairs each split with its closer.

@@ -49,11 +49,11 @@ mod trace;
 mod transport;
 mod wire;
 
-pub use cli::{exit_code, median, Repeat, RuntimeArgs};
+pub use cli::{exit_code, median, parse_args, Repeat, RuntimeArgs};
 pub use collection::Collection;
 pub use error::{Error, ErrorKind};
 pub use graph::Graph;
-pub use node::{branch, Either, Node, Path, DEFAULT_WINDOW};
+pub use node::{branch, Either, Node, Path, DEFAULT_WINDOW, MAX_WINDOW};
 pub use ops::{Merge, MergeFn, Posted, Stream};
 pub use route::{Route, RouteCtx};
 pub use runtime::{Pending, Runtime};

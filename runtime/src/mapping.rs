@@ -8,6 +8,10 @@
 
 use crate::Error;
 
+/// The most threads a collection may have: far more than any machine runs usefully, and a
+/// mistyped count (`"all*1000000000"`) is rejected instead of exhausting memory.
+pub(crate) const MAX_THREADS: usize = 1 << 20;
+
 /// Parses `mapping` for a job of `hosts.len()` ranks, where `hosts[r]` is rank r's host name.
 /// Returns the rank of each thread.
 pub(crate) fn parse(mapping: &str, hosts: &[String]) -> Result<Vec<usize>, Error> {
@@ -30,6 +34,10 @@ pub(crate) fn parse(mapping: &str, hosts: &[String]) -> Result<Vec<usize>, Error
             }
             None => (item, 1),
         };
+        let per_time = if what == "all" { ranks } else { 1 };
+        if times.checked_mul(per_time).is_none_or(|n| out.len() + n > MAX_THREADS) {
+            return Err(bad(format!("it names more than {MAX_THREADS} threads")));
+        }
         for _ in 0..times {
             if what == "all" {
                 out.extend(0..ranks);
@@ -94,5 +102,11 @@ mod tests {
         assert!(msg("zz").contains("no rank runs on host \"zz\""));
         assert!(msg("  ").contains("names no thread"));
         assert!(msg("1*0").contains("repeats zero times"));
+        assert!(msg("all*99999999999999999999").contains("is not a count"));
+        assert!(msg("all*1000000000000").contains("names more than 1048576 threads"));
+        assert!(msg("0*1048576 1").contains("names more than 1048576 threads"));
+        assert!(msg(&format!("0*{}", usize::MAX)).contains("names more than"));
+        assert!(msg("0*-1").contains("is not a count"));
+        assert_eq!(parse("0*1048576", &h).unwrap().len(), 1 << 20);
     }
 }

@@ -126,6 +126,10 @@ static NEXT_NODE_ID: AtomicU64 = AtomicU64::new(0);
 /// instance are in flight (created and not yet merged).
 pub const DEFAULT_WINDOW: usize = 1024;
 
+/// The largest flow-control window (slots are numbered with 32 bits, one value reserved).
+/// Use [`Node::unbounded`] for no flow control at all.
+pub const MAX_WINDOW: usize = u32::MAX as usize - 1;
+
 /// One operation of a graph, taking `I` tokens and producing `O` tokens.
 pub struct Node<I, O> {
     cell: Arc<NodeCell>,
@@ -268,20 +272,11 @@ impl<I: Token, O: Token> Node<I, O> {
     }
 
     /// Flow control: at most `window` tokens of one instance of this split (or stream) are
-    /// in flight, i.e. created and not yet merged. Default [`DEFAULT_WINDOW`].
-    ///
-    /// # Panics
-    /// If `window` is 0 or the node is a leaf or merge.
+    /// in flight, i.e. created and not yet merged. Default [`DEFAULT_WINDOW`]. Checked when
+    /// the graph is built: [`Runtime::graph`](crate::Runtime::graph) rejects a window of 0,
+    /// one above [`MAX_WINDOW`], or a window on a leaf or merge, naming the node.
     pub fn window(self, window: usize) -> Self {
-        assert!(window > 0, "dps: a window of 0 tokens would never let a token through");
-        self.edit(|n| {
-            assert!(
-                matches!(n.kind, Kind::Split | Kind::Stream),
-                "dps: only splits and streams take a window ({})",
-                n.name
-            );
-            n.window = Some(window)
-        });
+        self.edit(|n| n.window = Some(window));
         self
     }
 

@@ -16,7 +16,9 @@ use crate::error::ErrorKind;
 use crate::failure;
 use crate::graph::{self, Graph};
 use crate::node::{AnyToken, Entry, Path};
+use crate::trace::TraceFile;
 use crate::transport::mpi::{CoreShare, MpiTransport};
+use crate::transport::watchdog;
 use crate::transport::Transport;
 use crate::{mapping, Error, Token};
 
@@ -52,7 +54,8 @@ pub struct Runtime {
     workers: Mutex<Vec<JoinHandle<()>>>,
     transport: Option<Arc<dyn Transport>>,
     universe: Option<mpi::environment::Universe>,
-    trace: Option<PathBuf>,
+    /// Where rank 0 writes the trace, if tracing.
+    trace: Option<TraceFile>,
     finished: bool,
 }
 
@@ -104,20 +107,33 @@ impl Runtime {
     /// Initialises MPI (under `mpirun`, `srun`, or as a single process) and starts the
     /// runtime on this rank.
     ///
+    /// On more than one rank, a rank that stops answering for `DPS_STALL_TIMEOUT` seconds
+    /// (default 60; 0 disables) ends the job with a message naming it.
+    ///
     /// # Errors
-    /// If MPI cannot be initialised with a threading level that allows a progress thread.
+    /// If `DPS_STALL_TIMEOUT` is not a number of seconds, or MPI cannot be initialised with
+    /// a threading level that allows a progress thread.
     pub fn init() -> Result<Runtime, Error> {
+        Runtime::init_watching(watchdog::stall_timeout_from_env()?)
+    }
+
+    /// As [`Runtime::init`], with the stall timeout given (`None`: no watchdog).
+    pub(crate) fn init_watching(stall_timeout: Option<Duration>) -> Result<Runtime, Error> {
         let (universe, _) = mpi::initialize_with_threading(mpi::Threading::Multiple)
             .ok_or_else(|| Error::new(ErrorKind::Mpi, "dps: MPI was already initialised in this process"))?;
-        Runtime::from_universe(universe)
+        Runtime::start_on(universe, stall_timeout)
     }
 
     /// Starts the runtime on an MPI universe the application initialised itself (for example
     /// to run raw MPI code first). It must grant `Threading::Multiple` or `Serialized`.
     ///
     /// # Errors
-    /// If the threading level is too low.
+    /// If the threading level is too low, or `DPS_STALL_TIMEOUT` is not a number of seconds.
     pub fn from_universe(universe: mpi::environment::Universe) -> Result<Runtime, Error> {
+        Runtime::start_on(universe, watchdog::stall_timeout_from_env()?)
+    }
+
+    fn start_on(universe: mpi::environment::Universe, stall_timeout: Option<Duration>) -> Result<Runtime, Error> {
         let level = mpi::environment::threading_support();
         if level < mpi::Threading::Serialized {
             return Err(Error::new(
@@ -145,7 +161,7 @@ impl Runtime {
                 dozing: rt.engine.progress_dozing.clone(),
                 cores: (cores / ranks_on_node).max(1),
             };
-            let transport: Arc<dyn Transport> = Arc::new(MpiTransport::start(comm, deliver, share));
+            let transport: Arc<dyn Transport> = Arc::new(MpiTransport::start(comm, deliver, share, stall_timeout));
             rt.engine.set_transport(Some(transport.clone()));
             rt.transport = Some(transport);
         }
@@ -204,10 +220,54 @@ impl Runtime {
     }
 
     /// Records operation spans and messages; rank 0 writes them all to `path` (Chrome trace
-    /// JSON, opens in Perfetto) at shutdown. Call it on every rank.
-    pub fn trace_to(&mut self, path: impl Into<PathBuf>) {
+    /// JSON, opens in Perfetto) at shutdown. Collective: call it on every rank, before the
+    /// work to trace. Rank 0 checks at once that it can write there (it creates the
+    /// temporary file that becomes the trace), so a bad path fails before any work.
+    ///
+    /// # Errors
+    /// On every rank, if rank 0 cannot create a file in `path`'s directory, or `path` is a
+    /// directory.
+    pub fn trace_to(&mut self, path: impl Into<PathBuf>) -> Result<(), Error> {
+        self.trace_as(&path.into(), "trace file")
+    }
+
+    /// [`Runtime::trace_to`], with errors starting with `label` (the option that gave the
+    /// path) and the path.
+    pub(crate) fn trace_as(&mut self, path: &std::path::Path, label: &str) -> Result<(), Error> {
+        let file = if self.is_root() { Some(TraceFile::prepare(path)) } else { None };
+        let error = match &file {
+            Some(Err(e)) => Some(format!("{label} {}: {e}", path.display())),
+            _ => None,
+        };
+        let error = self.agree_with_root(error, |c| match c {
+            Control::TraceReady { error } => Some(error.clone()),
+            _ => None,
+        });
+        if let Some(e) = error {
+            return Err(Error::new(ErrorKind::Io, e));
+        }
         self.engine.tracer.enable(self.engine.rank);
-        self.trace = Some(path.into());
+        self.trace = file.and_then(Result::ok);
+        Ok(())
+    }
+
+    /// Rank 0's `verdict`, on every rank: rank 0 sends it as `Control::TraceReady`, which
+    /// the others `pick`; `None` means all is well.
+    fn agree_with_root(
+        &self,
+        verdict: Option<String>,
+        pick: impl FnMut(&Control) -> Option<Option<String>>,
+    ) -> Option<String> {
+        if self.is_root() {
+            for r in 1..self.ranks() {
+                self.engine.send_control(r, Control::TraceReady { error: verdict.clone() });
+            }
+            return verdict;
+        }
+        let timeout = Some(GRAPH_AGREEMENT_TIMEOUT);
+        self.engine
+            .wait_control(timeout, pick)
+            .unwrap_or_else(|| Some(format!("rank 0 did not answer within {timeout:?}: every rank must call trace_to")))
     }
 
     /// Creates a thread collection named `name`, mapped onto ranks by `mapping` (see the
@@ -371,8 +431,10 @@ impl Runtime {
         trace_result
     }
 
-    fn collect_trace(&self) -> Result<(), Error> {
-        let Some(path) = &self.trace else { return Ok(()) };
+    fn collect_trace(&mut self) -> Result<(), Error> {
+        if !self.engine.tracer.is_enabled() {
+            return Ok(());
+        }
         let (rank, ranks) = (self.engine.rank, self.engine.ranks);
         let mine = self.engine.tracer.take();
         if rank != 0 {
@@ -389,8 +451,10 @@ impl Runtime {
                 None => break,
             }
         }
-        crate::trace::write_file(path, &all)
-            .map_err(|e| Error::new(ErrorKind::Failed, format!("cannot write trace {}: {e}", path.display())))
+        match self.trace.take() {
+            Some(file) => file.write(&all).map_err(|e| Error::new(ErrorKind::Io, format!("dps: trace: {e}"))),
+            None => Ok(()),
+        }
     }
 
     fn stop_workers(&mut self) {
@@ -412,9 +476,14 @@ impl Drop for Runtime {
         // Dropped without shutdown(), typically because main returned an error. If every rank
         // does the same (bad input seen by all), they shut down together and each prints its
         // error; if not, the others would hang, so the job is ended.
-        if self.engine.ranks > 1 && self.finish(Some(DROP_SHUTDOWN_TIMEOUT)).is_err() {
-            eprintln!("dps: rank {}: the runtime was dropped without shutdown(); ending the job", self.engine.rank);
-            crate::transport::mpi::abort_job(1);
+        match self.finish(Some(DROP_SHUTDOWN_TIMEOUT)) {
+            Ok(()) => {}
+            // The shutdown itself went well: report, there is nobody to wait for.
+            Err(e) if e.kind() == ErrorKind::Io => eprintln!("{e}"),
+            Err(_) => {
+                eprintln!("dps: rank {}: the runtime was dropped without shutdown(); ending the job", self.engine.rank);
+                crate::transport::mpi::abort_job(1);
+            }
         }
         self.finished = true;
         self.stop_workers();

@@ -1,12 +1,22 @@
 //! Optional tracing: operation spans and messages as Chrome trace events (open the file in
 //! Perfetto or chrome://tracing). One process per rank, one track per DPS thread, and a
 //! "messages" track per rank with one instant event per message sent to another rank.
+//!
+//! Rank 0 writes the file. Its place is checked before any work ([`TraceFile::prepare`]
+//! creates the temporary file beside it), so a bad path fails at once rather than after a
+//! long computation. The JSON goes to that temporary file, synced, then renamed over the
+//! path: a failed write leaves no partial trace. A path that is not a regular file (a
+//! device such as `/dev/stdout`) is written directly.
 
 use std::collections::HashMap;
-use std::fmt::Write;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
 
 #[derive(Default)]
 pub(crate) struct Tracer {
@@ -17,16 +27,45 @@ pub(crate) struct Tracer {
 #[derive(Default)]
 struct TraceData {
     rank: usize,
-    events: String,
+    events: Vec<Event>,
     tracks: HashMap<String, usize>,
+}
+
+/// One Chrome trace event; absent fields are left out of the JSON.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub(crate) struct Event {
+    ph: char,
+    name: String,
+    pid: usize,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tid: Option<usize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ts: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    dur: Option<f64>,
+    /// Scope of an instant event ('t': its thread).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    s: Option<char>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    args: Option<Args>,
+}
+
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+struct Args {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    bytes: Option<usize>,
+}
+
+impl Event {
+    fn new(ph: char, name: impl Into<String>, pid: usize) -> Self {
+        Event { ph, name: name.into(), pid, tid: None, ts: None, dur: None, s: None, args: None }
+    }
 }
 
 fn now_us() -> f64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64() * 1e6).unwrap_or(0.0)
-}
-
-fn escape(s: &str) -> String {
-    s.replace('\\', "\\\\").replace('"', "\\\"")
 }
 
 impl TraceData {
@@ -36,12 +75,10 @@ impl TraceData {
         }
         let t = self.tracks.len() + 1;
         self.tracks.insert(name.to_string(), t);
-        let _ = write!(
-            self.events,
-            "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{t},\"args\":{{\"name\":\"{}\"}}}},",
-            self.rank,
-            escape(name)
-        );
+        let mut e = Event::new('M', "thread_name", self.rank);
+        e.tid = Some(t);
+        e.args = Some(Args { name: Some(name.to_string()), bytes: None });
+        self.events.push(e);
         t
     }
 }
@@ -50,10 +87,9 @@ impl Tracer {
     pub(crate) fn enable(&self, rank: usize) {
         let mut d = self.inner.lock().unwrap();
         d.rank = rank;
-        let _ = write!(
-            d.events,
-            "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{rank},\"args\":{{\"name\":\"rank {rank}\"}}}},"
-        );
+        let mut e = Event::new('M', "process_name", rank);
+        e.args = Some(Args { name: Some(format!("rank {rank}")), bytes: None });
+        d.events.push(e);
         self.enabled.store(true, Ordering::SeqCst);
     }
 
@@ -71,12 +107,9 @@ impl Tracer {
         let end = now_us();
         let mut d = self.inner.lock().unwrap();
         let (tid, pid) = (d.track(thread), d.rank);
-        let _ = write!(
-            d.events,
-            "{{\"ph\":\"X\",\"name\":\"{}\",\"pid\":{pid},\"tid\":{tid},\"ts\":{start:.1},\"dur\":{:.1}}},",
-            escape(op),
-            end - start
-        );
+        let mut e = Event::new('X', op, pid);
+        (e.tid, e.ts, e.dur) = (Some(tid), Some(start), Some(end - start));
+        d.events.push(e);
         r
     }
 
@@ -88,23 +121,158 @@ impl Tracer {
         let ts = now_us();
         let mut d = self.inner.lock().unwrap();
         let (tid, pid) = (d.track("messages"), d.rank);
-        let _ = write!(
-            d.events,
-            "{{\"ph\":\"i\",\"s\":\"t\",\"name\":\"to rank {to}\",\"pid\":{pid},\"tid\":{tid},\"ts\":{ts:.1},\"args\":{{\"bytes\":{bytes}}}}},"
-        );
+        let mut e = Event::new('i', format!("to rank {to}"), pid);
+        (e.tid, e.ts, e.s) = (Some(tid), Some(ts), Some('t'));
+        e.args = Some(Args { name: None, bytes: Some(bytes) });
+        d.events.push(e);
     }
 
-    /// Takes the events recorded so far (comma-terminated JSON objects).
+    /// Takes the events recorded so far, as a JSON array (to send to rank 0).
     pub(crate) fn take(&self) -> String {
-        std::mem::take(&mut self.inner.lock().unwrap().events)
+        let events = std::mem::take(&mut self.inner.lock().unwrap().events);
+        serde_json::to_string(&events).unwrap_or_else(|_| "[]".into())
     }
 }
 
-/// Writes the events of all ranks as one Chrome trace file.
-pub(crate) fn write_file(path: &std::path::Path, events: &[String]) -> std::io::Result<()> {
-    let mut all: String = events.concat();
-    if all.ends_with(',') {
-        all.pop();
+/// The file as Chrome and Perfetto read it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TraceJson<'a> {
+    display_time_unit: &'a str,
+    trace_events: Vec<Event>,
+}
+
+/// Where rank 0 writes the trace, made ready before any work.
+#[derive(Debug)]
+pub(crate) struct TraceFile {
+    path: PathBuf,
+    out: Out,
+}
+
+#[derive(Debug)]
+enum Out {
+    /// Beside the path, renamed over it once complete.
+    Temp(tempfile::NamedTempFile),
+    /// The path is not a regular file (a device): written in place.
+    Device(File),
+}
+
+impl TraceFile {
+    /// Checks that the trace can be written to `path`: creates the temporary file beside it
+    /// (or opens it, if it exists and is not a regular file).
+    ///
+    /// # Errors
+    /// What is wrong with the path, for a message that names it.
+    pub(crate) fn prepare(path: &Path) -> Result<TraceFile, String> {
+        let out = match std::fs::metadata(path) {
+            Ok(m) if m.is_dir() => return Err("it is a directory".into()),
+            Ok(m) if !m.is_file() => Out::Device(
+                File::options().write(true).open(path).map_err(|e| format!("cannot open it for writing: {e}"))?,
+            ),
+            _ => {
+                let name = path.file_name().ok_or("it names no file")?;
+                let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+                let mut prefix = std::ffi::OsString::from(".");
+                prefix.push(name);
+                prefix.push(".");
+                let temp = tempfile::Builder::new()
+                    .prefix(&prefix)
+                    .suffix(".tmp")
+                    .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
+                    .tempfile_in(dir)
+                    .map_err(|e| format!("cannot create a file in directory \"{}\": {}", dir.display(), os_error(e)))?;
+                Out::Temp(temp)
+            }
+        };
+        Ok(TraceFile { path: path.to_path_buf(), out })
     }
-    std::fs::write(path, format!("{{\"displayTimeUnit\":\"ms\",\"traceEvents\":[{all}]}}\n"))
+
+    /// Writes the events of all ranks (one JSON array per rank) as one Chrome trace.
+    ///
+    /// # Errors
+    /// If an array is malformed or the file cannot be written; then no partial file is left.
+    pub(crate) fn write(self, per_rank: &[String]) -> Result<(), String> {
+        let mut trace_events = Vec::new();
+        for (i, events) in per_rank.iter().enumerate() {
+            let events: Vec<Event> = serde_json::from_str(events)
+                .map_err(|e| format!("the events of rank #{i} to arrive are malformed: {e}"))?;
+            trace_events.extend(events);
+        }
+        let trace = TraceJson { display_time_unit: "ms", trace_events };
+        let failed = |e: io::Error| format!("cannot write {}: {e}", self.path.display());
+        match self.out {
+            Out::Temp(mut temp) => {
+                write_json(temp.as_file_mut(), &trace).map_err(failed)?;
+                temp.as_file().sync_all().map_err(failed)?;
+                // On failure `temp` is dropped with the error, which deletes the file.
+                temp.persist(&self.path).map_err(|e| failed(e.error))?;
+            }
+            Out::Device(mut file) => write_json(&mut file, &trace).map_err(failed)?,
+        }
+        Ok(())
+    }
+}
+
+/// The operating system's own error, without the name of the temporary file that
+/// `tempfile` appends (it was never created and would only confuse).
+fn os_error(e: io::Error) -> String {
+    let text = e.to_string();
+    text.split(" at path \"").next().unwrap_or_default().to_string()
+}
+
+fn write_json(file: &mut File, trace: &TraceJson) -> io::Result<()> {
+    let mut w = BufWriter::new(file);
+    serde_json::to_writer(&mut w, trace)?;
+    w.write_all(b"\n")?;
+    w.flush()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn events_of(tracer: &Tracer) -> Vec<serde_json::Value> {
+        serde_json::from_str(&tracer.take()).unwrap()
+    }
+
+    #[test]
+    fn names_are_escaped_properly() {
+        let t = Tracer::default();
+        t.enable(3);
+        let odd = "quote \" backslash \\ newline \n tab \t bell \u{7} ünïcode";
+        t.span(odd, odd, || ());
+        let events = events_of(&t);
+        assert_eq!(events[1]["args"]["name"], odd, "thread name");
+        assert_eq!(events[2]["name"], odd, "span name");
+        assert_eq!(events[2]["pid"], 3);
+    }
+
+    #[test]
+    fn writes_the_trace_and_leaves_no_temporary_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.json");
+        std::fs::write(&path, "old").unwrap();
+        let t = Tracer::default();
+        t.enable(0);
+        t.message(1, 42);
+        TraceFile::prepare(&path).unwrap().write(&[t.take(), "[]".into()]).unwrap();
+        let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(trace["traceEvents"][2]["args"]["bytes"], 42);
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["t.json"]);
+    }
+
+    #[test]
+    fn bad_paths_are_caught_before_any_work() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = TraceFile::prepare(&dir.path().join("missing/t.json")).unwrap_err();
+        assert!(e.starts_with("cannot create a file in directory") && e.contains("missing"), "{e}");
+        assert_eq!(TraceFile::prepare(dir.path()).unwrap_err(), "it is a directory");
+    }
+
+    #[test]
+    fn a_full_device_is_an_error() {
+        let e = TraceFile::prepare(Path::new("/dev/full")).unwrap().write(&["[]".into()]).unwrap_err();
+        assert!(e.starts_with("cannot write /dev/full: "), "{e}");
+    }
 }

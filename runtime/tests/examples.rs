@@ -76,3 +76,71 @@ fn flow_control_keeps_a_large_split_in_bounded_memory() {
     assert!(small < 48 * 1024, "window 64: peak RSS {small} KiB");
     assert!(large > small + 50 * 1024, "unbounded split should need far more memory: {large} vs {small} KiB");
 }
+
+/// Runs an example as a single process (no mpirun), under a timeout.
+fn alone(name: &str, args: &[&str]) -> std::process::Output {
+    std::process::Command::new("timeout")
+        .args(["-k", "5", "60"])
+        .arg(example(name))
+        .args(args)
+        .env("RUST_BACKTRACE", "0")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn bad_options_are_one_line_errors_with_exit_code_2() {
+    let cases: &[(&str, &[&str], &str)] = &[
+        (
+            "flood",
+            &["--window", "0"],
+            "split \"emit\" has window 0: a window of 0 tokens would never let a token through",
+        ),
+        ("flood", &["--window", "18446744073709551615"], "it is above dps::MAX_WINDOW"),
+        ("flood", &["--window", "abc"], "invalid value 'abc' for '--window <WINDOW>'"),
+        ("flood", &["--tokens", "-1"], "invalid value '-1' for '--tokens <TOKENS>'"),
+        ("flood", &["--map", "all*99999999999"], "it names more than 1048576 threads"),
+        ("flood", &["--map", "0*0"], "repeats zero times"),
+        ("flood", &["--stall-timeout", "-1"], "'--stall-timeout <SECS>': not a positive time"),
+        ("flood", &["--bogus"], "unexpected argument '--bogus'"),
+        ("uppercase", &["--map", ""], "it names no thread"),
+        ("uppercase", &["--map", "all*99999999999999999999"], "is not a count"),
+        ("uppercase", &["--stall-timeout", "x"], "not a number"),
+    ];
+    for (name, args, expect) in cases {
+        let out = alone(name, args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{name} {args:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "{name} {args:?}: one line expected:\n{stderr}");
+        assert!(stderr.starts_with(&format!("{name}: ")) && stderr.contains(expect), "{name} {args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{name} {args:?}: no work may be done");
+    }
+    let job = mpirun(2, &example("flood"), &["--window", "0"]);
+    assert_eq!(job.status.code(), Some(2), "{}", job.stderr);
+    assert!(job.stderr.contains("has window 0") && !job.stderr.contains("panicked"), "{}", job.stderr);
+}
+
+#[test]
+fn a_trace_path_that_cannot_be_written_fails_before_any_work() {
+    let dir = std::env::temp_dir().join(format!("dps-missing-{}", std::process::id()));
+    let path = dir.join("t.json");
+    for ranks in [1, 2] {
+        let job = mpirun(ranks, &example("uppercase"), &["--trace", path.to_str().unwrap(), "never"]);
+        assert!(!job.status.success());
+        let expect = format!("--trace {}: cannot create a file in directory \"{}\"", path.display(), dir.display());
+        assert!(job.stderr.contains(&expect), "{ranks} ranks: stderr lacks {expect}:\n{}", job.stderr);
+        assert!(!job.stdout.contains("NEVER"), "no work may have been done");
+    }
+    assert!(!dir.exists());
+}
+
+#[test]
+fn a_full_device_as_trace_is_a_clear_error() {
+    let job = mpirun(2, &example("uppercase"), &["--trace", "/dev/full", "full"]);
+    assert_eq!(job.status.code(), Some(2), "{}", job.stderr);
+    assert!(
+        job.stderr.contains("uppercase: dps: trace: cannot write /dev/full: No space left on device"),
+        "{}",
+        job.stderr
+    );
+}

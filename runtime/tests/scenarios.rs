@@ -387,6 +387,12 @@ fn invalid_graphs_are_rejected_with_names() {
     let merge = Node::merge("orphan_merge", &main, Sum);
     let err = rt.graph("orphan", merge).unwrap_err().to_string();
     assert!(err.contains("merge \"orphan_merge\" has no split before it"), "{err}");
+    let shut = Node::split("shut", &main, route::fixed(0), |_: &mut (), n: u64| 0..n).window(0);
+    let err = rt.graph("window 0", shut >> Node::merge("sum", &main, Sum)).unwrap_err().to_string();
+    assert!(err.contains("split \"shut\" has window 0: a window of 0 tokens would never let a token through"), "{err}");
+    let leaf = Node::leaf("windowed_leaf", &main, route::fixed(0), |_: &mut (), x: u64| x).window(4);
+    let err = rt.graph("leaf window", leaf).unwrap_err().to_string();
+    assert!(err.contains("leaf \"windowed_leaf\" has window 4: only splits and streams take a window"), "{err}");
     rt.shutdown().unwrap();
 }
 

@@ -91,8 +91,10 @@ pub(crate) enum Control {
     Done { from: u32 },
     /// Rank 0 to all: shut down.
     Shutdown,
-    /// Rank `from`'s trace events (JSON objects, comma-separated).
+    /// Rank `from`'s trace events (a JSON array).
     Trace { from: u32, events: String },
+    /// Rank 0 to all: whether it can write the trace file (`None`) or what is wrong.
+    TraceReady { error: Option<String> },
 }
 
 /// A token, moved (same rank) or encoded (from another rank).

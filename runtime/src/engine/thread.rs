@@ -34,8 +34,41 @@ struct OpenRun {
     merge_thread: u32,
     source: Source,
     /// Free flow-control slots; `None` when the opener has no window.
-    free: Option<Vec<u32>>,
+    free: Option<Slots>,
     emitted: u64,
+}
+
+/// The free slots of a window, handed out lowest first, then most recently returned first.
+/// Slots never used are not stored: a window of a billion costs no more than one of ten.
+struct Slots {
+    returned: Vec<u32>,
+    /// Slots `fresh..window` have never been used.
+    fresh: u32,
+    window: u32,
+}
+
+impl Slots {
+    fn new(window: usize) -> Self {
+        // Graph validation keeps windows within `MAX_WINDOW`.
+        Slots { returned: Vec::new(), fresh: 0, window: u32::try_from(window).unwrap_or(u32::MAX - 1) }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.returned.is_empty() && self.fresh == self.window
+    }
+
+    fn take(&mut self) -> Option<u32> {
+        self.returned.pop().or_else(|| {
+            (self.fresh < self.window).then(|| {
+                self.fresh += 1;
+                self.fresh - 1
+            })
+        })
+    }
+
+    fn give_back(&mut self, slot: u32) {
+        self.returned.push(slot);
+    }
 }
 
 enum Source {
@@ -103,7 +136,7 @@ impl ThreadBody {
                 // Credits for an instance that has produced all its tokens are dropped.
                 if let Some(run) = self.opens.get_mut(&instance) {
                     if let Some(free) = &mut run.free {
-                        free.push(slot);
+                        free.give_back(slot);
                     }
                     self.pump(engine, instance);
                 }
@@ -134,7 +167,7 @@ impl ThreadBody {
             closer.coll.name
         );
         let instance = engine.new_instance();
-        let free = n.window.map(|w| (0..w as u32).rev().collect());
+        let free = n.window.map(Slots::new);
         let run = OpenRun { graph: g, node, ctx, merge_thread: merge_at as u32, source, free, emitted: 0 };
         self.opens.insert(instance, run);
         self.pump(engine, instance);
@@ -155,7 +188,7 @@ impl ThreadBody {
                 Source::Stream { pending, .. } => pending.pop_front(),
             };
             let Some(token) = token else { break };
-            let slot = run.free.as_mut().map_or(NO_SLOT, |f| f.pop().unwrap());
+            let slot = run.free.as_mut().map_or(NO_SLOT, |f| f.take().expect("dps: a free slot was checked"));
             run.emitted += 1;
             let mut ctx = run.ctx.clone();
             ctx.frames.push(Frame { instance, opener: self.addr, slot, merge_thread: run.merge_thread });

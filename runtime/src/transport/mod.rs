@@ -1,6 +1,7 @@
 //! Transports move encoded frames between ranks. The engine sees only this trait.
 
 pub(crate) mod mpi;
+pub(crate) mod watchdog;
 
 use crate::wire::WireToken;
 

@@ -10,6 +10,9 @@
 //! waits on its channel in short steps; while the rank's workers fill its share of the
 //! cores it polls for much less time and waits longer and longer, since every poll would
 //! then be taken from a computation.
+//!
+//! The thread also runs the stall watchdog (`transport::watchdog`): heartbeats around a ring
+//! of ranks, so that a rank that stops answering ends the job with its name instead of a hang.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -23,11 +26,20 @@ use mpi::request::{Request, StaticScope};
 use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::CommunicatorCollectives;
 
+use super::watchdog::{Verdict, Watchdog};
 use super::Transport;
 use crate::wire::{self, InFrame, WireToken};
 
 const TAG_PACKET: i32 = 1;
 const TAG_BULK: i32 = 2;
+/// An empty message that only says "this rank is alive" (see `transport::watchdog`).
+const TAG_HEARTBEAT: i32 = 3;
+/// Exit code of a job ended by the stall watchdog.
+const STALL_EXIT_CODE: i32 = 102;
+/// The watchdog's clock is read every this many rounds of the loop, and after every wait.
+const ROUNDS_PER_CHECK: u32 = 16;
+/// After the shutdown barrier, how long the last heartbeats may take to leave.
+const LAST_SENDS_TIMEOUT: Duration = Duration::from_secs(5);
 /// A packet is sent once it holds this many bytes, even if more frames are queued.
 const PACKET_LIMIT: usize = 256 * 1024;
 /// How long an idle progress thread keeps polling before it waits on its channel (polls
@@ -93,14 +105,21 @@ unsafe impl Send for SendComm {}
 type Deliver = Arc<dyn Fn(&[u8], Option<WireToken>) + Send + Sync>;
 
 impl MpiTransport {
-    pub(crate) fn start(comm: SimpleCommunicator, deliver: Deliver, share: CoreShare) -> Self {
+    /// Starts the progress thread; `stall_timeout` (`None`: no watchdog) as in
+    /// `transport::watchdog`.
+    pub(crate) fn start(
+        comm: SimpleCommunicator,
+        deliver: Deliver,
+        share: CoreShare,
+        stall_timeout: Option<Duration>,
+    ) -> Self {
         let (tx, rx) = crossbeam_channel::unbounded();
         let comm = SendComm(comm);
         let thread = std::thread::Builder::new()
             .name("dps-progress".into())
             .spawn(move || {
                 let comm = comm;
-                Progress::new(comm.0, rx, deliver, share).run()
+                Progress::new(comm.0, rx, deliver, share, stall_timeout).run()
             })
             .expect("dps: cannot spawn the progress thread");
         MpiTransport { tx, thread: Mutex::new(Some(thread)) }
@@ -128,6 +147,8 @@ impl Transport for MpiTransport {
 enum Keep {
     Packet(#[allow(dead_code)] Vec<u8>),
     Token(#[allow(dead_code)] Arc<WireToken>),
+    /// A heartbeat: a static empty buffer.
+    Nothing,
 }
 
 struct Progress {
@@ -140,11 +161,20 @@ struct Progress {
     /// Per source: frames received, waiting for their bulk messages (with the count received).
     incoming: Vec<VecDeque<(InFrame, usize)>>,
     share: CoreShare,
+    watchdog: Option<Watchdog>,
 }
 
 impl Progress {
-    fn new(comm: SimpleCommunicator, rx: Receiver<Outgoing>, deliver: Deliver, share: CoreShare) -> Self {
+    fn new(
+        comm: SimpleCommunicator,
+        rx: Receiver<Outgoing>,
+        deliver: Deliver,
+        share: CoreShare,
+        stall_timeout: Option<Duration>,
+    ) -> Self {
         let n = comm.size() as usize;
+        let rank = comm.rank() as usize;
+        let watchdog = stall_timeout.filter(|_| n > 1).map(|t| Watchdog::new(rank, n, t, Instant::now()));
         Progress {
             comm,
             rx,
@@ -153,6 +183,7 @@ impl Progress {
             sends: Vec::new(),
             incoming: (0..n).map(|_| VecDeque::new()).collect(),
             share,
+            watchdog,
         }
     }
 
@@ -163,7 +194,16 @@ impl Progress {
         let mut idle_since = Instant::now();
         let mut within_poll_time = true;
         let mut busy_wait = BUSY_WAIT;
+        let mut rounds: u32 = 0;
+        // The clock started with the watchdog: tell the next rank at once.
+        if self.watchdog.is_some() {
+            self.heartbeat();
+        }
         loop {
+            rounds = rounds.wrapping_add(1);
+            if rounds.is_multiple_of(ROUNDS_PER_CHECK) {
+                self.watch();
+            }
             let mut busy = false;
             loop {
                 match self.rx.try_recv() {
@@ -187,10 +227,17 @@ impl Progress {
             if finishing && self.sends.is_empty() {
                 // Every rank has completed its sends once the barrier completes.
                 match barrier.take() {
-                    None => barrier = Some(self.comm.immediate_barrier()),
+                    None => {
+                        barrier = Some(self.comm.immediate_barrier());
+                        // From now on the previous rank may leave at any time.
+                        if let Some(w) = &mut self.watchdog {
+                            w.stop_watching();
+                        }
+                    }
                     Some(b) => match b.test() {
                         Ok(_) => {
                             self.receive_all();
+                            self.complete_last_sends();
                             return;
                         }
                         Err(b) => barrier = Some(b),
@@ -234,6 +281,7 @@ impl Progress {
             if dozing {
                 self.share.dozing.store(false, Ordering::SeqCst);
             }
+            self.watch();
             match woken {
                 Ok(out) => {
                     (idle, busy_wait) = (0, BUSY_WAIT);
@@ -246,6 +294,43 @@ impl Progress {
                 Err(_) if saturated && self.sends.is_empty() => busy_wait = (busy_wait * 2).min(BUSY_WAIT_MAX),
                 Err(_) => {}
             }
+        }
+    }
+
+    /// Runs the watchdog's check: sends a heartbeat when one is due, ends the job when the
+    /// watched rank has been silent for too long.
+    fn watch(&mut self) {
+        let Some(w) = &mut self.watchdog else { return };
+        match w.check(Instant::now()) {
+            Verdict::Fine => {}
+            Verdict::Beat => self.heartbeat(),
+            Verdict::Stalled(line) => {
+                eprintln!("{line}");
+                abort_job(STALL_EXIT_CODE)
+            }
+        }
+    }
+
+    fn heartbeat(&mut self) {
+        let Some(w) = &self.watchdog else { return };
+        static NOTHING: [u8; 0] = [];
+        let next = self.comm.process_at_rank(w.next as i32);
+        self.sends.push((next.immediate_send_with_tag(StaticScope, &NOTHING[..], TAG_HEARTBEAT), Keep::Nothing));
+    }
+
+    /// Completes the sends still in flight after the shutdown barrier: heartbeats sent while
+    /// it was pending (a request must not be dropped before it completes). A heartbeat is an
+    /// empty message, so this takes no time unless the next rank is gone; then they are
+    /// left to MPI rather than holding up the exit.
+    fn complete_last_sends(&mut self) {
+        let start = Instant::now();
+        while !self.sends.is_empty() && start.elapsed() < LAST_SENDS_TIMEOUT {
+            self.complete_sends();
+            std::thread::yield_now();
+        }
+        for (request, keep) in self.sends.drain(..) {
+            std::mem::forget(request);
+            std::mem::forget(keep);
         }
     }
 
@@ -275,6 +360,9 @@ impl Progress {
         let (packet, tokens) = std::mem::take(&mut self.packets[dest]);
         if packet.is_empty() {
             return;
+        }
+        if let Some(w) = &mut self.watchdog {
+            w.sent_to(dest);
         }
         let target = self.comm.process_at_rank(dest as i32);
         let bytes = as_static(packet.as_ptr(), packet.len());
@@ -312,7 +400,14 @@ impl Progress {
         while let Some((msg, status)) = self.comm.any_process().immediate_matched_probe() {
             any = true;
             let src = status.source_rank() as usize;
+            if let Some(w) = &mut self.watchdog {
+                w.heard_from(src);
+            }
             match status.tag() {
+                TAG_HEARTBEAT => {
+                    let _ = (msg, status).matched_receive_vec::<u8>();
+                    continue;
+                }
                 TAG_PACKET => {
                     let (packet, _) = (msg, status).matched_receive_vec::<u8>();
                     let frames = wire::parse_packet(&packet)
