@@ -10,6 +10,8 @@
 use std::fmt;
 use std::process::ExitCode;
 
+pub use dps::launch_rank;
+
 /// Exit code of a run refused because of its input.
 pub const BAD_INPUT: u8 = 2;
 /// Exit code of a run that failed.
@@ -44,31 +46,15 @@ pub fn input<T>(checked: anyhow::Result<T>) -> anyhow::Result<T> {
     checked.map_err(|e| if is_bad_input(&e) { e } else { BadInput(format!("{e:#}")).into() })
 }
 
-/// This process's rank as the launcher (mpirun, srun, hydra) announced it, before MPI is
-/// initialised; `None` for a plain process.
-pub fn launch_rank() -> Option<usize> {
-    ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"]
-        .iter()
-        .find_map(|var| std::env::var(var).ok()?.parse().ok())
-}
-
 /// Whether this process prints what every rank would print alike.
 fn prints_shared_messages() -> bool {
     launch_rank().unwrap_or(0) == 0
 }
 
-/// Parses the program's options like `clap::Parser::parse`, but an option error is printed
-/// by rank 0 only (exit code 2), and `--help`/`--version` print once (exit code 0).
+/// Parses the program's options ([`dps::parse_args`] under the command's name): an option
+/// error is one line printed by rank 0 only (exit code 2); `--help`/`--version` print once.
 pub fn parse_args<A: clap::Parser>() -> A {
-    match A::try_parse() {
-        Ok(args) => args,
-        Err(e) => {
-            if prints_shared_messages() {
-                let _ = e.print();
-            }
-            std::process::exit(if e.use_stderr() { i32::from(BAD_INPUT) } else { 0 })
-        }
-    }
+    dps::parse_args(A::command().get_name())
 }
 
 /// True for a [`BadInput`] anywhere in the chain, or a runtime error about the program's

@@ -93,17 +93,32 @@ pub fn median(values: &[f64]) -> f64 {
     v[v.len() / 2]
 }
 
+/// This process's rank as the launcher (mpirun, srun, hydra) announced it in the
+/// environment, readable before MPI is initialised; `None` for a plain process.
+pub fn launch_rank() -> Option<usize> {
+    ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"]
+        .iter()
+        .find_map(|var| std::env::var(var).ok()?.parse().ok())
+}
+
 /// Parses the command line into `T`, or ends the program: `--help` and `--version` print
 /// and exit 0; a bad option prints one line, `program: what is wrong`, and exits with code
-/// 2 (clap's own report adds a usage block, repeated by every rank of a job).
+/// 2 (clap's own report adds a usage block). Every rank of a job parses the same line, so
+/// only rank 0 ([`launch_rank`]) prints.
 pub fn parse_args<T: clap::Parser>(program: &str) -> T {
     T::try_parse().unwrap_or_else(|e| {
+        let prints = launch_rank().unwrap_or(0) == 0;
         if !e.use_stderr() {
-            e.exit(); // --help, --version
+            if prints {
+                e.exit(); // --help, --version
+            }
+            std::process::exit(0)
         }
-        let text = e.to_string();
-        let first = text.lines().next().unwrap_or_default();
-        eprintln!("{program}: {}", first.strip_prefix("error: ").unwrap_or(first));
+        if prints {
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or_default();
+            eprintln!("{program}: {}", first.strip_prefix("error: ").unwrap_or(first));
+        }
         std::process::exit(2)
     })
 }
