@@ -18,8 +18,8 @@ use clap::Parser;
 use dps_harness::{BadInput, OutputFile};
 use serde_json::Value;
 
-use crate::cli::{check_options, Cli};
-use crate::tsplib::Instance;
+use crate::cli::{check_options, run_bytes, Cli, Variant};
+use crate::tsplib::{Instance, MAX_CITIES};
 
 /// Most ranks one run of the bench may have.
 pub const MAX_RANKS: usize = 64;
@@ -94,6 +94,16 @@ fn check(b: &BenchArgs) -> Result<()> {
     if b.seeds.is_empty() && !b.random.is_empty() {
         dps_harness::bad_input!("--seeds: give at least one seed for --random");
     }
+    let most_ranks = b.ranks.iter().copied().max().unwrap_or(1);
+    for &n in &b.random {
+        if !(3..=MAX_CITIES).contains(&n) {
+            dps_harness::bad_input!("--random {n}: give 3 to {MAX_CITIES} cities");
+        }
+        // The runs are launched one at a time, on this node: the largest needs this much.
+        let (rank0, other) = run_bytes(n, Variant::Fast, 1);
+        let need = rank0.saturating_add(other.saturating_mul(most_ranks as u64 - 1));
+        dps_harness::check_memory(&format!("--random {n} on {most_ranks} ranks"), need, need)?;
+    }
     let extra: Vec<&str> = b.extra.split_whitespace().collect();
     if let Some(o) = extra.iter().find(|o| ["--tour-out", "--plot", "--trace"].iter().any(|w| o.starts_with(w))) {
         dps_harness::bad_input!("--extra \"{}\": {o}: the bench's runs write no files", b.extra);
@@ -107,7 +117,10 @@ fn check_run(args: &[String], extra: &str) -> Result<()> {
         .chain(args.iter().map(String::as_str))
         .chain(["--json", "--verify"])
         .chain(extra.split_whitespace());
-    let refuse = |why: String| BadInput::new(format!("--extra \"{extra}\": {why}"));
+    let refuse = |why: String| match extra.trim() {
+        "" => BadInput::new(format!("the run \"{}\": {why}", args.join(" "))),
+        _ => BadInput::new(format!("--extra \"{extra}\": {why}")),
+    };
     let cli = Cli::try_parse_from(argv).map_err(|e| {
         let text = e.render().to_string();
         refuse(text.lines().next().unwrap_or_default().trim_start_matches("error: ").to_string())
@@ -148,12 +161,14 @@ fn cases(b: &BenchArgs) -> Result<Vec<Case>> {
 }
 
 /// The lines of a failed run's standard error that are the program's own messages (not
-/// mpirun's banner about the failed process), or its last line if there is none.
+/// mpirun's banner about the failed process); if there is none, the last line with words
+/// in it (not a row of dashes or stars).
 fn child_error(stderr: &str) -> String {
     let own: Vec<&str> =
         stderr.lines().filter(|l| l.starts_with("dps-tsp:") || l.starts_with("error:")).map(str::trim).collect();
     if own.is_empty() {
-        stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message").trim().to_string()
+        let words = |l: &&str| l.chars().any(char::is_alphanumeric);
+        stderr.lines().rev().find(words).unwrap_or("no message").trim().to_string()
     } else {
         own.join("; ")
     }
@@ -198,6 +213,10 @@ pub fn run(b: &BenchArgs) -> Result<()> {
     }
     let out = OutputFile::create("--out", &b.out)?;
     let cases = cases(b)?;
+    if dps_harness::launch_rank().is_some() {
+        // Open MPI refuses to start mpirun from a process mpirun started.
+        dps_harness::bad_input!("bench launches its own mpirun jobs: run `dps-tsp bench` directly, not under mpirun");
+    }
     let mut table = String::from("| instance | n | known optimum | length | proven optimal | verified |");
     for r in &b.ranks {
         let _ = write!(table, " nodes ({r}r) | seconds ({r}r) |");
@@ -262,6 +281,8 @@ mod tests {
                       --------------------------------------------------------------------------\n";
         assert_eq!(child_error(stderr), "dps-tsp: x.tsp: line 3: DIMENSION 0: a tour needs at least 3 cities");
         assert_eq!(child_error("something\nelse\n\n"), "else");
+        let recursive = "\n*****\n\nmpirun does not support recursive calls\n\n*****\n";
+        assert_eq!(child_error(recursive), "mpirun does not support recursive calls");
         assert_eq!(child_error(""), "no message");
     }
 

@@ -150,6 +150,7 @@ pub fn check_options(args: &SolveArgs) -> Result<()> {
     }
     if let Some(t) = args.time_limit {
         if !(t > 0.0 && t <= MAX_TIME_LIMIT_S) {
+            let t = if t.abs() < 1e15 { t.to_string() } else { format!("{t:e}") };
             dps_harness::bad_input!(
                 "--time-limit {t}: give a number of seconds above 0 and at most {MAX_TIME_LIMIT_S:e} (leave the option \
                  out for no limit)"
@@ -353,14 +354,31 @@ fn report(
         // A failed run leaves no output file: the temporary files are removed on drop.
         anyhow::bail!("the tour failed verification");
     }
-    if let Some(file) = outputs.tour {
-        file.write_and_commit(tour_io::to_tsplib(&inst.name, s.length, &s.tour).as_bytes())?;
+    outputs.write(inst, s)
+}
+
+impl Outputs {
+    /// Writes every output into its temporary file, then renames them all: a failed write
+    /// (a full disk) leaves none of them behind.
+    fn write(mut self, inst: &Instance, s: &Solution) -> Result<()> {
+        let fill = |file: &mut OutputFile, bytes: &[u8]| {
+            let path = file.path().display().to_string();
+            file.file()
+                .write_all(bytes)
+                .and_then(|()| file.file().flush())
+                .with_context(|| format!("cannot write {path}"))
+        };
+        if let Some(file) = &mut self.tour {
+            fill(file, tour_io::to_tsplib(&inst.name, s.length, &s.tour).as_bytes())?;
+        }
+        if let (Some(file), Some(coords)) = (&mut self.plot, &inst.coords) {
+            fill(file, &plot::png(coords, &s.tour).context("cannot draw the plot")?)?;
+        }
+        for file in [self.tour, self.plot].into_iter().flatten() {
+            file.commit()?;
+        }
+        Ok(())
     }
-    if let (Some(file), Some(coords)) = (outputs.plot, &inst.coords) {
-        let png = plot::png(coords, &s.tour).context("cannot draw the plot")?;
-        file.write_and_commit(&png)?;
-    }
-    Ok(())
 }
 
 /// `--verify`, failing closed: a tour was found, it visits every city once, its length

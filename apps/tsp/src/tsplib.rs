@@ -64,21 +64,27 @@ pub struct WeightError {
     pub n: usize,
 }
 
-impl fmt::Display for WeightError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (i, j, n) = (self.i + 1, self.j + 1, self.n);
+impl WeightError {
+    /// The message, with `city` naming a (0-based) city: "3", or "3 (line 9)".
+    pub fn describe(&self, city: impl Fn(usize) -> String) -> String {
+        let (i, j, n) = (city(self.i), city(self.j), self.n);
         match self.weight {
-            Some(w) if w < 0 => write!(f, "the distance between cities {i} and {j} is negative ({w})"),
+            Some(w) if w < 0 => format!("the distance between cities {i} and {j} is negative ({w})"),
             w => {
                 let w = w.map_or("not a finite number below 2^63".to_string(), |w| w.to_string());
-                write!(
-                    f,
-                    "the largest distance, between cities {i} and {j}, is {w}; with {n} cities at most {} is \
-                     allowed ({n} x weight <= 2^53, so that tour lengths cannot overflow): scale the instance down",
+                format!(
+                    "the largest distance, between cities {i} and {j}, is {w}; with {n} cities at most {} is allowed \
+                     ({n} x weight <= 2^53, so that tour lengths cannot overflow): scale the instance down",
                     weight_limit(n)
                 )
             }
         }
+    }
+}
+
+impl fmt::Display for WeightError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.describe(|c| (c + 1).to_string()))
     }
 }
 
@@ -429,10 +435,8 @@ pub fn parse_with(
             return err(last, format!("EDGE_WEIGHT_TYPE {} but no NODE_COORD_SECTION", metric.keyword()));
         };
         let lines = c.lines;
-        Instance::from_coords(&name, metric, c.xy).map_err(|e| {
-            let (i, j) = (e.i.max(e.j), e.i.min(e.j));
-            pe(lines[i], format!("{e} (cities {} on line {} and {} on line {})", i + 1, lines[i], j + 1, lines[j]))
-        })
+        Instance::from_coords(&name, metric, c.xy)
+            .map_err(|e| pe(lines[e.i.max(e.j)], e.describe(|c| format!("{} (line {})", c + 1, lines[c]))))
     }
 }
 

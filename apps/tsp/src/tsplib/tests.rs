@@ -120,7 +120,7 @@ fn non_finite_coordinates_are_refused_on_their_line() {
 fn distances_beyond_the_weight_bound_are_refused_naming_the_cities() {
     let e = err_of(&coords_file(&[("0", "0"), ("1e300", "0"), ("2", "2")]));
     assert!(e.message.contains("not a finite number below 2^63"), "{e}");
-    assert!(e.message.contains("cities 2 on line 7 and 1 on line 6"), "{e}");
+    assert!(e.message.contains("between cities 2 (line 7) and 1 (line 6)"), "{e}");
     assert!(e.message.contains("scale the instance down"), "{e}");
     // Finite and representable, but n * weight > 2^53.
     let e = err_of(&coords_file(&[("0", "0"), ("4e15", "0"), ("1", "0")]));
