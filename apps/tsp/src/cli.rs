@@ -398,3 +398,43 @@ fn verify(inst: &Instance, s: &Solution) -> Result<(), String> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn solution(length: i64, tour: Vec<usize>, complete: bool) -> Solution {
+        Solution { length, tour, complete, nodes: 1, jobs: 0, idle: 0 }
+    }
+
+    /// `--verify` passes only a real tour of the reported length that the dynamic program
+    /// does not contradict.
+    #[test]
+    fn verify_fails_closed() {
+        let inst = Instance::random(8, 1);
+        let (opt, tour) = dp::solve(&inst).unwrap();
+        verify(&inst, &solution(opt, tour.clone(), true)).unwrap();
+        assert!(verify(&inst, &solution(opt, Vec::new(), false)).is_err(), "no tour");
+        assert!(verify(&inst, &solution(opt - 1, tour.clone(), false)).is_err(), "wrong length");
+        assert!(verify(&inst, &solution(-opt, tour.clone(), false)).is_err(), "negative length");
+        let mut twice = tour.clone();
+        twice[1] = twice[2];
+        assert!(verify(&inst, &solution(opt, twice, false)).is_err(), "not a permutation");
+        // A longer tour claimed optimal contradicts the dynamic program.
+        let mut worse = tour;
+        worse.swap(1, 4);
+        let len = inst.tour_length(&worse);
+        if len != opt {
+            assert!(verify(&inst, &solution(len, worse.clone(), true)).is_err(), "false proof");
+            verify(&inst, &solution(len, worse, false)).unwrap();
+        }
+    }
+
+    #[test]
+    fn run_memory_saturates_instead_of_wrapping() {
+        assert_eq!(run_bytes(usize::MAX, Variant::Fast, MAX_THREADS), (u64::MAX, u64::MAX));
+        let (rank0, other) = run_bytes(100, Variant::Fast, 2);
+        assert_eq!((rank0, other), (80_000 + 3 * 90_000, 80_000 + 2 * 90_000));
+        assert_eq!(run_bytes(100, Variant::Thesis, 4), (80_000, 80_000));
+    }
+}
