@@ -4,15 +4,25 @@
 //! other in the same invocation (`--repeat` times, median kept); writes a markdown table
 //! with nodes, seconds, proven optimality and the speedup of the last rank count over the
 //! first. Times include the first tour (local search), which runs on rank 0 alone.
+//!
+//! Everything is checked before the first run is launched: the options, the output path,
+//! every instance, and every run's arguments (including `--extra`) parsed as a run would
+//! parse them. A run that fails anyway is reported with its own error message.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
+use clap::Parser;
+use dps_harness::{BadInput, OutputFile};
 use serde_json::Value;
 
-use crate::tsplib::Instance;
+use crate::cli::{check_options, run_bytes, Cli, Variant};
+use crate::tsplib::{Instance, MAX_CITIES};
+
+/// Most ranks one run of the bench may have.
+pub const MAX_RANKS: usize = 64;
 
 /// The workspace's mpirun wrapper (Open MPI's environment for root and oversubscription).
 const MPIRUN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/mpirun");
@@ -29,19 +39,20 @@ pub struct BenchArgs {
     /// Seeds of the random instances.
     #[arg(long, value_delimiter = ',', default_value = "1")]
     pub seeds: Vec<u64>,
-    /// Rank counts to run (the speedup column compares the last with the first).
-    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    /// Rank counts to run, 1 to 64 (the speedup column compares the last with the first).
+    #[arg(long, value_delimiter = ',', default_value = "1,2", allow_negative_numbers = true)]
     pub ranks: Vec<usize>,
-    /// Seconds after which one run is killed.
-    #[arg(long, default_value_t = 300)]
+    /// Seconds after which one run is killed (at least 1).
+    #[arg(long, default_value_t = 300, allow_negative_numbers = true)]
     pub timeout: u64,
     /// Where to write the markdown table (also printed).
     #[arg(long, default_value = "results/tsp-bench.md")]
     pub out: PathBuf,
-    /// Runs per instance and rank count; the table shows the median time.
-    #[arg(long, default_value_t = 3)]
+    /// Runs per instance and rank count (at least 1); the table shows the median time.
+    #[arg(long, default_value_t = 3, allow_negative_numbers = true)]
     pub repeat: usize,
-    /// Extra options for every run (e.g. "--steps 64").
+    /// Extra options for every run (e.g. "--steps 64"); runs write no files, so not
+    /// --tour-out, --plot or --trace.
     #[arg(long, allow_hyphen_values = true, default_value = "")]
     pub extra: String,
 }
@@ -66,14 +77,69 @@ struct Case {
     optimum: Option<i64>,
 }
 
+/// Checks the bench's own options.
+fn check(b: &BenchArgs) -> Result<()> {
+    if b.ranks.is_empty() {
+        dps_harness::bad_input!("--ranks: give at least one rank count");
+    }
+    if let Some(r) = b.ranks.iter().find(|&&r| !(1..=MAX_RANKS).contains(&r)) {
+        dps_harness::bad_input!("--ranks {r}: each rank count must be 1 to {MAX_RANKS}");
+    }
+    if b.repeat == 0 {
+        dps_harness::bad_input!("--repeat 0: give at least 1 run per instance");
+    }
+    if b.timeout == 0 {
+        dps_harness::bad_input!("--timeout 0: give at least 1 second (0 would turn the timeout off)");
+    }
+    if b.seeds.is_empty() && !b.random.is_empty() {
+        dps_harness::bad_input!("--seeds: give at least one seed for --random");
+    }
+    let most_ranks = b.ranks.iter().copied().max().unwrap_or(1);
+    for &n in &b.random {
+        if !(3..=MAX_CITIES).contains(&n) {
+            dps_harness::bad_input!("--random {n}: give 3 to {MAX_CITIES} cities");
+        }
+        // The runs are launched one at a time, on this node: the largest needs this much.
+        let (rank0, other) = run_bytes(n, Variant::Fast, 1);
+        let need = rank0.saturating_add(other.saturating_mul(most_ranks as u64 - 1));
+        dps_harness::check_memory(&format!("--random {n} on {most_ranks} ranks"), need, need)?;
+    }
+    let extra: Vec<&str> = b.extra.split_whitespace().collect();
+    if let Some(o) = extra.iter().find(|o| ["--tour-out", "--plot", "--trace"].iter().any(|w| o.starts_with(w))) {
+        dps_harness::bad_input!("--extra \"{}\": {o}: the bench's runs write no files", b.extra);
+    }
+    Ok(())
+}
+
+/// Checks a run's arguments as the run itself would parse and check them.
+fn check_run(args: &[String], extra: &str) -> Result<()> {
+    let argv = std::iter::once("dps-tsp")
+        .chain(args.iter().map(String::as_str))
+        .chain(["--json", "--verify"])
+        .chain(extra.split_whitespace());
+    let refuse = |why: String| match extra.trim() {
+        "" => BadInput::new(format!("the run \"{}\": {why}", args.join(" "))),
+        _ => BadInput::new(format!("--extra \"{extra}\": {why}")),
+    };
+    let cli = Cli::try_parse_from(argv).map_err(|e| {
+        let text = e.render().to_string();
+        refuse(text.lines().next().unwrap_or_default().trim_start_matches("error: ").to_string())
+    })?;
+    if cli.command.is_some() {
+        return Err(refuse("a run takes no subcommand".into()).into());
+    }
+    check_options(&cli.solve).map_err(|e| refuse(format!("{e:#}")))?;
+    Ok(())
+}
+
 fn cases(b: &BenchArgs) -> Result<Vec<Case>> {
     let optima = known_optima(&b.dir);
     let mut cases = Vec::new();
-    let entries = std::fs::read_dir(&b.dir).with_context(|| format!("cannot read {}", b.dir.display()))?;
+    let entries = std::fs::read_dir(&b.dir).map_err(|e| BadInput::new(format!("--dir {}: {e}", b.dir.display())))?;
     for entry in entries {
-        let path = entry?.path();
+        let path = entry.map_err(|e| BadInput::new(format!("--dir {}: {e}", b.dir.display())))?.path();
         if path.extension().is_some_and(|e| e == "tsp") {
-            let inst = Instance::read(&path)?;
+            let inst = Instance::read(&path).map_err(|e| BadInput::new(e.to_string()))?;
             let optimum = optima.iter().find(|(n, _)| *n == inst.name).map(|o| o.1);
             cases.push(Case { name: inst.name, n: inst.n, args: vec![path.display().to_string()], optimum });
         }
@@ -84,8 +150,28 @@ fn cases(b: &BenchArgs) -> Result<Vec<Case>> {
             cases.push(Case { name: format!("random{n} seed {seed}"), n, args, optimum: None });
         }
     }
+    if cases.is_empty() {
+        dps_harness::bad_input!("--dir {} has no .tsp files and no --random sizes are given", b.dir.display());
+    }
+    for case in &cases {
+        check_run(&case.args, &b.extra)?;
+    }
     cases.sort_by(|a, b| (a.n, &a.name).cmp(&(b.n, &b.name)));
     Ok(cases)
+}
+
+/// The lines of a failed run's standard error that are the program's own messages (not
+/// mpirun's banner about the failed process); if there is none, the last line with words
+/// in it (not a row of dashes or stars).
+fn child_error(stderr: &str) -> String {
+    let own: Vec<&str> =
+        stderr.lines().filter(|l| l.starts_with("dps-tsp:") || l.starts_with("error:")).map(str::trim).collect();
+    if own.is_empty() {
+        let words = |l: &&str| l.chars().any(char::is_alphanumeric);
+        stderr.lines().rev().find(words).unwrap_or("no message").trim().to_string()
+    } else {
+        own.join("; ")
+    }
 }
 
 /// Runs one solve on `ranks` ranks and returns its JSON record.
@@ -100,12 +186,13 @@ fn run_one(ranks: usize, case: &Case, b: &BenchArgs) -> Result<Value> {
         .output()
         .with_context(|| format!("cannot run {MPIRUN}"))?;
     if !out.status.success() {
-        bail!(
-            "{} on {ranks} ranks failed ({}): {}",
-            case.name,
-            out.status,
-            String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")
-        );
+        let what = format!("{} on {ranks} ranks", case.name);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        match out.status.code() {
+            Some(124) => bail!("{what} timed out after {} s (--timeout)", b.timeout),
+            Some(2) => return Err(BadInput::new(format!("{what}: {}", child_error(&stderr))).into()),
+            _ => bail!("{what} failed ({}): {}", out.status, child_error(&stderr)),
+        }
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
     let line = stdout.lines().rev().find(|l| l.starts_with('{')).context("no JSON line in the output")?;
@@ -115,8 +202,21 @@ fn run_one(ranks: usize, case: &Case, b: &BenchArgs) -> Result<Value> {
 /// Runs the table and writes it.
 ///
 /// # Errors
-/// If an instance cannot be read, a run fails or the table cannot be written.
+/// [`BadInput`] for unusable options, an unreadable instance or output path (before any
+/// run); other errors if a run fails or the table cannot be written.
 pub fn run(b: &BenchArgs) -> Result<()> {
+    check(b)?;
+    if let Some(dir) = b.out.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            BadInput::new(format!("--out {}: cannot create the directory {}: {e}", b.out.display(), dir.display()))
+        })?;
+    }
+    let out = OutputFile::create("--out", &b.out)?;
+    let cases = cases(b)?;
+    if dps_harness::launch_rank().is_some() {
+        // Open MPI refuses to start mpirun from a process mpirun started.
+        dps_harness::bad_input!("bench launches its own mpirun jobs: run `dps-tsp bench` directly, not under mpirun");
+    }
     let mut table = String::from("| instance | n | known optimum | length | proven optimal | verified |");
     for r in &b.ranks {
         let _ = write!(table, " nodes ({r}r) | seconds ({r}r) |");
@@ -124,11 +224,11 @@ pub fn run(b: &BenchArgs) -> Result<()> {
     table.push_str(" speedup |\n|---|---|---|---|---|---|");
     table.push_str(&"---|---|".repeat(b.ranks.len()));
     table.push_str("---|\n");
-    for case in cases(b)? {
+    for case in cases {
         let mut runs = Vec::new();
         for &r in &b.ranks {
             let mut reps = Vec::new();
-            for _ in 0..b.repeat.max(1) {
+            for _ in 0..b.repeat {
                 let rec = run_one(r, &case, b)?;
                 eprintln!("{} on {r} ranks: {rec}", case.name);
                 reps.push(rec);
@@ -164,10 +264,36 @@ pub fn run(b: &BenchArgs) -> Result<()> {
         let _ = writeln!(table, " {:.2} |", secs(&runs[0]) / secs(last));
     }
     print!("{table}");
-    if let Some(dir) = b.out.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)?;
-    }
-    std::fs::write(&b.out, &table).with_context(|| format!("cannot write {}", b.out.display()))?;
+    out.write_and_commit(table.as_bytes())?;
     eprintln!("wrote {}", b.out.display());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_run_shows_its_own_message_not_mpiruns_banner() {
+        let stderr = "dps-tsp: x.tsp: line 3: DIMENSION 0: a tour needs at least 3 cities\n\
+                      --------------------------------------------------------------------------\n\
+                      prterun detected that one or more processes exited with non-zero status,\n\
+                      --------------------------------------------------------------------------\n";
+        assert_eq!(child_error(stderr), "dps-tsp: x.tsp: line 3: DIMENSION 0: a tour needs at least 3 cities");
+        assert_eq!(child_error("something\nelse\n\n"), "else");
+        let recursive = "\n*****\n\nmpirun does not support recursive calls\n\n*****\n";
+        assert_eq!(child_error(recursive), "mpirun does not support recursive calls");
+        assert_eq!(child_error(""), "no message");
+    }
+
+    #[test]
+    fn forwarded_options_are_checked_as_the_run_checks_them() {
+        let args = vec!["--random".to_string(), "10".to_string()];
+        check_run(&args, "--steps 64").unwrap();
+        let e = check_run(&args, "--bogus").unwrap_err();
+        assert!(e.is::<BadInput>() && e.to_string().contains("--bogus"), "{e}");
+        let e = check_run(&args, "--steps 0").unwrap_err();
+        assert!(e.to_string().contains("--steps 0"), "{e}");
+        assert!(check_run(&args, "--json").is_err(), "--json twice");
+    }
 }

@@ -16,6 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::deadline::Deadline;
 use crate::tsplib::Instance;
 
 /// An undirected edge `(i, j)` with `i < j`.
@@ -250,17 +251,19 @@ pub struct AscentParams {
     pub lambda: f64,
     /// λ is halved after this many iterations without a better bound.
     pub patience: usize,
+    /// The ascent stops here with the best bound so far (still a valid bound).
+    pub deadline: Deadline,
 }
 
 impl AscentParams {
     /// For the root: long, from zero multipliers.
     pub fn root(n: usize) -> AscentParams {
-        AscentParams { iterations: 50 * n + 1000, lambda: 2.0, patience: n.max(20) }
+        AscentParams { iterations: 50 * n + 1000, lambda: 2.0, patience: n.max(20), deadline: Deadline::NONE }
     }
 
     /// For a search node, warm-started from its parent's multipliers.
     pub fn node(n: usize) -> AscentParams {
-        AscentParams { iterations: n.max(30), lambda: 0.5, patience: 10 }
+        AscentParams { iterations: n.max(30), lambda: 0.5, patience: 10, deadline: Deadline::NONE }
     }
 }
 
@@ -407,6 +410,9 @@ impl<'a> HeldKarp<'a> {
         let mut best_pi = pi.clone();
         let (mut lambda, mut stale) = (p.lambda, 0);
         for _ in 0..p.iterations {
+            if p.deadline.passed() && !best.edges.is_empty() {
+                break;
+            }
             if self.one_tree(&pi, &mut tree).is_none() {
                 return Bounded::Pruned;
             }
@@ -478,7 +484,7 @@ mod tests {
     fn held_karp_bound_never_exceeds_the_optimum() {
         for seed in 0..20 {
             let inst = Instance::random(10, seed);
-            let (opt, _) = dp::solve(&inst);
+            let (opt, _) = dp::solve(&inst).unwrap();
             let c = Constraints::build(inst.n, &Branch::default()).unwrap();
             let mut hk = HeldKarp::new(&inst);
             match hk.bound(&c, &vec![0.0; inst.n], opt + 1, AscentParams::root(inst.n)) {

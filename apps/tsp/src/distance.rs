@@ -4,10 +4,22 @@
 //! integer, CEIL_2D rounds it up, ATT is the pseudo-Euclidean distance of the att48/att532
 //! instances, and GEO reads coordinates as `DDD.MM` (degrees and minutes) and measures the
 //! great-circle distance on TSPLIB's idealised sphere (radius 6378.388 km).
+//!
+//! Every function computes in `f64` and converts once, in [`to_weight`]: a distance that is
+//! not a finite number below 2^63 (huge coordinates overflow `dx²`) is `None` from
+//! [`Metric::weight`] and `i64::MAX` from the others, never a wrapped or zero value (`f64 as
+//! i64` would turn NaN into 0). The instance's weight bound then refuses it.
 
 /// TSPLIB's `nint`: round half up, then truncate (coordinates are non-negative distances).
+/// Saturates at `i64::MAX` (NaN too).
 pub fn nint(x: f64) -> i64 {
-    (x + 0.5) as i64
+    to_weight((x + 0.5).trunc()).unwrap_or(i64::MAX)
+}
+
+/// An integral distance as an `i64`, or `None` if it is not a finite number in `0..2^63`.
+pub fn to_weight(x: f64) -> Option<i64> {
+    // 2^63 is exactly representable; every f64 below it converts without saturating.
+    (x.is_finite() && (0.0..9_223_372_036_854_775_808.0).contains(&x)).then_some(x as i64)
 }
 
 /// How the distance between two cities is computed.
@@ -37,18 +49,27 @@ impl Metric {
         }
     }
 
-    /// The distance between points `a` and `b` (not for [`Metric::Explicit`]).
+    /// The distance between points `a` and `b` (not for [`Metric::Explicit`]), or `None`
+    /// if it is not a finite integer below 2^63.
+    ///
+    /// # Panics
+    /// For [`Metric::Explicit`], which has no function.
+    pub fn weight(self, a: [f64; 2], b: [f64; 2]) -> Option<i64> {
+        to_weight(match self {
+            Metric::Euc2d => (euclid(a, b) + 0.5).trunc(),
+            Metric::Ceil2d => euclid(a, b).ceil(),
+            Metric::Att => att_f64(a, b),
+            Metric::Geo => geo_f64(a, b),
+            Metric::Explicit => panic!("EXPLICIT distances come from the matrix, not from coordinates"),
+        })
+    }
+
+    /// As [`weight`](Self::weight), saturating at `i64::MAX`.
     ///
     /// # Panics
     /// For [`Metric::Explicit`], which has no function.
     pub fn distance(self, a: [f64; 2], b: [f64; 2]) -> i64 {
-        match self {
-            Metric::Euc2d => euc_2d(a, b),
-            Metric::Ceil2d => ceil_2d(a, b),
-            Metric::Att => att(a, b),
-            Metric::Geo => geo(a, b),
-            Metric::Explicit => panic!("EXPLICIT distances come from the matrix, not from coordinates"),
-        }
+        self.weight(a, b).unwrap_or(i64::MAX)
     }
 }
 
@@ -59,21 +80,26 @@ fn euclid(a: [f64; 2], b: [f64; 2]) -> f64 {
 
 /// EUC_2D: the Euclidean distance rounded to the nearest integer.
 pub fn euc_2d(a: [f64; 2], b: [f64; 2]) -> i64 {
-    nint(euclid(a, b))
+    Metric::Euc2d.distance(a, b)
 }
 
 /// CEIL_2D: the Euclidean distance rounded up.
 pub fn ceil_2d(a: [f64; 2], b: [f64; 2]) -> i64 {
-    euclid(a, b).ceil() as i64
+    Metric::Ceil2d.distance(a, b)
 }
 
 /// ATT: TSPLIB's pseudo-Euclidean distance.
 pub fn att(a: [f64; 2], b: [f64; 2]) -> i64 {
+    Metric::Att.distance(a, b)
+}
+
+/// ATT in `f64`: `t = nint(r)`, plus one if `t < r`.
+fn att_f64(a: [f64; 2], b: [f64; 2]) -> f64 {
     let (dx, dy) = (a[0] - b[0], a[1] - b[1]);
     let r = ((dx * dx + dy * dy) / 10.0).sqrt();
-    let t = nint(r);
-    if (t as f64) < r {
-        t + 1
+    let t = (r + 0.5).trunc();
+    if t < r {
+        t + 1.0
     } else {
         t
     }
@@ -96,12 +122,19 @@ fn geo_radians(x: f64) -> f64 {
 
 /// GEO: the great-circle distance in km between `(latitude, longitude)` points in `DDD.MM`.
 pub fn geo(a: [f64; 2], b: [f64; 2]) -> i64 {
+    Metric::Geo.distance(a, b)
+}
+
+/// GEO in `f64`. The cosine is clamped to [-1, 1]: rounding can push it just outside, where
+/// `acos` is NaN (TSPLIB's C code would then convert NaN to an integer, undefined).
+fn geo_f64(a: [f64; 2], b: [f64; 2]) -> f64 {
     let (lat_a, lon_a) = (geo_radians(a[0]), geo_radians(a[1]));
     let (lat_b, lon_b) = (geo_radians(b[0]), geo_radians(b[1]));
     let q1 = (lon_a - lon_b).cos();
     let q2 = (lat_a - lat_b).cos();
     let q3 = (lat_a + lat_b).cos();
-    (GEO_RADIUS * (0.5 * ((1.0 + q1) * q2 - (1.0 - q1) * q3)).acos() + 1.0) as i64
+    let cosine = (0.5 * ((1.0 + q1) * q2 - (1.0 - q1) * q3)).clamp(-1.0, 1.0);
+    (GEO_RADIUS * cosine.acos() + 1.0).trunc()
 }
 
 #[cfg(test)]
@@ -147,5 +180,22 @@ mod tests {
         assert_eq!(geo([16.47, 96.10], [20.09, 92.54]), 510);
         // A point to itself: acos(1) = 0, plus 1, truncated: 1 (TSPLIB's formula as written).
         assert_eq!(geo([38.24, 20.42], [38.24, 20.42]), 1);
+    }
+
+    #[test]
+    fn huge_or_invalid_distances_are_none_never_wrapped_or_zero() {
+        let far = [1e300, 0.0];
+        for m in [Metric::Euc2d, Metric::Ceil2d, Metric::Att] {
+            assert_eq!(m.weight([0.0, 0.0], far), None, "{m:?}");
+            assert_eq!(m.distance([0.0, 0.0], far), i64::MAX, "{m:?}");
+            assert_eq!(m.weight([0.0, 0.0], [f64::NAN, 0.0]), None, "{m:?}: NaN is not 0");
+            assert_eq!(m.weight([f64::INFINITY, 0.0], [0.0, 0.0]), None, "{m:?}");
+        }
+        assert_eq!(to_weight(9.2e18), Some(9_200_000_000_000_000_000));
+        assert_eq!(to_weight(9.3e18), None);
+        assert_eq!(to_weight(-1.0), None);
+        assert_eq!(nint(f64::NAN), i64::MAX);
+        // Absurd GEO coordinates still give a distance on the sphere.
+        assert!(Metric::Geo.weight([1e300, 3.0], [-1e300, 7.0]).is_some_and(|d| d <= 20_040));
     }
 }

@@ -1,4 +1,9 @@
 //! The exact Held-Karp dynamic program, `O(2^n n²)`: the serial reference for small instances.
+//!
+//! Every sum is checked: a path length that would overflow is an error, never a wrapped
+//! number (the reference `--verify` trusts must not lie either).
+
+use anyhow::{bail, Context, Result};
 
 use crate::tsplib::Instance;
 
@@ -7,14 +12,17 @@ pub const MAX_CITIES: usize = 16;
 
 /// The optimal tour length and a tour achieving it (starting at city 0).
 ///
-/// # Panics
-/// If the instance has more than [`MAX_CITIES`] cities.
-pub fn solve(inst: &Instance) -> (i64, Vec<usize>) {
+/// # Errors
+/// If the instance has more than [`MAX_CITIES`] cities, or a path length overflows `i64`.
+pub fn solve(inst: &Instance) -> Result<(i64, Vec<usize>)> {
     let n = inst.n;
-    assert!(n <= MAX_CITIES, "the dynamic program handles at most {MAX_CITIES} cities, not {n}");
-    if n == 1 {
-        return (0, vec![0]);
+    if n > MAX_CITIES {
+        bail!("the dynamic program handles at most {MAX_CITIES} cities, not {n}");
     }
+    if n == 1 {
+        return Ok((0, vec![0]));
+    }
+    let overflow = || format!("a path length of {} overflows 64-bit integers", inst.name);
     // best[set][j]: shortest path from 0 through the cities of `set` (over 1..n, bit j-1),
     // ending at j (which is in `set`).
     let m = n - 1;
@@ -35,7 +43,7 @@ pub fn solve(inst: &Instance) -> (i64, Vec<usize>) {
                     continue;
                 }
                 let next = set | (1 << k);
-                let cand = here + inst.d(j + 1, k + 1);
+                let cand = here.checked_add(inst.d(j + 1, k + 1)).with_context(overflow)?;
                 if cand < best[next * m + k] {
                     best[next * m + k] = cand;
                     from[next * m + k] = j as u8;
@@ -46,7 +54,7 @@ pub fn solve(inst: &Instance) -> (i64, Vec<usize>) {
     let last = full - 1;
     let (mut end, mut len) = (0, i64::MAX);
     for j in 0..m {
-        let cand = best[last * m + j].saturating_add(inst.d(j + 1, 0));
+        let cand = best[last * m + j].checked_add(inst.d(j + 1, 0)).with_context(overflow)?;
         if cand < len {
             (end, len) = (j, cand);
         }
@@ -62,7 +70,7 @@ pub fn solve(inst: &Instance) -> (i64, Vec<usize>) {
     }
     tour.push(0);
     tour.reverse();
-    (len, tour)
+    Ok((len, tour))
 }
 
 #[cfg(test)]
@@ -96,7 +104,7 @@ mod tests {
         for n in 3..=8 {
             for seed in 0..5 {
                 let inst = Instance::random(n, seed);
-                let (len, tour) = solve(&inst);
+                let (len, tour) = solve(&inst).unwrap();
                 assert_eq!(len, brute(&inst), "n {n} seed {seed}");
                 assert_eq!(inst.tour_length(&tour), len);
                 let mut sorted = tour.clone();
@@ -104,5 +112,17 @@ mod tests {
                 assert_eq!(sorted, (0..n).collect::<Vec<_>>());
             }
         }
+    }
+
+    /// Weights near 2^63 (which the instance constructors refuse) are an error, not the
+    /// wrapped "optimum" the unchecked sums gave.
+    #[test]
+    fn overflowing_sums_are_an_error() {
+        // Every path of three edges overflows: the unchecked sums wrapped to negative lengths.
+        let big = i64::MAX / 2;
+        let dist = (0..16).map(|k| if k % 5 == 0 { 0 } else { big }).collect();
+        let e = solve(&Instance::unchecked_matrix(4, dist)).unwrap_err();
+        assert!(e.to_string().contains("overflows"), "{e}");
+        assert!(solve(&Instance::random(MAX_CITIES + 1, 1)).is_err());
     }
 }

@@ -27,11 +27,13 @@ use std::cmp::Ordering as CmpOrdering;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Result;
 use dps::{route, MergeFn, Node, Runtime, Token};
 use serde::{Deserialize, Serialize};
+
+use crate::deadline::Deadline;
 
 /// How long a slave holds an idle token before returning it.
 const IDLE_PAUSE: Duration = Duration::from_millis(1);
@@ -40,8 +42,9 @@ const IDLE_PAUSE: Duration = Duration::from_millis(1);
 pub trait Kernel: Send + Sync + 'static {
     /// A job: a subproblem a slave can search (and resume).
     type Job: Token + Clone;
-    /// The jobs to start with, generated on the master from the best tour length known.
-    fn initial(&self, upper: i64) -> Initial<Self::Job>;
+    /// The jobs to start with, generated on the master from the best tour length known,
+    /// cut short at the `deadline` (the jobs not yet expanded are then the first jobs).
+    fn initial(&self, upper: i64, deadline: Deadline) -> Initial<Self::Job>;
     /// The master's order: smaller first.
     fn priority(&self, job: &Self::Job) -> f64;
     /// True if a queued job cannot hold a tour shorter than `upper`.
@@ -98,6 +101,7 @@ pub struct Start {
     /// The best tour known, as city indices.
     pub tour: Vec<usize>,
     /// Stop handing out jobs after this many seconds (the result is then not proven).
+    /// Negative or NaN counts as 0.
     pub time_limit: Option<f64>,
 }
 
@@ -148,7 +152,7 @@ struct Master<J> {
     seq: u64,
     in_flight: usize,
     best: (i64, Vec<usize>),
-    deadline: Option<Instant>,
+    deadline: Deadline,
     complete: bool,
     nodes: u64,
     jobs: u64,
@@ -185,7 +189,7 @@ impl<K: Kernel> Iterator for Dispatch<K> {
 
     fn next(&mut self) -> Option<Work<K::Job>> {
         let mut m = self.master.lock().unwrap();
-        if m.deadline.is_some_and(|d| Instant::now() >= d) && !m.queue.is_empty() {
+        if m.deadline.passed() && !m.queue.is_empty() {
             m.queue.clear();
             m.complete = false;
         }
@@ -242,16 +246,21 @@ impl<K: Kernel> Search<K> {
         let k = kernel.clone();
         let master = rt.collection("master", "0", move |_| MasterThread::<K> {
             kernel: k.clone(),
-            master: Arc::new(Mutex::new(new_master(i64::MAX, Vec::new(), None))),
+            master: Arc::new(Mutex::new(new_master(i64::MAX, Vec::new(), Deadline::NONE))),
         })?;
         // The best length known on this rank, shared by its slaves.
         let rank_best = Arc::new(AtomicI64::new(i64::MAX));
         let slaves = rt.collection("slaves", &format!("all*{}", layout.threads), move |_| rank_best.clone())?;
-        let window = layout.pipeline_depth.max(1) * layout.threads * rt.ranks();
+        let window = layout
+            .pipeline_depth
+            .max(1)
+            .checked_mul(layout.threads)
+            .and_then(|w| w.checked_mul(rt.ranks()))
+            .ok_or_else(|| dps_harness::BadInput::new("--pipeline-depth x --threads x ranks overflows"))?;
 
         let dispatch = Node::split("dispatch", &master, route::fixed(0), |s: &mut MasterThread<K>, start: Start| {
-            let deadline = start.time_limit.map(|t| Instant::now() + Duration::from_secs_f64(t));
-            let Initial { jobs, nodes, tour } = s.kernel.initial(start.upper);
+            let deadline = Deadline::after(start.time_limit);
+            let Initial { jobs, nodes, tour } = s.kernel.initial(start.upper, deadline);
             let mut m = new_master(start.upper, start.tour, deadline);
             m.nodes = nodes;
             if let Some((len, t)) = tour {
@@ -322,7 +331,7 @@ impl<K: Kernel> Search<K> {
     }
 }
 
-fn new_master<J>(upper: i64, tour: Vec<usize>, deadline: Option<Instant>) -> Master<J> {
+fn new_master<J>(upper: i64, tour: Vec<usize>, deadline: Deadline) -> Master<J> {
     Master {
         queue: BinaryHeap::new(),
         seq: 0,

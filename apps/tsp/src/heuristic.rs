@@ -5,6 +5,7 @@
 
 use rand::{Rng, SeedableRng};
 
+use crate::deadline::Deadline;
 use crate::tsplib::Instance;
 
 /// The nearest-neighbour tour from city 0.
@@ -22,14 +23,18 @@ pub fn nearest_neighbour(inst: &Instance) -> Vec<usize> {
     tour
 }
 
-/// Improves `tour` by 2-opt moves (reversing a segment) until none helps.
-pub fn two_opt(inst: &Instance, tour: &mut [usize]) -> bool {
+/// Improves `tour` by 2-opt moves (reversing a segment) until none helps or the `deadline`
+/// passes.
+pub fn two_opt(inst: &Instance, tour: &mut [usize], deadline: Deadline) -> bool {
     let n = tour.len();
     let mut any = false;
     let mut improved = true;
     while improved {
         improved = false;
         for i in 0..n - 1 {
+            if deadline.passed() {
+                return any;
+            }
             let (a, b) = (tour[i], tour[i + 1]);
             let dab = inst.d(a, b);
             for j in i + 2..n {
@@ -50,8 +55,8 @@ pub fn two_opt(inst: &Instance, tour: &mut [usize]) -> bool {
 }
 
 /// Improves `tour` by Or-opt moves (moving a segment of 1 to 3 cities elsewhere, possibly
-/// reversed) until none helps.
-pub fn or_opt(inst: &Instance, tour: &mut Vec<usize>) -> bool {
+/// reversed) until none helps or the `deadline` passes.
+pub fn or_opt(inst: &Instance, tour: &mut Vec<usize>, deadline: Deadline) -> bool {
     let n = tour.len();
     let mut any = false;
     let mut improved = true;
@@ -59,6 +64,9 @@ pub fn or_opt(inst: &Instance, tour: &mut Vec<usize>) -> bool {
         improved = false;
         'search: for len in 1..=3.min(n - 3) {
             for i in 1..n - len {
+                if deadline.passed() {
+                    return any;
+                }
                 let (p, s0, sl, nx) = (tour[i - 1], tour[i], tour[i + len - 1], tour[(i + len) % n]);
                 let gain = inst.d(p, s0) + inst.d(sl, nx) - inst.d(p, nx);
                 if gain <= 0 {
@@ -90,13 +98,13 @@ pub fn or_opt(inst: &Instance, tour: &mut Vec<usize>) -> bool {
     any
 }
 
-/// 2-opt and Or-opt alternately until neither improves.
-pub fn local_search(inst: &Instance, tour: &mut Vec<usize>) {
+/// 2-opt and Or-opt alternately until neither improves or the `deadline` passes.
+pub fn local_search(inst: &Instance, tour: &mut Vec<usize>, deadline: Deadline) {
     if tour.len() < 5 {
         return;
     }
-    two_opt(inst, tour);
-    while or_opt(inst, tour) && two_opt(inst, tour) {}
+    two_opt(inst, tour, deadline);
+    while or_opt(inst, tour, deadline) && two_opt(inst, tour, deadline) {}
 }
 
 /// The double-bridge kick: cuts the tour in four segments A B C D and joins them A C B D.
@@ -114,16 +122,20 @@ fn double_bridge(tour: &[usize], rng: &mut impl Rng) -> Vec<usize> {
 }
 
 /// Nearest neighbour, local search, then `kicks` rounds of iterated local search (seeded,
-/// so every run gives the same tour). Returns the length and the tour, starting at city 0.
-pub fn initial_tour(inst: &Instance, kicks: usize, seed: u64) -> (i64, Vec<usize>) {
+/// so every run gives the same tour), all cut short when the `deadline` passes. Returns the
+/// length and the tour, starting at city 0.
+pub fn initial_tour(inst: &Instance, kicks: usize, seed: u64, deadline: Deadline) -> (i64, Vec<usize>) {
     let mut best = nearest_neighbour(inst);
-    local_search(inst, &mut best);
+    local_search(inst, &mut best, deadline);
     let mut best_len = inst.tour_length(&best);
     if inst.n >= 8 {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         for _ in 0..kicks {
+            if deadline.passed() {
+                break;
+            }
             let mut cand = double_bridge(&best, &mut rng);
-            local_search(inst, &mut cand);
+            local_search(inst, &mut cand, deadline);
             let len = inst.tour_length(&cand);
             if len <= best_len {
                 (best, best_len) = (cand, len);
@@ -144,7 +156,7 @@ mod tests {
         for seed in 0..10 {
             let inst = Instance::random(30, seed);
             let nn = nearest_neighbour(&inst);
-            let (len, tour) = initial_tour(&inst, 50, seed);
+            let (len, tour) = initial_tour(&inst, 50, seed, Deadline::NONE);
             assert!(len <= inst.tour_length(&nn));
             assert_eq!(inst.tour_length(&tour), len);
             let mut sorted = tour.clone();
@@ -152,5 +164,15 @@ mod tests {
             assert_eq!(sorted, (0..30).collect::<Vec<_>>());
             assert_eq!(tour[0], 0);
         }
+    }
+
+    #[test]
+    fn a_passed_deadline_stops_the_kicks_with_a_valid_tour() {
+        let inst = Instance::random(200, 1);
+        let start = std::time::Instant::now();
+        let (len, tour) = initial_tour(&inst, 1_000_000, 1, Deadline::after(Some(0.0)));
+        assert!(start.elapsed().as_secs_f64() < 5.0, "the kicks ignored the deadline");
+        assert_eq!(inst.tour_length(&tour), len);
+        assert_eq!(tour.len(), 200);
     }
 }

@@ -8,16 +8,17 @@
 //! [`tour_io`] and [`plot`].
 //!
 //! ```
-//! use dps_tsp::{dp, heuristic, search, tsplib::Instance};
+//! use dps_tsp::{deadline::Deadline, dp, heuristic, search, tsplib::Instance};
 //! let inst = Instance::random(10, 7);
-//! let (upper, tour) = heuristic::initial_tour(&inst, 10, 1);
+//! let (upper, tour) = heuristic::initial_tour(&inst, 10, 1, Deadline::NONE);
 //! let (length, _, _) = search::solve(&inst, upper, tour);
-//! assert_eq!(length, dp::solve(&inst).0);
+//! assert_eq!(length, dp::solve(&inst).unwrap().0);
 //! ```
 
 pub mod bench;
 pub mod bound;
 pub mod cli;
+pub mod deadline;
 pub mod distance;
 pub mod dp;
 pub mod graph;
@@ -29,14 +30,4 @@ pub mod tour_io;
 pub mod tsplib;
 pub mod variants;
 
-/// Input the program cannot use (a malformed file, a bad option): exit code 2.
-#[derive(Debug)]
-pub struct BadInput(pub String);
-
-impl std::fmt::Display for BadInput {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for BadInput {}
+pub use dps_harness::BadInput;

@@ -11,25 +11,13 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
 use dps_tsp::cli::{Cli, Command};
-use dps_tsp::BadInput;
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli: Cli = dps_harness::parse_args();
     let result = match &cli.command {
         Some(Command::Bench(b)) => dps_tsp::bench::run(b),
         None => dps_tsp::cli::run(&cli.solve),
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) if e.downcast_ref::<BadInput>().is_some() => {
-            eprintln!("dps-tsp: {e}");
-            ExitCode::from(2)
-        }
-        Err(e) => {
-            eprintln!("dps-tsp: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
+    dps_harness::finish("dps-tsp", result)
 }

@@ -1,19 +1,20 @@
 //! `--plot`: the cities and the tour as a PNG (lines drawn with Bresenham's algorithm).
 
-use std::path::Path;
+use std::io::Cursor;
 
-use image::{Rgb, RgbImage};
+use image::{ImageFormat, Rgb, RgbImage};
 
 /// Image width and height in pixels.
 const SIZE: u32 = 800;
 /// Blank border in pixels.
 const MARGIN: f64 = 20.0;
 
-/// Draws `tour` over `coords` into a PNG at `path`.
+/// Draws `tour` over `coords` and encodes the image as PNG (the caller writes the bytes,
+/// through an output file that is renamed into place only when complete).
 ///
 /// # Errors
-/// If the image cannot be written.
-pub fn draw(coords: &[[f64; 2]], tour: &[usize], path: &Path) -> Result<(), image::ImageError> {
+/// If the image cannot be encoded.
+pub fn png(coords: &[[f64; 2]], tour: &[usize]) -> Result<Vec<u8>, image::ImageError> {
     let mut img = RgbImage::from_pixel(SIZE, SIZE, Rgb([255, 255, 255]));
     let pixels = to_pixels(coords);
     for k in 0..tour.len() {
@@ -27,7 +28,9 @@ pub fn draw(coords: &[[f64; 2]], tour: &[usize], path: &Path) -> Result<(), imag
             }
         }
     }
-    img.save(path)
+    let mut bytes = Vec::new();
+    img.write_to(&mut Cursor::new(&mut bytes), ImageFormat::Png)?;
+    Ok(bytes)
 }
 
 /// Scales coordinates into the image, keeping the aspect ratio, y up.

@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use serde::{Deserialize, Serialize};
 
 use crate::bound::{edge, prunes, AscentParams, Bounded, Branch, Constraints, HeldKarp};
+use crate::deadline::Deadline;
 use crate::tsplib::Instance;
 
 /// A node of the search tree.
@@ -77,12 +78,14 @@ impl<'a> Searcher<'a> {
         Searcher { inst, hk: HeldKarp::new(inst), params: AscentParams::node(inst.n) }
     }
 
-    /// The root's multipliers: a long ascent from zero against `upper`. Returns the root
-    /// node (or, if the root alone settles the problem, its expansion).
-    pub fn root(&mut self, upper: i64) -> Result<Subproblem, Expansion> {
+    /// The root's multipliers: a long ascent from zero against `upper`, cut short at the
+    /// `deadline`. Returns the root node (or, if the root alone settles the problem, its
+    /// expansion).
+    pub fn root(&mut self, upper: i64, deadline: Deadline) -> Result<Subproblem, Expansion> {
         let n = self.inst.n;
         let c = Constraints::build(n, &Branch::default()).expect("the unconstrained problem is feasible");
-        match self.hk.bound(&c, &vec![0.0; n], upper, AscentParams::root(n)) {
+        let params = AscentParams { deadline, ..AscentParams::root(n) };
+        match self.hk.bound(&c, &vec![0.0; n], upper, params) {
             Bounded::Pruned => Err(Expansion::Pruned),
             Bounded::Tour(len, tour) => Err(Expansion::Tour(len, tour)),
             Bounded::Open(lb, pi, _) => Ok(Subproblem { bound: lb, ..Subproblem::root(pi) }),
@@ -139,9 +142,12 @@ impl<'a> Searcher<'a> {
     }
 
     /// Depth-first search from `start` (explored last to first) for at most `budget`
-    /// expanded nodes. `best` is the best known tour length, shared with other searches on
-    /// this rank: it is read before every node and lowered when a better tour is found.
+    /// expanded nodes, and at least one: a budget of 0 would hand back its start unchanged,
+    /// and a master re-queueing it would loop forever. `best` is the best known tour
+    /// length, shared with other searches on this rank: it is read before every node and
+    /// lowered when a better tour is found.
     pub fn dfs(&mut self, start: Vec<Subproblem>, best: &AtomicI64, budget: u64) -> Outcome {
+        let budget = budget.max(1);
         let mut out = Outcome::default();
         let mut stack = start;
         while let Some(node) = stack.pop() {
@@ -175,7 +181,7 @@ impl<'a> Searcher<'a> {
 pub fn solve(inst: &Instance, upper: i64, tour: Vec<usize>) -> (i64, Vec<usize>, u64) {
     let mut s = Searcher::new(inst);
     let mut best = (upper, tour);
-    let root = match s.root(upper) {
+    let root = match s.root(upper, Deadline::NONE) {
         Ok(root) => root,
         Err(Expansion::Tour(len, t)) => return (len, t, 1),
         Err(_) => return (best.0, best.1, 1),
@@ -198,7 +204,7 @@ mod tests {
         for n in [5, 8, 10, 12] {
             for seed in 0..15 {
                 let inst = Instance::random(n, seed);
-                let (opt, _) = dp::solve(&inst);
+                let (opt, _) = dp::solve(&inst).unwrap();
                 // From a poor start (nearest neighbour only) so that the search has work.
                 let nn = heuristic::nearest_neighbour(&inst);
                 let (len, tour, _) = solve(&inst, inst.tour_length(&nn) + 1, nn);
@@ -211,7 +217,7 @@ mod tests {
     #[test]
     fn a_budget_returns_the_open_nodes() {
         let inst = Instance::random(12, 3);
-        let (opt, _) = dp::solve(&inst);
+        let (opt, _) = dp::solve(&inst).unwrap();
         let mut s = Searcher::new(&inst);
         let best = AtomicI64::new(i64::MAX / 4);
         let mut open = vec![Subproblem::root(vec![0.0; inst.n])];
@@ -224,5 +230,24 @@ mod tests {
         }
         assert!(nodes > 0);
         assert_eq!(best.load(Ordering::Relaxed), opt);
+    }
+
+    /// A budget of 0 still makes progress (it used to return its start unchanged, which
+    /// the distributed search re-queued forever).
+    #[test]
+    fn a_zero_budget_still_expands_a_node() {
+        let inst = Instance::random(12, 3);
+        let mut s = Searcher::new(&inst);
+        let best = AtomicI64::new(i64::MAX / 4);
+        let mut open = vec![Subproblem::root(vec![0.0; inst.n])];
+        let mut rounds = 0;
+        while !open.is_empty() {
+            let out = s.dfs(open, &best, 0);
+            assert_eq!(out.nodes, 1);
+            open = out.open;
+            rounds += 1;
+            assert!(rounds < 100_000, "no progress");
+        }
+        assert_eq!(best.load(Ordering::Relaxed), crate::dp::solve(&inst).unwrap().0);
     }
 }

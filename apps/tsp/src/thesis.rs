@@ -88,11 +88,14 @@ impl<'a> Slave<'a> {
         Slave { inst, coords, visited: vec![false; inst.n] }
     }
 
-    /// Runs `job` for fewer than `steps` steps (the thesis's `while (++count < steps)`).
-    /// Stops early when the job terminates or completes a tour no longer than its upper
-    /// bound (then `job.upper` is that tour's length). Returns the steps taken; `hook`
-    /// sees the job after every step (for tests of the visiting order).
+    /// Runs `job` for fewer than `steps` steps (the thesis's `while (++count < steps)`), but
+    /// at least one: with `steps` 0 or 1 the thesis's loop takes none, the job comes back
+    /// unchanged and the master re-queues it forever. Stops early when the job terminates
+    /// or completes a tour no longer than its upper bound (then `job.upper` is that tour's
+    /// length). Returns the loop's count; `hook` sees the job after every step (for tests
+    /// of the visiting order).
     pub fn run(&mut self, job: &mut ThesisJob, steps: u64, mut hook: impl FnMut(&ThesisJob)) -> u64 {
+        let steps = steps.max(2);
         let n = self.inst.n;
         self.visited.iter_mut().for_each(|v| *v = false);
         for &c in &job.tab {
@@ -188,7 +191,7 @@ impl<'a> Slave<'a> {
 /// and the job keeps the current one, with one more city fixed.
 pub fn expand(inst: &Instance, job: &mut ThesisJob, cutoff: usize, mut push: impl FnMut(ThesisJob)) {
     let (m, n) = (job.min_trip, inst.n);
-    if job.tab.len() <= m || m + cutoff >= n {
+    if job.tab.len() <= m || m.saturating_add(cutoff) >= n {
         return;
     }
     let prefix = &job.tab[..m];
@@ -225,7 +228,7 @@ mod tests {
     /// an unlimited budget returns the tours in DFS order, one per run (each ties the bound).
     #[test]
     fn visits_tours_in_the_thesis_order() {
-        let inst = Instance::from_matrix("ones", 4, (0..16).map(|k| i64::from(k % 5 != 0)).collect());
+        let inst = Instance::from_matrix("ones", 4, (0..16).map(|k| i64::from(k % 5 != 0)).collect()).unwrap();
         let mut slave = Slave::new(&inst, false);
         let mut job = ThesisJob::root();
         let mut states = Vec::new();
@@ -250,7 +253,7 @@ mod tests {
         for seed in 0..30 {
             let n = 5 + (seed as usize % 5);
             let inst = Instance::random(n, seed);
-            let (opt, _) = dp::solve(&inst);
+            let (opt, _) = dp::solve(&inst).unwrap();
             for crossing in [false, true] {
                 let mut slave = Slave::new(&inst, crossing);
                 let mut queue = vec![ThesisJob::root()];
@@ -268,6 +271,31 @@ mod tests {
                 }
                 assert_eq!(best, opt, "seed {seed} n {n} crossing {crossing}");
             }
+        }
+    }
+
+    /// Budgets of 0 and 1 steps still move the job (the thesis's loop takes `steps - 1`
+    /// steps, none for these, and the unchanged job was re-queued forever).
+    #[test]
+    fn tiny_budgets_still_make_progress() {
+        let inst = Instance::random(6, 2);
+        let (opt, _) = dp::solve(&inst).unwrap();
+        for steps in [0, 1] {
+            let mut slave = Slave::new(&inst, false);
+            let mut job = ThesisJob::root();
+            let (mut best, mut runs) = (i64::MAX, 0);
+            while !job.terminated() {
+                let before = job.clone();
+                job.upper = best;
+                slave.run(&mut job, steps, |_| {});
+                assert_ne!(job.tab, before.tab, "steps {steps}: the job did not move");
+                if job.has_tour(6) {
+                    best = best.min(job.upper);
+                }
+                runs += 1;
+                assert!(runs < 1_000_000);
+            }
+            assert_eq!(best, opt, "steps {steps}");
         }
     }
 }

@@ -34,8 +34,10 @@ pub fn check(inst: &Instance, tour: &[usize], length: i64) -> Result<(), String>
             return Err(format!("city {} is visited twice or does not exist", c + 1));
         }
     }
-    let recomputed: i64 = (0..tour.len()).map(|k| inst.d(tour[k], tour[(k + 1) % tour.len()])).sum();
-    if recomputed != length {
+    let Some(recomputed) = inst.checked_tour_length(tour) else {
+        return Err("the tour's length overflows 64-bit integers".into());
+    };
+    if length < 0 || recomputed != length {
         return Err(format!("the tour's length is {recomputed}, not the {length} reported"));
     }
     Ok(())
@@ -55,5 +57,7 @@ mod tests {
         assert!(check(&inst, &[0, 1, 2, 3], len + 1).unwrap_err().contains("not the"));
         assert!(check(&inst, &[0, 1, 1, 3], len).unwrap_err().contains("twice"));
         assert!(check(&inst, &[0, 1, 2], len).is_err());
+        let big = Instance::unchecked_matrix(3, vec![0, i64::MAX, 1, i64::MAX, 0, 1, 1, 1, 0]);
+        assert!(check(&big, &[0, 1, 2], i64::MIN + 1).unwrap_err().contains("overflows"));
     }
 }

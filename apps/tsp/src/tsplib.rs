@@ -4,15 +4,93 @@
 //! `NODE_COORD_SECTION`) and EXPLICIT (with an `EDGE_WEIGHT_SECTION` in FULL_MATRIX,
 //! UPPER_ROW, LOWER_ROW, UPPER_DIAG_ROW or LOWER_DIAG_ROW), plus an optional
 //! `DISPLAY_DATA_SECTION` (used for plots). Every error names the line it was found on.
+//!
+//! **The weight bound.** Every [`Instance`] satisfies `n * max_weight <= 2^53`
+//! ([`weight_limit`]): no tour length can overflow an `i64`, and every sum of weights is
+//! exact in an `f64` (the Held-Karp bounds), so a length the search proves optimal is the
+//! true one. The constructors refuse instances beyond it ([`WeightError`]).
+//!
+//! **Size before memory.** DIMENSION is checked when it is read: at least 3 cities, at most
+//! [`MAX_CITIES`], and a caller's check (memory, by default [`matrix_fits`]) before anything
+//! of that size is allocated; explicit weights are counted before the matrix is built.
 
 use std::fmt;
+use std::io::Read;
 use std::path::Path;
 
 use rand::{Rng, SeedableRng};
 
 use crate::distance::Metric;
 
-/// A symmetric TSP instance with integer distances.
+/// Most cities of an instance (the search stores cities as `u16`).
+pub const MAX_CITIES: usize = u16::MAX as usize;
+
+/// Largest file [`Instance::read`] reads (a guard against devices such as `/dev/zero`).
+pub const MAX_FILE_BYTES: u64 = 1 << 30;
+
+/// `2^53`: every tour length (at most `n` weights) stays within it.
+pub const WEIGHT_SUM_LIMIT: i64 = 1 << 53;
+
+/// The largest edge weight an instance of `n` cities may have: `n * weight <= 2^53`.
+pub fn weight_limit(n: usize) -> i64 {
+    WEIGHT_SUM_LIMIT / i64::try_from(n.max(1)).unwrap_or(i64::MAX)
+}
+
+/// Bytes of the distance matrix of `n` cities (saturating).
+pub fn matrix_bytes(n: usize) -> u64 {
+    let n = n as u64;
+    n.saturating_mul(n).saturating_mul(std::mem::size_of::<i64>() as u64)
+}
+
+/// The default size check of [`parse`] and [`Instance::read`]: the distance matrix of
+/// DIMENSION `n` cities fits in this node's memory.
+///
+/// # Errors
+/// A [`dps_harness::BadInput`] with the figures.
+pub fn matrix_fits(n: usize) -> anyhow::Result<()> {
+    dps_harness::check_memory(&format!("DIMENSION {n}"), matrix_bytes(n), matrix_bytes(n))
+}
+
+/// An edge weight beyond the instance's bound ([`weight_limit`]), or not a usable number.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WeightError {
+    /// The edge's cities (0-based).
+    pub i: usize,
+    /// The edge's other city.
+    pub j: usize,
+    /// The weight; `None` if it is not a finite number below 2^63.
+    pub weight: Option<i64>,
+    /// Cities of the instance.
+    pub n: usize,
+}
+
+impl WeightError {
+    /// The message, with `city` naming a (0-based) city: "3", or "3 (line 9)".
+    pub fn describe(&self, city: impl Fn(usize) -> String) -> String {
+        let (i, j, n) = (city(self.i), city(self.j), self.n);
+        match self.weight {
+            Some(w) if w < 0 => format!("the distance between cities {i} and {j} is negative ({w})"),
+            w => {
+                let w = w.map_or("not a finite number below 2^63".to_string(), |w| w.to_string());
+                format!(
+                    "the largest distance, between cities {i} and {j}, is {w}; with {n} cities at most {} is allowed \
+                     ({n} x weight <= 2^53, so that tour lengths cannot overflow): scale the instance down",
+                    weight_limit(n)
+                )
+            }
+        }
+    }
+}
+
+impl fmt::Display for WeightError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.describe(|c| (c + 1).to_string()))
+    }
+}
+
+impl std::error::Error for WeightError {}
+
+/// A symmetric TSP instance with integer distances within the weight bound.
 #[derive(Clone, Debug)]
 pub struct Instance {
     /// The instance's name (`NAME`, or the file name).
@@ -28,33 +106,71 @@ pub struct Instance {
 
 impl Instance {
     /// Builds an instance from coordinates and a metric.
-    pub fn from_coords(name: &str, metric: Metric, coords: Vec<[f64; 2]>) -> Instance {
+    ///
+    /// # Errors
+    /// The largest distance, if it breaks the weight bound (or is not a number).
+    pub fn from_coords(name: &str, metric: Metric, coords: Vec<[f64; 2]>) -> Result<Instance, WeightError> {
         let n = coords.len();
         let mut dist = vec![0; n * n];
+        // The largest distance and its cities; one that is not representable (`None`)
+        // ranks above every number.
+        let rank = |w: Option<i64>| w.map_or(i128::MAX, i128::from);
+        let mut largest = (Some(0), 0, 0);
         for i in 0..n {
             for j in 0..i {
-                let d = metric.distance(coords[i], coords[j]);
+                let d = metric.weight(coords[i], coords[j]);
+                if rank(d) > rank(largest.0) {
+                    largest = (d, i, j);
+                }
+                let d = d.unwrap_or(i64::MAX);
                 dist[i * n + j] = d;
                 dist[j * n + i] = d;
             }
         }
-        Instance { name: name.to_string(), n, metric, coords: Some(coords), dist }
+        let (weight, i, j) = largest;
+        if rank(weight) > i128::from(weight_limit(n)) {
+            return Err(WeightError { i, j, weight, n });
+        }
+        Ok(Instance { name: name.to_string(), n, metric, coords: Some(coords), dist })
     }
 
     /// Builds an instance from a full symmetric matrix (row-major, `n * n`).
     ///
+    /// # Errors
+    /// A negative weight, or the largest one if it breaks the weight bound.
+    ///
     /// # Panics
     /// If the matrix is not `n * n`.
-    pub fn from_matrix(name: &str, n: usize, dist: Vec<i64>) -> Instance {
+    pub fn from_matrix(name: &str, n: usize, dist: Vec<i64>) -> Result<Instance, WeightError> {
         assert_eq!(dist.len(), n * n, "a distance matrix of {n} cities has {} entries", n * n);
-        Instance { name: name.to_string(), n, metric: Metric::Explicit, coords: None, dist }
+        let off_diagonal = || (0..n).flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j)));
+        if let Some((i, j)) = off_diagonal().find(|&(i, j)| dist[i * n + j] < 0) {
+            return Err(WeightError { i, j, weight: Some(dist[i * n + j]), n });
+        }
+        if let Some((i, j)) = off_diagonal().max_by_key(|&(i, j)| dist[i * n + j]) {
+            if dist[i * n + j] > weight_limit(n) {
+                return Err(WeightError { i, j, weight: Some(dist[i * n + j]), n });
+            }
+        }
+        Ok(Instance { name: name.to_string(), n, metric: Metric::Explicit, coords: None, dist })
+    }
+
+    /// A matrix instance that skips the weight bound: for tests of what the bound prevents.
+    #[cfg(test)]
+    pub(crate) fn unchecked_matrix(n: usize, dist: Vec<i64>) -> Instance {
+        Instance { name: "unchecked".into(), n, metric: Metric::Explicit, coords: None, dist }
     }
 
     /// `n` cities uniform in `[0, 1000)²` with EUC_2D distances, from `seed`.
+    ///
+    /// # Panics
+    /// If `n` is more than [`MAX_CITIES`] (the caller checks sizes and memory first).
     pub fn random(n: usize, seed: u64) -> Instance {
+        assert!(n <= MAX_CITIES, "at most {MAX_CITIES} cities, not {n}");
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         let coords = (0..n).map(|_| [rng.gen_range(0.0..1000.0f64).floor(), rng.gen_range(0.0..1000.0f64).floor()]);
         Instance::from_coords(&format!("random{n}-seed{seed}"), Metric::Euc2d, coords.collect())
+            .expect("distances below 1415 are far within the weight bound of 65535 cities")
     }
 
     /// The distance between cities `i` and `j` (0-based).
@@ -68,23 +184,45 @@ impl Instance {
         &self.dist
     }
 
-    /// The length of the closed tour visiting `tour` in order.
-    pub fn tour_length(&self, tour: &[usize]) -> i64 {
-        (0..tour.len()).map(|k| self.d(tour[k], tour[(k + 1) % tour.len()])).sum()
+    /// The length of the closed tour visiting `tour` in order, or `None` if the sum
+    /// overflows (it cannot for a tour of at most `n` cities: the weight bound).
+    pub fn checked_tour_length(&self, tour: &[usize]) -> Option<i64> {
+        (0..tour.len()).try_fold(0i64, |sum, k| sum.checked_add(self.d(tour[k], tour[(k + 1) % tour.len()])))
     }
 
-    /// Reads and parses a TSPLIB file.
+    /// The length of the closed tour visiting `tour` (a tour of this instance) in order.
+    ///
+    /// # Panics
+    /// If the sum overflows, which the weight bound rules out for tours of `n` cities.
+    pub fn tour_length(&self, tour: &[usize]) -> i64 {
+        self.checked_tour_length(tour).expect("the weight bound keeps tour lengths below 2^53")
+    }
+
+    /// Reads and parses a TSPLIB file, with [`matrix_fits`] as the size check.
     ///
     /// # Errors
     /// If the file cannot be read or is not a supported, well-formed TSPLIB instance.
     pub fn read(path: &Path) -> Result<Instance, ParseError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ParseError {
-            file: path.display().to_string(),
-            line: 0,
-            message: e.to_string(),
-        })?;
+        Instance::read_with(path, &matrix_fits)
+    }
+
+    /// Reads and parses a TSPLIB file; `fits` checks DIMENSION before anything of that size
+    /// is allocated (see [`parse_with`]).
+    ///
+    /// # Errors
+    /// If the file cannot be read (or is larger than [`MAX_FILE_BYTES`]) or is not a
+    /// supported, well-formed TSPLIB instance.
+    pub fn read_with(path: &Path, fits: &dyn Fn(usize) -> anyhow::Result<()>) -> Result<Instance, ParseError> {
+        let whole = |message: String| ParseError { file: path.display().to_string(), line: 0, message };
+        let mut text = String::new();
+        std::fs::File::open(path)
+            .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_string(&mut text))
+            .map_err(|e| whole(e.to_string()))?;
+        if text.len() as u64 > MAX_FILE_BYTES {
+            return Err(whole(format!("more than {} (not a TSPLIB file?)", dps_harness::format_bytes(MAX_FILE_BYTES))));
+        }
         let fallback = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        parse(&text, &fallback).map_err(|mut e| {
+        parse_with(&text, &fallback, fits).map_err(|mut e| {
             e.file = path.display().to_string();
             e
         })
@@ -140,10 +278,19 @@ impl Format {
         })
     }
 
-    /// The `(i, j)` cells the format lists, in file order.
-    fn cells(self, n: usize) -> Vec<(usize, usize)> {
-        let mut cells = Vec::new();
-        for i in 0..n {
+    /// How many weights the format lists for `n` cities.
+    fn count(self, n: usize) -> usize {
+        match self {
+            Format::Full => n * n,
+            Format::UpperRow | Format::LowerRow => n * (n - 1) / 2,
+            Format::UpperDiagRow | Format::LowerDiagRow => n * (n + 1) / 2,
+        }
+    }
+
+    /// The `(i, j)` cells the format lists, in file order (lazily: nothing of size `n²`
+    /// is allocated for it).
+    fn cells(self, n: usize) -> impl Iterator<Item = (usize, usize)> {
+        (0..n).flat_map(move |i| {
             let cols = match self {
                 Format::Full => 0..n,
                 Format::UpperRow => i + 1..n,
@@ -151,9 +298,8 @@ impl Format {
                 Format::LowerRow => 0..i,
                 Format::LowerDiagRow => 0..i + 1,
             };
-            cells.extend(cols.map(|j| (i, j)));
-        }
-        cells
+            cols.map(move |j| (i, j))
+        })
     }
 }
 
@@ -166,16 +312,37 @@ struct Header {
     format: Option<(Format, usize)>,
 }
 
-/// Parses TSPLIB text; `fallback_name` names the instance if it has no `NAME`.
+/// Coordinates of a section and the line each city was given on.
+struct Points {
+    xy: Vec<[f64; 2]>,
+    lines: Vec<usize>,
+}
+
+/// Parses TSPLIB text; `fallback_name` names the instance if it has no `NAME`. The size
+/// check is [`matrix_fits`].
 ///
 /// # Errors
 /// A [`ParseError`] naming the first line at fault.
 pub fn parse(text: &str, fallback_name: &str) -> Result<Instance, ParseError> {
+    parse_with(text, fallback_name, &matrix_fits)
+}
+
+/// As [`parse`], with `fits` checking DIMENSION (say, the memory a whole run needs) when
+/// it is read, before anything of that size is allocated; its error becomes the
+/// DIMENSION line's.
+///
+/// # Errors
+/// A [`ParseError`] naming the first line at fault.
+pub fn parse_with(
+    text: &str,
+    fallback_name: &str,
+    fits: &dyn Fn(usize) -> anyhow::Result<()>,
+) -> Result<Instance, ParseError> {
     let lines: Vec<&str> = text.lines().collect();
     let mut h = Header::default();
-    let mut coords: Option<Vec<[f64; 2]>> = None;
-    let mut display: Option<Vec<[f64; 2]>> = None;
-    let mut weights: Option<Vec<i64>> = None;
+    let mut coords: Option<Points> = None;
+    let mut display: Option<Points> = None;
+    let mut weights: Option<(Vec<i64>, usize)> = None;
     let mut at = 0;
     while at < lines.len() {
         let (no, line) = (at + 1, lines[at].trim());
@@ -196,11 +363,7 @@ pub fn parse(text: &str, fallback_name: &str) -> Result<Instance, ParseError> {
                     return err(no, format!("TYPE {value} is not supported: only symmetric TSP instances (TYPE: TSP)"));
                 }
             }
-            "DIMENSION" => match value.parse::<usize>() {
-                Ok(n) if n >= 3 => h.dimension = Some((n, no)),
-                Ok(n) => return err(no, format!("DIMENSION {n}: a tour needs at least 3 cities")),
-                Err(_) => return err(no, format!("DIMENSION \"{value}\" is not a number")),
-            },
+            "DIMENSION" => h.dimension = Some((read_dimension(&h, value, no, fits)?, no)),
             "EDGE_WEIGHT_TYPE" => {
                 h.metric = Some(match value {
                     "EUC_2D" => Metric::Euc2d,
@@ -212,8 +375,9 @@ pub fn parse(text: &str, fallback_name: &str) -> Result<Instance, ParseError> {
                         return err(
                             no,
                             format!(
-                        "EDGE_WEIGHT_TYPE {value} is not supported (supported: EUC_2D, CEIL_2D, ATT, GEO, EXPLICIT)"
-                    ),
+                                "EDGE_WEIGHT_TYPE {value} is not supported (supported: EUC_2D, CEIL_2D, ATT, GEO, \
+                                 EXPLICIT)"
+                            ),
                         )
                     }
                 })
@@ -249,7 +413,7 @@ pub fn parse(text: &str, fallback_name: &str) -> Result<Instance, ParseError> {
                 let Some((format, _)) = h.format else {
                     return err(no, "EDGE_WEIGHT_SECTION without an EDGE_WEIGHT_FORMAT before it");
                 };
-                weights = Some(read_weights(&lines, &mut at, n, format, no)?);
+                weights = Some((read_weights(&lines, &mut at, n, format, no)?, no));
             }
             _ => return err(no, format!("unknown keyword \"{key}\"")),
         }
@@ -260,16 +424,42 @@ pub fn parse(text: &str, fallback_name: &str) -> Result<Instance, ParseError> {
     let name = h.name.unwrap_or_else(|| fallback_name.to_string());
     let name = name.trim_end_matches(".tsp").to_string();
     if metric == Metric::Explicit {
-        let Some(w) = weights else { return err(last, "EDGE_WEIGHT_TYPE EXPLICIT but no EDGE_WEIGHT_SECTION") };
-        let mut inst = Instance::from_matrix(&name, n, w);
-        inst.coords = display.or(coords);
+        let Some((w, section)) = weights else {
+            return err(last, "EDGE_WEIGHT_TYPE EXPLICIT but no EDGE_WEIGHT_SECTION");
+        };
+        let mut inst = Instance::from_matrix(&name, n, w).map_err(|e| pe(section, e.to_string()))?;
+        inst.coords = display.or(coords).map(|p| p.xy);
         Ok(inst)
     } else {
         let Some(c) = coords else {
             return err(last, format!("EDGE_WEIGHT_TYPE {} but no NODE_COORD_SECTION", metric.keyword()));
         };
-        Ok(Instance::from_coords(&name, metric, c))
+        let lines = c.lines;
+        Instance::from_coords(&name, metric, c.xy)
+            .map_err(|e| pe(lines[e.i.max(e.j)], e.describe(|c| format!("{} (line {})", c + 1, lines[c]))))
     }
+}
+
+/// DIMENSION's value: a whole number, at least 3, that passes `fits`, at most [`MAX_CITIES`].
+fn read_dimension(
+    h: &Header,
+    value: &str,
+    no: usize,
+    fits: &dyn Fn(usize) -> anyhow::Result<()>,
+) -> Result<usize, ParseError> {
+    if let Some((_, first)) = h.dimension {
+        return err(no, format!("DIMENSION given twice (first on line {first})"));
+    }
+    let n = match value.parse::<usize>() {
+        Ok(n) if n >= 3 => n,
+        Ok(n) => return err(no, format!("DIMENSION {n}: a tour needs at least 3 cities")),
+        Err(_) => return err(no, format!("DIMENSION \"{value}\" is not a whole number")),
+    };
+    fits(n).map_err(|e| pe(no, format!("{e:#}")))?;
+    if n > MAX_CITIES {
+        return err(no, format!("DIMENSION {n}: at most {MAX_CITIES} cities are supported"));
+    }
+    Ok(n)
 }
 
 fn dimension(h: &Header, no: usize, section: &str) -> Result<usize, ParseError> {
@@ -279,9 +469,9 @@ fn dimension(h: &Header, no: usize, section: &str) -> Result<usize, ParseError> 
     }
 }
 
-/// Reads `n` lines `index x y` (indices 1..=n, each once).
-fn read_points(lines: &[&str], at: &mut usize, n: usize, section: &str) -> Result<Vec<[f64; 2]>, ParseError> {
-    let mut points = vec![None; n];
+/// Reads `n` lines `index x y` (indices 1..=n, each once; finite coordinates).
+fn read_points(lines: &[&str], at: &mut usize, n: usize, section: &str) -> Result<Points, ParseError> {
+    let mut points: Vec<Option<([f64; 2], usize)>> = vec![None; n];
     for k in 0..n {
         let no = *at + 1;
         let Some(line) = lines.get(*at) else {
@@ -289,22 +479,26 @@ fn read_points(lines: &[&str], at: &mut usize, n: usize, section: &str) -> Resul
         };
         *at += 1;
         let fields: Vec<&str> = line.split_whitespace().collect();
-        if fields.first().is_some_and(|f| f.parse::<f64>().is_err()) || fields.is_empty() {
+        if fields.first().is_none_or(|f| f.parse::<f64>().is_err()) {
             return err(no, format!("{section} ends after {k} of DIMENSION {n} cities"));
         }
         if fields.len() != 3 {
             return err(no, format!("expected \"index x y\", found {} fields", fields.len()));
         }
         let index: usize =
-            fields[0].parse().map_err(|_| pe(no, format!("city index \"{}\" is not a number", fields[0])))?;
+            fields[0].parse().map_err(|_| pe(no, format!("city index \"{}\" is not a whole number", fields[0])))?;
         if index == 0 || index > n {
             return err(no, format!("city index {index} is outside 1..={n} (DIMENSION {n})"));
         }
-        if points[index - 1].is_some() {
-            return err(no, format!("city {index} appears twice"));
+        if let Some((_, first)) = points[index - 1] {
+            return err(no, format!("city {index} appears twice (first on line {first})"));
         }
-        let coord = |s: &str| s.parse::<f64>().map_err(|_| pe(no, format!("coordinate \"{s}\" is not a number")));
-        points[index - 1] = Some([coord(fields[1])?, coord(fields[2])?]);
+        let coord = |s: &str| match s.parse::<f64>() {
+            Ok(v) if v.is_finite() => Ok(v),
+            Ok(_) => Err(pe(no, format!("coordinate \"{s}\" is not a finite number"))),
+            Err(_) => Err(pe(no, format!("coordinate \"{s}\" is not a number"))),
+        };
+        points[index - 1] = Some(([coord(fields[1])?, coord(fields[2])?], no));
     }
     if let Some(line) = lines.get(*at) {
         let first = line.split_whitespace().next().unwrap_or("");
@@ -312,15 +506,32 @@ fn read_points(lines: &[&str], at: &mut usize, n: usize, section: &str) -> Resul
             return err(*at + 1, format!("{section} has more than DIMENSION {n} cities"));
         }
     }
-    Ok(points.into_iter().map(Option::unwrap).collect())
+    let (xy, lines) = points.into_iter().flatten().unzip();
+    Ok(Points { xy, lines })
 }
 
 fn pe(line: usize, message: String) -> ParseError {
     ParseError { file: String::new(), line, message }
 }
 
+/// One explicit weight: a non-negative integer, exactly as written when it fits an `i64`,
+/// from a float (`1e3`, `12.0`) when it is integral; `i64::MAX` for one of 2^63 or more (it
+/// only matters as "too large": the weight bound names the largest); `None` otherwise.
+fn read_weight(field: &str) -> Option<i64> {
+    if let Ok(v) = field.parse::<i64>() {
+        return (v >= 0).then_some(v);
+    }
+    let v: f64 = field.parse().ok()?;
+    if !v.is_finite() || v.fract() != 0.0 || v < 0.0 {
+        return None;
+    }
+    Some(crate::distance::to_weight(v).unwrap_or(i64::MAX))
+}
+
 /// Reads the numbers of an explicit matrix, which may span any number of lines, up to the
-/// next keyword; `start` is the section's own line.
+/// next keyword; `start` is the section's own line. The weights are counted (and each one
+/// checked) before the `n * n` matrix is allocated; the largest one is checked against
+/// the weight bound, naming its line.
 fn read_weights(
     lines: &[&str],
     at: &mut usize,
@@ -328,8 +539,11 @@ fn read_weights(
     format: Format,
     start: usize,
 ) -> Result<Vec<i64>, ParseError> {
-    let cells = format.cells(n);
-    let mut values = Vec::with_capacity(cells.len());
+    let count = format.count(n);
+    let limit = weight_limit(n);
+    let mut values: Vec<i64> = Vec::new();
+    // (index of the first value on a line, that line): to name the line of any value.
+    let mut line_starts: Vec<(usize, usize)> = Vec::new();
     let mut last_data = start;
     while let Some(line) = lines.get(*at) {
         let first = line.split_whitespace().next();
@@ -339,32 +553,48 @@ fn read_weights(
         let no = *at + 1;
         *at += 1;
         last_data = no;
+        line_starts.push((values.len(), no));
         for field in line.split_whitespace() {
-            let v: f64 = field.parse().map_err(|_| pe(no, format!("edge weight \"{field}\" is not a number")))?;
-            if v.fract() != 0.0 || v < 0.0 {
-                return err(no, format!("edge weight {field} is not a non-negative integer"));
-            }
-            if values.len() == cells.len() {
-                return err(
+            let v = read_weight(field).ok_or_else(|| {
+                pe(
                     no,
-                    format!("EDGE_WEIGHT_SECTION has more than the {} weights DIMENSION {n} needs", cells.len()),
-                );
+                    match field.parse::<f64>() {
+                        Ok(_) => format!("edge weight {field} is not a non-negative integer"),
+                        Err(_) => format!("edge weight \"{field}\" is not a number"),
+                    },
+                )
+            })?;
+            if values.len() == count {
+                return err(no, format!("EDGE_WEIGHT_SECTION has more than the {count} weights DIMENSION {n} needs"));
             }
-            values.push(v as i64);
+            values.push(v);
         }
     }
-    if values.len() < cells.len() {
+    if values.len() < count {
         return err(
             last_data,
-            format!(
-                "EDGE_WEIGHT_SECTION (line {start}) has {} weights; DIMENSION {n} needs {}",
-                values.len(),
-                cells.len()
-            ),
+            format!("EDGE_WEIGHT_SECTION (line {start}) has {} weights; DIMENSION {n} needs {count}", values.len()),
         );
     }
+    let line_of = |k: usize| line_starts[line_starts.partition_point(|&(first, _)| first <= k) - 1].1;
+    let largest =
+        format.cells(n).zip(&values).enumerate().filter(|(_, ((i, j), _))| i != j).max_by_key(|(_, (_, &v))| v);
+    if let Some((k, ((i, j), &v))) = largest {
+        if v > limit {
+            let weight = if v == i64::MAX { "at least 2^63".to_string() } else { v.to_string() };
+            return err(
+                line_of(k),
+                format!(
+                    "the largest edge weight, {weight} (cities {} and {}), is more than {limit}, the most DIMENSION \
+                     {n} allows ({n} x weight <= 2^53, so that tour lengths cannot overflow): scale the weights down",
+                    i + 1,
+                    j + 1
+                ),
+            );
+        }
+    }
     let mut dist = vec![0; n * n];
-    for (&(i, j), &v) in cells.iter().zip(&values) {
+    for ((i, j), &v) in format.cells(n).zip(&values) {
         dist[i * n + j] = v;
         dist[j * n + i] = v;
     }

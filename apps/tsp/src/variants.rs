@@ -5,6 +5,7 @@ use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
 
 use crate::bound::prunes;
+use crate::deadline::Deadline;
 use crate::graph::{Initial, Kernel, Report};
 use crate::search::{Expansion, Searcher, Subproblem};
 use crate::thesis::{self, Slave, ThesisJob};
@@ -26,7 +27,7 @@ pub struct Thesis {
 impl Kernel for Thesis {
     type Job = ThesisJob;
 
-    fn initial(&self, _upper: i64) -> Initial<ThesisJob> {
+    fn initial(&self, _upper: i64, _deadline: Deadline) -> Initial<ThesisJob> {
         Initial { jobs: vec![ThesisJob::root()], nodes: 0, tour: None }
     }
 
@@ -66,10 +67,10 @@ pub struct Fast {
 impl Kernel for Fast {
     type Job = Subproblem;
 
-    fn initial(&self, upper: i64) -> Initial<Subproblem> {
+    fn initial(&self, upper: i64, deadline: Deadline) -> Initial<Subproblem> {
         let mut s = Searcher::new(&self.inst);
         let mut best: Option<(i64, Vec<usize>)> = None;
-        let mut level = match s.root(upper) {
+        let mut level = match s.root(upper, deadline) {
             Ok(root) => vec![root],
             Err(Expansion::Tour(len, tour)) => return Initial { jobs: Vec::new(), nodes: 1, tour: Some((len, tour)) },
             Err(_) => return Initial { jobs: Vec::new(), nodes: 1, tour: None },
@@ -77,13 +78,21 @@ impl Kernel for Fast {
         let mut nodes = 1;
         for _ in 0..self.cutoff {
             let mut next = Vec::new();
-            for node in &level {
+            for node in level {
+                // Past the deadline the rest of the level stays unexpanded but queued: the
+                // master drops a non-empty queue at the deadline, so the result is reported
+                // as not proven (a dropped node here would let an unfinished search claim
+                // optimality).
+                if deadline.passed() {
+                    next.push(node);
+                    continue;
+                }
                 let upper = best.as_ref().map_or(upper, |b| b.0);
                 if prunes(node.bound, upper) {
                     continue;
                 }
                 nodes += 1;
-                match s.expand(node, upper) {
+                match s.expand(&node, upper) {
                     Expansion::Pruned => {}
                     Expansion::Tour(len, tour) => best = Some((len, tour)),
                     Expansion::Children(children) => next.extend(children),

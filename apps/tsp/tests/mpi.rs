@@ -65,7 +65,7 @@ fn dp_and_branch_and_bound_agree_on_1_2_4_ranks() {
     for ranks in [1, 2, 4] {
         for (k, (variant, extra)) in variants.iter().enumerate() {
             let (n, seed) = (9 + (ranks + k) % 4, (10 * ranks + k) as u64);
-            let (opt, _) = dp::solve(&Instance::random(n, seed));
+            let (opt, _) = dp::solve(&Instance::random(n, seed)).unwrap();
             let (n_arg, seed_arg) = (n.to_string(), seed.to_string());
             let mut args = vec!["--random", &n_arg, "--seed", &seed_arg, "--variant", variant, "--json", "--verify"];
             args.extend_from_slice(extra);
@@ -135,7 +135,7 @@ fn terminates_when_the_optimum_is_found_early() {
     let path = temp_file("circle.tsp", &text);
     let inst = Instance::read(&path).unwrap();
     let ring: Vec<usize> = (0..n).collect();
-    let opt = dp::solve(&inst).0;
+    let opt = dp::solve(&inst).unwrap().0;
     assert_eq!(inst.tour_length(&ring), opt, "the circle's ring is optimal");
     let file = path.to_str().unwrap();
     for ranks in [2, 4] {
