@@ -57,6 +57,18 @@ fn prints_shared_messages() -> bool {
     launch_rank().unwrap_or(0) == 0
 }
 
+/// How long a rank other than 0 waits before it exits with [`BAD_INPUT`]: mpirun ends the
+/// whole job as soon as one rank exits with an error, and a rank that does not print must
+/// not end the job before rank 0 has printed the message.
+const LET_RANK_0_PRINT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// On a rank that does not print shared messages, waits for rank 0 to print and exit first.
+fn wait_for_rank_0() {
+    if !prints_shared_messages() {
+        std::thread::sleep(LET_RANK_0_PRINT);
+    }
+}
+
 /// Parses the program's options like `clap::Parser::parse`, but an option error is printed
 /// by rank 0 only (exit code 2), and `--help`/`--version` print once (exit code 0).
 pub fn parse_args<A: clap::Parser>() -> A {
@@ -65,6 +77,8 @@ pub fn parse_args<A: clap::Parser>() -> A {
         Err(e) => {
             if prints_shared_messages() {
                 let _ = e.print();
+            } else if e.use_stderr() {
+                wait_for_rank_0();
             }
             std::process::exit(if e.use_stderr() { i32::from(BAD_INPUT) } else { 0 })
         }
@@ -97,6 +111,7 @@ pub fn finish(program: &str, result: anyhow::Result<()>) -> ExitCode {
         if prints_shared_messages() {
             eprintln!("{program}: {e:#}");
         }
+        wait_for_rank_0();
         return ExitCode::from(BAD_INPUT);
     }
     match launch_rank() {
