@@ -76,14 +76,15 @@ pub(crate) fn check(args: &Args) -> Result<Input> {
         bail!("--generations must be at least 1 (the run times its generations)");
     }
     let view = args.view.as_deref().map(|s| view_block(s, w, h)).transpose()?;
-    let phases = if view.is_some() { 2 } else { 1 };
+    // `compare` runs --generations of each schedule, --view runs them again with calls.
+    let phases = 1 + u64::from(args.variant == Variant::Compare) + u64::from(view.is_some());
     let total_generations = args.generations.checked_mul(phases).and_then(|g| g.checked_add(args.warmup));
     let Some(total_generations) = total_generations else {
         bail!(
             "--warmup {} and --generations {}{}: more generations than a 64-bit counter holds",
             args.warmup,
             args.generations,
-            if view.is_some() { " (twice, with --view)" } else { "" }
+            if phases > 1 { format!(" ({phases} times, with --variant compare or --view)") } else { String::new() }
         );
     };
     if args.variant == Variant::Serial {

@@ -259,9 +259,16 @@ fn drive(
     let (mut block_times, mut serial_times) = (vec![], vec![]);
     let (mut done, mut seconds) = (0, 0.0);
     let mut block = (0, 0.0);
-    while done < g {
-        if args.variant == Variant::Compare {
-            simple_times.push(sim.call(Schedule::Simple, g - done)?.1);
+    // `compare` runs --generations of each schedule (snapshots may cut their calls apart).
+    let mut simple_done = if args.variant == Variant::Compare { 0 } else { g };
+    while done < g || simple_done < g {
+        if simple_done < g {
+            let (generations, t) = sim.call(Schedule::Simple, g - simple_done)?;
+            simple_done += generations;
+            simple_times.push(t);
+        }
+        if done == g {
+            continue;
         }
         let (generations, t) = sim.call(main, g - done)?;
         (done, seconds) = (done + generations, seconds + t * generations as f64);
