@@ -336,10 +336,16 @@ fn drive(
             Err(why) => outcome = Err(anyhow::anyhow!("verification failed: {why}")),
         }
     }
-    if let Some((file, format)) = out {
-        sim.write(file, format)?;
+    let outcome = match (out, outcome) {
+        (Some((file, format)), Ok(())) => sim.write(file, format),
+        // A world that failed verification is not written as if it were the result.
+        (Some((file, _)), Err(e)) => Err(anyhow::anyhow!("{e:#}; {} not written", file.path().display())),
+        (None, outcome) => outcome,
+    };
+    // The record is printed unless the output failed.
+    if outcome.is_ok() || record["verified"] == false {
+        print_record(args.json, &record);
     }
-    print_record(args.json, &record);
     outcome
 }
 
@@ -437,7 +443,7 @@ fn run_serial(args: &Args, mut input: Input) -> Result<()> {
             Err(why) => outcome = Err(anyhow::anyhow!("verification failed: {why}")),
         }
     }
-    if let Some((file, format)) = input.out.take() {
+    if let (Some((file, format)), Ok(())) = (input.out.take(), &outcome) {
         let rect = input.rect;
         let words = rect.width.div_ceil(64);
         let mut cells = vec![0u64; words * rect.height];
