@@ -93,6 +93,8 @@ fn bad_input_table() {
     check_table(
         BIN.as_ref(),
         &[
+            // E: an option error is printed once, by rank 0, on any number of ranks.
+            case_on(2, &["--random", "10", "10", "--frobnicate"], 2, &["--frobnicate"]),
             // A: wrong results reported as verified.
             case(
                 &["--rle", &glider, "--size", "10", "10", "--at", "0", "18446744073709551614", "--verify"],
