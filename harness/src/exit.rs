@@ -82,6 +82,8 @@ pub fn finish(program: &str, result: anyhow::Result<()>) -> ExitCode {
     if is_bad_input(&e) {
         if prints_shared_messages() {
             eprintln!("{program}: {e:#}");
+        } else {
+            dps::wait_for_rank_0_to_print();
         }
         return ExitCode::from(BAD_INPUT);
     }

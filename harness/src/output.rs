@@ -60,6 +60,7 @@ impl OutputFile {
         let temp = tempfile::Builder::new()
             .prefix(&prefix)
             .suffix(".partial")
+            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666)) // as File::create: the umask applies
             .tempfile_in(dir)
             .map_err(|e| refuse(format!("cannot write in {}: {e}", dir.display())))?;
         Ok(OutputFile { path: path.to_path_buf(), target: Target::Temporary(temp) })
@@ -123,6 +124,8 @@ mod tests {
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "a temporary file was left behind");
         OutputFile::create("--out", &path).unwrap().write_and_commit(b"new").unwrap();
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+        let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&path).unwrap().permissions());
+        assert_ne!(mode & 0o044, 0, "a result file must be readable by others, as with File::create: {mode:o}");
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
 

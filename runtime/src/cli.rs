@@ -101,6 +101,15 @@ pub fn launch_rank() -> Option<usize> {
         .find_map(|var| std::env::var(var).ok()?.parse().ok())
 }
 
+/// On a rank other than 0 that is about to exit because of bad input that rank 0 reports:
+/// waits a second first, since mpirun ends the whole job as soon as one rank exits with an
+/// error, and a rank that does not print must not end it before rank 0 has printed.
+pub fn wait_for_rank_0_to_print() {
+    if launch_rank().unwrap_or(0) != 0 {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+}
+
 /// Parses the command line into `T`, or ends the program: `--help` and `--version` print
 /// and exit 0; a bad option prints one line, `program: what is wrong`, and exits with code
 /// 2 (clap's own report adds a usage block). Every rank of a job parses the same line, so
@@ -118,6 +127,8 @@ pub fn parse_args<T: clap::Parser>(program: &str) -> T {
             let text = e.to_string();
             let first = text.lines().next().unwrap_or_default();
             eprintln!("{program}: {}", first.strip_prefix("error: ").unwrap_or(first));
+        } else {
+            wait_for_rank_0_to_print();
         }
         std::process::exit(2)
     })

@@ -49,7 +49,7 @@ mod trace;
 mod transport;
 mod wire;
 
-pub use cli::{exit_code, launch_rank, median, parse_args, Repeat, RuntimeArgs};
+pub use cli::{exit_code, launch_rank, median, parse_args, wait_for_rank_0_to_print, Repeat, RuntimeArgs};
 pub use collection::Collection;
 pub use error::{Error, ErrorKind};
 pub use graph::Graph;

@@ -2,8 +2,11 @@
 //! worlds and PNG output, the simulation graphs (`simple`, Figure 7; `overlap`, Figure 8),
 //! the world exposed as a parallel service (Figure 10), and the runner the CLI calls.
 
+pub mod footprint;
 pub mod graph;
+mod input;
 pub mod kernel;
+pub mod output;
 pub mod report;
 pub mod rle;
 pub mod run;

@@ -1,8 +1,6 @@
 //! `dps-life`: Conway's Game of Life on DPS. See `dps-life --help`.
 
-use clap::Parser;
-
 fn main() -> std::process::ExitCode {
-    let args = dps_life::run::Args::parse();
-    dps::exit_code("dps-life", dps_life::run::run(&args))
+    let args: dps_life::run::Args = dps_harness::parse_args();
+    dps_harness::finish("dps-life", dps_life::run::run(&args))
 }

@@ -2,22 +2,22 @@
 //! the generations from rank 0, measures, verifies against the serial reference, writes
 //! PNG/RLE output and reports.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use crate::report::{print_record, verify, Progress};
-
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use clap::{Parser, ValueEnum};
 use dps::{Runtime, RuntimeArgs};
+use dps_harness::{bad_input, OutputFile};
 use serde_json::{json, Value};
 
 use crate::graph::{self, Band, Graphs, Layout, Rect, RegionRequest, Schedule, Step};
+use crate::input::{self, Input};
 use crate::kernel;
-use crate::rle::{self, Pattern};
+use crate::output::{self, Format};
+use crate::report::{print_record, verify, Observed, Progress};
 use crate::view::{self, Requests, Signal};
-use crate::world::{self, Source, World};
+use crate::world::World;
 
 /// --compare-serial: parallel calls and serial steps alternate in blocks of at least this
 /// many generations (shorter ones would leave the other ranks idle, and cold, for most of
@@ -119,102 +119,11 @@ pub struct Args {
     #[arg(long, default_value_t = 10)]
     pub view_period_ms: u64,
     /// Directory where the client writes each block as PNG.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", requires = "view")]
     pub view_png: Option<PathBuf>,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub runtime: RuntimeArgs,
-}
-
-/// The checked input.
-struct Input {
-    source: Source,
-    region: Option<Rect>,
-    view: Option<(usize, usize)>,
-}
-
-fn pair(v: &Option<Vec<usize>>) -> Option<(usize, usize)> {
-    v.as_ref().map(|v| (v[0], v[1]))
-}
-
-/// Reads and checks everything before any work.
-fn input(args: &Args) -> Result<Input> {
-    let source = match &args.rle {
-        Some(path) => {
-            let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-            let (pattern, line) = rle::parse(&text).map_err(|e| anyhow::anyhow!("{}:{e}", path.display()))?;
-            let (width, height) = pair(&args.size).unwrap_or((pattern.width.max(1), pattern.height.max(1)));
-            let at = pair(&args.at)
-                .unwrap_or((width.saturating_sub(pattern.width) / 2, height.saturating_sub(pattern.height) / 2));
-            if at.0 + pattern.width > width || at.1 + pattern.height > height {
-                bail!(
-                    "{}:line {line}: the {}x{} pattern at ({}, {}) does not fit in the {width}x{height} world",
-                    path.display(),
-                    pattern.width,
-                    pattern.height,
-                    at.0,
-                    at.1
-                );
-            }
-            Source::Pattern { width, height, pattern: Arc::new(pattern), at }
-        }
-        None => {
-            let (width, height) = pair(&args.random).unwrap_or((1024, 1024));
-            if !(0.0..=1.0).contains(&args.density) {
-                bail!("--density {} must be between 0 and 1", args.density);
-            }
-            Source::Random { width, height, density: args.density, seed: args.seed }
-        }
-    };
-    let (w, h) = (source.width(), source.height());
-    if w == 0 || h == 0 {
-        bail!("the world must have at least one cell ({w}x{h})");
-    }
-    let fits = |r: &Rect| r.width > 0 && r.height > 0 && r.x + r.width <= w && r.y + r.height <= h;
-    let region = args.region.as_ref().map(|v| Rect { x: v[0], y: v[1], width: v[2], height: v[3] });
-    if let Some(r) = region.filter(|r| !fits(r)) {
-        bail!("--region {} {} {} {} is not inside the {w}x{h} world", r.x, r.y, r.width, r.height);
-    }
-    if args.steps_per_call == 0 {
-        bail!("--steps-per-call must be at least 1");
-    }
-    if args.depth == Some(0) {
-        bail!("--depth must be at least 1");
-    }
-    if args.snapshot_every == Some(0) {
-        bail!("--snapshot-every must be at least 1");
-    }
-    if let Some(out) = &args.out {
-        output_kind(out)?;
-    }
-    let view = match &args.view {
-        None => None,
-        Some(s) => {
-            let parsed = s.split_once('x').and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)));
-            let Some((bw, bh)) = parsed.filter(|&(bw, bh): &(usize, usize)| bw > 0 && bh > 0) else {
-                bail!("--view {s:?}: expected a block size such as 400x2400");
-            };
-            if bw > w || bh > h {
-                bail!("--view {bw}x{bh}: the block is larger than the {w}x{h} world");
-            }
-            Some((bw, bh))
-        }
-    };
-    Ok(Input { source, region, view })
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum OutputKind {
-    Png,
-    Rle,
-}
-
-fn output_kind(path: &Path) -> Result<OutputKind> {
-    match path.extension().and_then(|e| e.to_str()) {
-        Some("png") => Ok(OutputKind::Png),
-        Some("rle") => Ok(OutputKind::Rle),
-        _ => bail!("--out {}: the file name must end in .png or .rle", path.display()),
-    }
 }
 
 fn median(v: &[f64]) -> f64 {
@@ -231,7 +140,7 @@ fn variant_name(v: Variant) -> String {
 /// allow it, else `rows`.
 fn step_depth(args: &Args, rows: usize, what: &str) -> Result<usize> {
     match args.depth {
-        Some(d) if d > rows => bail!(
+        Some(d) if d > rows => bad_input!(
             "--depth {d}: {what} has {rows} rows, and a step exchanges --depth rows with each neighbour, \
              so --depth can be at most {rows}"
         ),
@@ -243,16 +152,19 @@ fn step_depth(args: &Args, rows: usize, what: &str) -> Result<usize> {
 /// Runs the program.
 ///
 /// # Errors
-/// Bad options or input (before any work), a failed call, or a failed verification.
+/// Bad options or input (a [`dps_harness::BadInput`], before any work), a failed call, a
+/// failed output, or a failed verification.
 pub fn run(args: &Args) -> Result<()> {
-    let input = input(args)?;
+    let mut input = dps_harness::input(input::check(args))?;
     if args.variant == Variant::Serial {
-        return run_serial(args, &input);
+        return run_serial(args, input);
     }
     let rt = args.runtime.start()?;
+    // Every rank opened --out to check it; rank 0 writes it.
+    let out = input.out.take().filter(|_| rt.is_root());
     let ranks = rt.ranks();
     let viewer = match input.view {
-        Some(_) if ranks < 2 => bail!("--view needs at least 2 ranks: the last one is the client"),
+        Some(_) if ranks < 2 => bad_input!("--view needs at least 2 ranks: the last one is the client"),
         Some(_) => Some(ranks - 1),
         None => None,
     };
@@ -263,12 +175,17 @@ pub fn run(args: &Args) -> Result<()> {
     };
     let (width, height) = (input.source.width(), input.source.height());
     let bands_n = rt.threads_in(&map)?;
-    if bands_n > height {
-        bail!("{bands_n} bands for {height} rows: every band needs at least one row");
+    if bands_n == 0 || bands_n > height {
+        bad_input!("--map {map:?}: {bands_n} bands for {height} rows: every band needs at least one row");
+    }
+    // The bands' rows are `height * b / bands`: the product must not wrap.
+    if height.checked_mul(bands_n).is_none() {
+        bad_input!("--map {map:?}: {bands_n} bands of a world {height} rows high are too many");
     }
     let layout = Layout { width, height, bands: bands_n, wrap: args.wrap };
     let thinnest = (0..bands_n).map(|b| layout.rows(b).len()).min().unwrap_or(0);
     let depth = step_depth(args, thinnest, &format!("the thinnest of the {bands_n} bands"))?;
+    dps_harness::input(input.check_memory(args, ranks, bands_n, depth))?;
     let main = rt.collection("main", "0", |_| ())?;
     let source = &input.source;
     let bands = rt.collection("bands", &map, |i| Band::new(&layout, i, source, depth))?;
@@ -278,7 +195,11 @@ pub fn run(args: &Args) -> Result<()> {
 
     let mut outcome = Ok(());
     if rt.is_root() {
-        outcome = drive(args, &input, &rt, &graphs, client.as_ref(), bands_n, depth);
+        outcome = drive(args, &input, out, &rt, &graphs, client.as_ref(), bands_n, depth);
+        if let (Err(_), Some(client)) = (&outcome, &client) {
+            // The client waits for a signal: without it, it would wait forever.
+            let _ = rt.call(&client.signal, Signal::Stop);
+        }
     } else if let (Some(client), Some((bw, bh))) = (&client, input.view) {
         if rt.rank() == client.rank {
             let req = Requests {
@@ -296,9 +217,11 @@ pub fn run(args: &Args) -> Result<()> {
 }
 
 /// Rank 0: runs the generations and reports.
+#[allow(clippy::too_many_arguments)]
 fn drive(
     args: &Args,
     input: &Input,
+    out: Option<(OutputFile, Format)>,
     rt: &Runtime,
     graphs: &Graphs,
     client: Option<&view::Client>,
@@ -306,7 +229,7 @@ fn drive(
     depth: usize,
 ) -> Result<()> {
     let (width, height) = (input.source.width(), input.source.height());
-    let cells = (width * height) as f64;
+    let cells = width as f64 * height as f64;
     let g = args.generations;
     let steps_per_call = if args.variant == Variant::Overlap { args.steps_per_call } else { 1 };
     let mut record = json!({
@@ -314,6 +237,14 @@ fn drive(
         "width": width, "height": height, "wrap": args.wrap, "generations": g, "depth": depth,
         "steps_per_call": steps_per_call,
     });
+    if args.verify {
+        // The bands' initial world against the input, counted without them: a pattern
+        // that did not make it into the bands fails here, even if the reference lost it too.
+        let (bands_hold, input_has) = (rt.call(&graphs.population, ())?, input.source.population());
+        if bands_hold != input_has {
+            bail!("verification failed: the bands start with {bands_hold} live cells, the input has {input_has}");
+        }
+    }
     let mut sim = Sim { rt, graphs, args, input, depth, steps_per_call, done: 0, progress: Progress::new(g) };
     let main = if args.variant == Variant::Simple { Schedule::Simple } else { Schedule::Overlap };
     sim.generations(main, args.warmup)?;
@@ -328,9 +259,16 @@ fn drive(
     let (mut block_times, mut serial_times) = (vec![], vec![]);
     let (mut done, mut seconds) = (0, 0.0);
     let mut block = (0, 0.0);
-    while done < g {
-        if args.variant == Variant::Compare {
-            simple_times.push(sim.call(Schedule::Simple, g - done)?.1);
+    // `compare` runs --generations of each schedule (snapshots may cut their calls apart).
+    let mut simple_done = if args.variant == Variant::Compare { 0 } else { g };
+    while done < g || simple_done < g {
+        if simple_done < g {
+            let (generations, t) = sim.call(Schedule::Simple, g - simple_done)?;
+            simple_done += generations;
+            simple_times.push(t);
+        }
+        if done == g {
+            continue;
         }
         let (generations, t) = sim.call(main, g - done)?;
         (done, seconds) = (done + generations, seconds + t * generations as f64);
@@ -374,27 +312,40 @@ fn drive(
         record["iteration_with_calls_s"] = json!(median(&with));
     }
     sim.progress.clear();
+    let population = rt.call(&graphs.population, ())?;
     record["generations_run"] = json!(sim.done);
-    record["population"] = json!(rt.call(&graphs.population, ())?);
+    record["population"] = json!(population);
     record["verified"] = Value::Null;
     let mut outcome = Ok(());
     if args.verify {
         let whole = Rect { x: 0, y: 0, width, height };
         let got = rt.call(&graphs.region, RegionRequest { from: 0, rect: whole })?;
-        let (same, reference) = verify(&input.source, args.wrap, sim.done, &got.cells);
-        record["verified"] = json!(same);
-        record["reference"] = json!(reference);
-        if !same {
-            outcome = Err(anyhow::anyhow!(
-                "verification failed: the world after {} generations differs from the {reference} reference",
-                sim.done
-            ));
+        let observed = Observed {
+            generations: got.generations,
+            width: got.rect.width,
+            height: got.rect.height,
+            cells: &got.cells,
+            population,
+        };
+        // Against the generations asked for, not those counted on the way: a run that
+        // skipped some cannot agree with a reference that skipped as many.
+        let verdict = verify(&input.source, args.wrap, input.total_generations, &observed);
+        record["verified"] = json!(verdict.is_ok());
+        match verdict {
+            Ok(reference) => record["reference"] = json!(reference),
+            Err(why) => outcome = Err(anyhow::anyhow!("verification failed: {why}")),
         }
     }
-    if let Some(out) = &args.out {
-        sim.write(out, None)?;
+    let outcome = match (out, outcome) {
+        (Some((file, format)), Ok(())) => sim.write(file, format),
+        // A world that failed verification is not written as if it were the result.
+        (Some((file, _)), Err(e)) => Err(anyhow::anyhow!("{e:#}; {} not written", file.path().display())),
+        (None, outcome) => outcome,
+    };
+    // The record is printed unless the output failed.
+    if outcome.is_ok() || record["verified"] == false {
+        print_record(args.json, &record);
     }
-    print_record(args.json, &record);
     outcome
 }
 
@@ -442,59 +393,65 @@ impl Sim<'_> {
         self.done += generations;
         self.progress.tick(self.done);
         if snapshot.is_some_and(|k| self.done.is_multiple_of(k)) {
-            let base = self.args.out.clone().unwrap_or_else(|| PathBuf::from("life.png"));
-            let stem = base.with_extension("");
-            let path = PathBuf::from(format!("{}-{:06}.png", stem.display(), self.done));
-            self.write(&path, Some(OutputKind::Png))?;
+            let path = input::snapshot_path(self.args, self.done);
+            // Its directory was checked before the run; failing now is a failure of the
+            // run (the disk filled, the directory went), not bad input.
+            let file = OutputFile::create("--snapshot-every", &path).map_err(|e| anyhow::anyhow!("{e:#}"))?;
+            self.write(file, Format::Png)?;
         }
         Ok((generations, per_generation))
     }
 
     /// Writes the world (or --region) gathered through the region service.
-    fn write(&self, path: &Path, kind: Option<OutputKind>) -> Result<()> {
-        let (w, h) = (self.input.source.width(), self.input.source.height());
-        let rect = self.input.region.unwrap_or(Rect { x: 0, y: 0, width: w, height: h });
+    fn write(&self, file: OutputFile, format: Format) -> Result<()> {
+        let rect = self.input.rect;
         let region = self.rt.call(&self.graphs.region, RegionRequest { from: 0, rect })?;
-        match kind.map_or_else(|| output_kind(path), Ok)? {
-            OutputKind::Png => world::write_png(path, rect.width, rect.height, &region.cells),
-            OutputKind::Rle => {
-                let words = rect.width.div_ceil(64);
-                let rows: Vec<String> = (0..rect.height)
-                    .map(|y| {
-                        let row = &region.cells[y * words..(y + 1) * words];
-                        (0..rect.width).map(|x| if kernel::get(row, x) { 'o' } else { '.' }).collect()
-                    })
-                    .collect();
-                let rows: Vec<&str> = rows.iter().map(String::as_str).collect();
-                let mut pattern = Pattern::from_rows(&rows);
-                pattern.width = rect.width;
-                std::fs::write(path, rle::to_rle(&pattern)).with_context(|| format!("cannot write {}", path.display()))
-            }
-        }
+        output::write(file, format, rect.width, rect.height, &region.cells)
     }
 }
 
 /// The bit kernel alone on this thread.
-fn run_serial(args: &Args, input: &Input) -> Result<()> {
+fn run_serial(args: &Args, mut input: Input) -> Result<()> {
     let (w, h) = (input.source.width(), input.source.height());
     let depth = step_depth(args, h, "the world")?;
+    dps_harness::input(input.check_serial_memory(args, depth))?;
     let mut world = World::new(&input.source, args.wrap, depth);
     world.advance(args.warmup);
     let start = Instant::now();
     world.advance(args.generations);
     let seconds = start.elapsed().as_secs_f64();
-    let record = json!({
+    let population = world.slab.population();
+    let mut record = json!({
         "app": "life", "variant": "serial", "ranks": 1, "threads": 1, "width": w, "height": h, "wrap": args.wrap,
         "generations": args.generations, "depth": depth, "seconds": seconds,
-        "cups": (w * h) as f64 * args.generations as f64 / seconds,
-        "population": world.slab.population(), "verified": Value::Null,
+        "cups": w as f64 * h as f64 * args.generations as f64 / seconds,
+        "population": population, "verified": Value::Null,
     });
-    if let Some(out) = &args.out {
-        if output_kind(out)? != OutputKind::Png {
-            bail!("--variant serial writes PNG only");
+    let mut outcome = Ok(());
+    if args.verify {
+        let observed = Observed {
+            generations: (input.total_generations, input.total_generations),
+            width: w,
+            height: h,
+            cells: world.slab.rows(),
+            population,
+        };
+        let verdict = verify(&input.source, args.wrap, input.total_generations, &observed);
+        record["verified"] = json!(verdict.is_ok());
+        match verdict {
+            Ok(reference) => record["reference"] = json!(reference),
+            Err(why) => outcome = Err(anyhow::anyhow!("verification failed: {why}")),
         }
-        world::write_png(out, w, h, world.slab.rows())?;
+    }
+    if let (Some((file, format)), Ok(())) = (input.out.take(), &outcome) {
+        let rect = input.rect;
+        let words = rect.width.div_ceil(64);
+        let mut cells = vec![0u64; words * rect.height];
+        for (y, out) in (rect.y..rect.y + rect.height).zip(cells.chunks_mut(words)) {
+            kernel::extract(world.slab.row(y), rect.x, rect.width, out);
+        }
+        output::write(file, format, rect.width, rect.height, &cells)?;
     }
     print_record(args.json, &record);
-    Ok(())
+    outcome
 }

@@ -23,7 +23,8 @@ use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
 use crate::graph::{Graphs, Rect, RegionRequest};
-use crate::world;
+use crate::output::{self, Format};
+use dps_harness::OutputFile;
 
 /// What rank 0 tells the client.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -129,12 +130,24 @@ impl Client {
                 report.straddling += usize::from(region.generations.0 != region.generations.1);
             }
             if let Some(dir) = &req.png_dir {
-                let path = dir.join(format!("block-{n:05}-gen{}.png", region.generations.0));
-                world::write_png(&path, rect.width, rect.height, &region.cells)?;
+                let path = crate::input::block_path(dir, n, region.generations.0);
+                // The directory was checked before the run: failing now is a failure.
+                let file = OutputFile::create("--view-png", &path).map_err(|e| anyhow::anyhow!("{e:#}"))?;
+                output::write(file, Format::Png, rect.width, rect.height, &region.cells)?;
             }
             n += 1;
-            std::thread::sleep(req.period);
+            self.pause(req.period);
         }
         Ok(())
+    }
+
+    /// Sleeps `period`, in slices, so that a stop signal ends the pause (a long
+    /// --view-period-ms must not hold up the end of the job).
+    fn pause(&self, period: Duration) {
+        let start = Instant::now();
+        while self.shared.phase.load(Ordering::SeqCst) == CALLING {
+            let Some(left) = period.checked_sub(start.elapsed()).filter(|d| !d.is_zero()) else { break };
+            std::thread::sleep(left.min(Duration::from_millis(10)));
+        }
     }
 }

@@ -3,10 +3,8 @@
 //! offset), the serial reference, and PNG output.
 
 use std::ops::Range;
-use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
 use rand::{RngCore, SeedableRng};
 
 use crate::kernel::{self, Geometry, Scratch};
@@ -157,7 +155,8 @@ pub enum Source {
         /// Seed of the generator.
         seed: u64,
     },
-    /// A pattern placed with its top-left corner at `at` in a dead world.
+    /// A pattern placed with its top-left corner at `at` in a dead world (build it with
+    /// [`Source::pattern`], which checks that it fits).
     Pattern {
         /// Cells per row.
         width: usize,
@@ -207,13 +206,51 @@ impl Source {
                 row[n - 1] &= Geometry::new(*width, false).last_mask();
             }
             Source::Pattern { pattern, at, .. } => {
+                // In the world by construction (`Source::pattern` checks the fit).
                 if let Some(py) = y.checked_sub(at.1).filter(|&py| py < pattern.height) {
-                    for px in pattern.live_in_row(py) {
-                        kernel::set(row, at.0 + px, true);
+                    for run in pattern.runs_in_row(py) {
+                        for x in run.start + at.0..run.end + at.0 {
+                            kernel::set(row, x, true);
+                        }
                     }
                 }
             }
         }
+    }
+
+    /// Live cells of the initial world, counted without the [`Slab`]s it fills: for a
+    /// pattern, its own count; for a random world, its rows drawn one at a time. With
+    /// `--verify`, the bands' initial world is checked against it, so a world that lost
+    /// cells on its way in (a pattern placed outside it, say) cannot pass.
+    pub fn population(&self) -> u64 {
+        match self {
+            Source::Pattern { pattern, .. } => pattern.population(),
+            Source::Random { width, height, .. } => {
+                let mut row = vec![0u64; width.div_ceil(64)];
+                (0..*height)
+                    .map(|y| {
+                        self.fill_row(y, &mut row);
+                        kernel::population(&row)
+                    })
+                    .sum()
+            }
+        }
+    }
+
+    /// `pattern` with its top-left cell at `at` in a dead `width × height` world.
+    ///
+    /// # Errors
+    /// If the pattern does not fit (the sums are checked: a position near `usize::MAX` does
+    /// not wrap around into the world).
+    pub fn pattern(width: usize, height: usize, pattern: Arc<Pattern>, at: (usize, usize)) -> Result<Source, String> {
+        let fits = |at: usize, size: usize, room: usize| at.checked_add(size).is_some_and(|end| end <= room);
+        if !fits(at.0, pattern.width, width) || !fits(at.1, pattern.height, height) {
+            return Err(format!(
+                "the {}x{} pattern at ({}, {}) does not fit in the {width}x{height} world",
+                pattern.width, pattern.height, at.0, at.1
+            ));
+        }
+        Ok(Source::Pattern { width, height, pattern, at })
     }
 }
 
@@ -255,25 +292,6 @@ impl World {
             left -= depth as u64;
         }
     }
-}
-
-/// Writes `height` packed rows of `width` cells as a grayscale PNG (live cells black).
-///
-/// # Errors
-/// If the file cannot be written.
-pub fn write_png(path: &Path, width: usize, height: usize, rows: &[u64]) -> Result<()> {
-    let words = width.div_ceil(64);
-    let mut pixels = vec![255u8; width * height];
-    for (y, line) in pixels.chunks_mut(width.max(1)).enumerate() {
-        let row = &rows[y * words..(y + 1) * words];
-        for (x, p) in line.iter_mut().enumerate() {
-            if kernel::get(row, x) {
-                *p = 0;
-            }
-        }
-    }
-    image::save_buffer(path, &pixels, width as u32, height as u32, image::ExtendedColorType::L8)
-        .with_context(|| format!("cannot write {}", path.display()))
 }
 
 #[cfg(test)]

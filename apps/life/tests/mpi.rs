@@ -235,7 +235,7 @@ fn bad_input_names_the_line() {
         (vec!["--random", "10", "10", "--view", "4x4"], "--view needs at least 2 ranks"),
         (vec!["--random", "10", "10", "--region", "5", "5", "6", "1", "--out", "x.png"], "not inside the 10x10 world"),
         (vec!["--random", "10", "10", "--depth", "0"], "--depth must be at least 1"),
-        (vec!["--random", "10", "10", "--steps-per-call", "0"], "--steps-per-call must be at least 1"),
+        (vec!["--random", "10", "10", "--steps-per-call", "0"], "--steps-per-call 0 must be between 1 and"),
         (vec!["--random", "10", "10", "--depth", "11"], "--depth 11: the thinnest of the 1 bands has 10 rows"),
         (vec!["--random", "10", "10", "--depth", "11", "--variant", "serial"], "--depth 11: the world has 10 rows"),
     ] {

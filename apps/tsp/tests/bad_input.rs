@@ -8,30 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use dps_testkit::{case, case_on, check_table, Case};
+use dps_testkit::{case, case_on, check_table};
 
 fn exe() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_dps-tsp"))
-}
-
-/// Open MPI 4 waits `odls_base_sigkill_timeout` (1 s, twice) before it ends a job one of
-/// whose ranks exited non-zero: 2 s per refused row, two minutes for this table. The jobs
-/// inherit this process's environment (scripts/mpirun keeps values already set), so the
-/// wait is turned off for the 1-rank rows. Not for rows on several ranks: there, the rank
-/// that exits first would get the others killed at once, possibly before rank 0 printed
-/// the message. `std::env` and `Command` take the same lock, so no job reads the
-/// environment while it changes.
-fn quick_aborts() {
-    std::env::set_var("OMPI_MCA_odls_base_sigkill_timeout", "0");
-}
-
-/// Runs the rows on several ranks with the launcher's defaults, then the 1-rank rows with
-/// [`quick_aborts`].
-fn check_rows(rows: &[Case<'_>]) {
-    let (several, one): (Vec<Case<'_>>, Vec<Case<'_>>) = rows.iter().partition(|c| c.ranks > 1);
-    check_table(exe(), &several);
-    quick_aborts();
-    check_table(exe(), &one);
 }
 
 /// A directory of instances for the rows: each name, and its path as a string.
@@ -114,91 +94,94 @@ fn bad_input_table() {
     f.write("badbench/inf.tsp", &with(1, "inf"));
 
     // One statement, so that the argument arrays live as long as the table.
-    check_rows(&[
-        // A. Wrong results reported as verified: refused before any work.
-        case(&[&inf, "--verify"], 2, &["inf.tsp", "line 7", "coordinate \"inf\" is not a finite number"]),
-        case(&[&nan, "--verify"], 2, &["line 7", "coordinate \"nan\" is not a finite number"]),
-        case(&[&huge, "--verify"], 2, &["line 7", "largest distance", "2 (line 7)", "2^53", "scale"]),
-        case(&[&beyond, "--verify"], 2, &["4000000000000000", "at most 2251799813685248"]),
-        case(&[&att, "--verify"], 2, &["largest distance", "not a finite number below 2^63"]),
-        case_on(2, &[&near_2_63, "--verify"], 2, &["line 9", "largest edge weight, 9223372036854775000", "2^53"]),
-        // B. Hangs and memory bombs.
-        case(&["--steps", "0", "--random", "60"], 2, &["--steps 0"]),
-        case_on(2, &["--variant", "thesis", "--steps", "0", "--random", "8"], 2, &["--steps 0"]),
-        case(&["--variant", "thesis", "--steps", "1", "--random", "8", "--verify"], 0, &[]),
-        case_on(2, &["--variant", "thesis", "--steps", "1", "--random", "8", "--verify"], 0, &[]),
-        case_on(2, &["--steps", "1", "--random", "12", "--verify"], 0, &[]),
-        case(&[&bomb], 2, &["bomb.tsp", "line 3", "DIMENSION 200000", "memory"]),
-        case(&[&tiny_big], 2, &["tiny.tsp", "DIMENSION 20000"]),
-        case(&[&absurd], 2, &["DIMENSION 100000000000000", "more than 16 EiB"]),
-        case_on(2, &["--random", "100000"], 2, &["--random 100000", "memory", "available"]),
-        case(&["--random", "70000", "--variant", "thesis", "--threads", "1"], 2, &["--random 70000"]),
-        // C. Time limits that would panic in Duration.
-        case(&["--random", "8", "--time-limit=-1"], 2, &["--time-limit -1"]),
-        case(&["--random", "8", "--time-limit", "-1"], 2, &["--time-limit -1"]),
-        case(&["--random", "8", "--time-limit", "nan"], 2, &["--time-limit NaN"]),
-        case(&["--random", "8", "--time-limit", "inf"], 2, &["--time-limit inf"]),
-        case(&["--random", "8", "--time-limit", "1e300"], 2, &["--time-limit 1e300"]),
-        case_on(2, &["--random", "8", "--time-limit", "0"], 2, &["--time-limit 0"]),
-        // D. Outputs: checked before the run; a full disk is a failure.
-        case(&["--random", "8", "--tour-out", &missing_dir], 2, &["--tour-out", "does not exist"]),
-        case_on(2, &["--random", "8", "--plot", &dir], 2, &["--plot", "is a directory"]),
-        case(&["--random", "8", "--trace", &missing_dir], 2, &["--trace", "does not exist"]),
-        case(&["--random", "8", "--tour-out", "/dev/full"], 1, &["cannot write /dev/full"]),
-        case(&["--random", "8", "--plot", "/dev/full"], 1, &["cannot write /dev/full"]),
-        case(&[&gr17, "--plot", &f.path("gr17.png")], 2, &["--plot", "no coordinates"]),
-        // E. The bench: everything checked before anything is launched.
-        case(&["bench", "--out", "/proc/foo/b.md"], 2, &["--out /proc/foo/b.md", "/proc/foo"]),
-        case(&["bench", "--extra", "--bogus"], 2, &["--extra", "--bogus"]),
-        case(&["bench", "--extra", "--steps 0"], 2, &["--extra", "--steps 0"]),
-        case(&["bench", "--extra", "--tour-out x.tour"], 2, &["--tour-out", "write no files"]),
-        case(&["bench", "--ranks", "0"], 2, &["--ranks 0"]),
-        case(&["bench", "--ranks", "1,-2"], 2, &["--ranks"]),
-        case(&["bench", "--repeat", "0"], 2, &["--repeat 0"]),
-        case(&["bench", "--timeout", "0"], 2, &["--timeout 0"]),
-        case(&["bench", "--dir", "/nonexistent"], 2, &["--dir /nonexistent"]),
-        case(&["bench", "--dir", &empty_dir], 2, &["no .tsp files"]),
-        case(&["bench", "--dir", &bad_bench], 2, &["inf.tsp", "line 7"]),
-        case(&["bench", "--dir", &empty_dir, "--random", "2"], 2, &["--random 2"]),
-        case(&["bench", "--dir", &empty_dir, "--random", "8", "--out", &f.path("b.md")], 2, &["not under mpirun"]),
-        // F. Option errors: once, exit 2.
-        case_on(2, &["--bogus"], 2, &["--bogus"]),
-        case(&[], 2, &["FILE.tsp"]),
-        case(&[&gr17, "--random", "8"], 2, &["--random"]),
-        // G. Files.
-        case_on(2, &["/nonexistent/x.tsp"], 2, &["/nonexistent/x.tsp", "No such file"]),
-        case(&[&dir], 2, &["Is a directory"]),
-        case(&[&empty], 2, &["empty.tsp", "no DIMENSION"]),
-        case(&[&truncated], 2, &["trunc.tsp", "ends after"]),
-        case(&[&euc3d], 2, &["line 4", "EDGE_WEIGHT_TYPE EUC_3D is not supported"]),
-        case(&[&dims[0]], 2, &["DIMENSION 0", "at least 3"]),
-        case(&[&dims[1]], 2, &["DIMENSION 1", "at least 3"]),
-        case(&[&dims[2]], 2, &["DIMENSION 2", "at least 3"]),
-        case(&[&dims[3]], 2, &["DIMENSION \"-4\""]),
-        case(&[&dims[4]], 2, &["DIMENSION \"x\""]),
-        case(&[&twice], 2, &["line 2", "DIMENSION given twice"]),
-        case(&[&asym], 2, &["not symmetric"]),
-        case(&["/dev/zero"], 2, &["/dev/zero", "more than 1.0 GiB"]),
-        // G. Numeric options at 0, negative, huge, not a number.
-        case(&["--random", "0"], 2, &["--random 0"]),
-        case(&["--random", "2"], 2, &["--random 2"]),
-        case(&["--random", "-5"], 2, &["--random"]),
-        case(&["--random", "abc"], 2, &["--random"]),
-        case(&["--random", "99999999999999999999999"], 2, &["--random"]),
-        case(&["--random", "8", "--variant", "greedy"], 2, &["--variant", "greedy"]),
-        case(&["--random", "8", "--steps", "-1"], 2, &["--steps"]),
-        case(&["--random", "8", "--threads", "0"], 2, &["--threads 0"]),
-        case(&["--random", "8", "--threads", "100000"], 2, &["--threads 100000"]),
-        case(&["--random", "8", "--pipeline-depth", "0"], 2, &["--pipeline-depth 0"]),
-        case(&["--random", "8", "--pipeline-depth", "18446744073709551615"], 2, &["--pipeline-depth"]),
-        case(&["--random", "8", "--cutoff", "9"], 2, &["--cutoff 9", "at most 8"]),
-        case(&["--random", "8", "--cutoff", "-1"], 2, &["--cutoff"]),
-        case(&["--random", "8", "--kicks", "-1"], 2, &["--kicks"]),
-        case(&["--random", "8", "--seed", "-1"], 2, &["--seed"]),
-        // Huge values that are valid run and stay correct.
-        case(&["--random", "9", "--variant", "thesis", "--cutoff", "18446744073709551615", "--verify"], 0, &[]),
-        case(&["--random", "9", "--steps", "18446744073709551615", "--verify"], 0, &[]),
-    ]);
+    check_table(
+        exe(),
+        &[
+            // A. Wrong results reported as verified: refused before any work.
+            case(&[&inf, "--verify"], 2, &["inf.tsp", "line 7", "coordinate \"inf\" is not a finite number"]),
+            case(&[&nan, "--verify"], 2, &["line 7", "coordinate \"nan\" is not a finite number"]),
+            case(&[&huge, "--verify"], 2, &["line 7", "largest distance", "2 (line 7)", "2^53", "scale"]),
+            case(&[&beyond, "--verify"], 2, &["4000000000000000", "at most 2251799813685248"]),
+            case(&[&att, "--verify"], 2, &["largest distance", "not a finite number below 2^63"]),
+            case_on(2, &[&near_2_63, "--verify"], 2, &["line 9", "largest edge weight, 9223372036854775000", "2^53"]),
+            // B. Hangs and memory bombs.
+            case(&["--steps", "0", "--random", "60"], 2, &["--steps 0"]),
+            case_on(2, &["--variant", "thesis", "--steps", "0", "--random", "8"], 2, &["--steps 0"]),
+            case(&["--variant", "thesis", "--steps", "1", "--random", "8", "--verify"], 0, &[]),
+            case_on(2, &["--variant", "thesis", "--steps", "1", "--random", "8", "--verify"], 0, &[]),
+            case_on(2, &["--steps", "1", "--random", "12", "--verify"], 0, &[]),
+            case(&[&bomb], 2, &["bomb.tsp", "line 3", "DIMENSION 200000", "memory"]),
+            case(&[&tiny_big], 2, &["tiny.tsp", "DIMENSION 20000"]),
+            case(&[&absurd], 2, &["DIMENSION 100000000000000", "more than 16 EiB"]),
+            case_on(2, &["--random", "100000"], 2, &["--random 100000", "memory", "available"]),
+            case(&["--random", "70000", "--variant", "thesis", "--threads", "1"], 2, &["--random 70000"]),
+            // C. Time limits that would panic in Duration.
+            case(&["--random", "8", "--time-limit=-1"], 2, &["--time-limit -1"]),
+            case(&["--random", "8", "--time-limit", "-1"], 2, &["--time-limit -1"]),
+            case(&["--random", "8", "--time-limit", "nan"], 2, &["--time-limit NaN"]),
+            case(&["--random", "8", "--time-limit", "inf"], 2, &["--time-limit inf"]),
+            case(&["--random", "8", "--time-limit", "1e300"], 2, &["--time-limit 1e300"]),
+            case_on(2, &["--random", "8", "--time-limit", "0"], 2, &["--time-limit 0"]),
+            // D. Outputs: checked before the run; a full disk is a failure.
+            case(&["--random", "8", "--tour-out", &missing_dir], 2, &["--tour-out", "does not exist"]),
+            case_on(2, &["--random", "8", "--plot", &dir], 2, &["--plot", "is a directory"]),
+            case(&["--random", "8", "--trace", &missing_dir], 2, &["--trace", "does not exist"]),
+            case(&["--random", "8", "--tour-out", "/dev/full"], 1, &["cannot write /dev/full"]),
+            case(&["--random", "8", "--plot", "/dev/full"], 1, &["cannot write /dev/full"]),
+            case(&[&gr17, "--plot", &f.path("gr17.png")], 2, &["--plot", "no coordinates"]),
+            // E. The bench: everything checked before anything is launched.
+            case(&["bench", "--out", "/proc/foo/b.md"], 2, &["--out /proc/foo/b.md", "/proc/foo"]),
+            case(&["bench", "--extra", "--bogus"], 2, &["--extra", "--bogus"]),
+            case(&["bench", "--extra", "--steps 0"], 2, &["--extra", "--steps 0"]),
+            case(&["bench", "--extra", "--tour-out x.tour"], 2, &["--tour-out", "write no files"]),
+            case(&["bench", "--ranks", "0"], 2, &["--ranks 0"]),
+            case(&["bench", "--ranks", "1,-2"], 2, &["--ranks"]),
+            case(&["bench", "--repeat", "0"], 2, &["--repeat 0"]),
+            case(&["bench", "--timeout", "0"], 2, &["--timeout 0"]),
+            case(&["bench", "--dir", "/nonexistent"], 2, &["--dir /nonexistent"]),
+            case(&["bench", "--dir", &empty_dir], 2, &["no .tsp files"]),
+            case(&["bench", "--dir", &bad_bench], 2, &["inf.tsp", "line 7"]),
+            case(&["bench", "--dir", &empty_dir, "--random", "2"], 2, &["--random 2"]),
+            case(&["bench", "--dir", &empty_dir, "--random", "8", "--out", &f.path("b.md")], 2, &["not under mpirun"]),
+            // F. Option errors: once, exit 2.
+            case_on(2, &["--bogus"], 2, &["--bogus"]),
+            case(&[], 2, &["FILE.tsp"]),
+            case(&[&gr17, "--random", "8"], 2, &["--random"]),
+            // G. Files.
+            case_on(2, &["/nonexistent/x.tsp"], 2, &["/nonexistent/x.tsp", "No such file"]),
+            case(&[&dir], 2, &["Is a directory"]),
+            case(&[&empty], 2, &["empty.tsp", "no DIMENSION"]),
+            case(&[&truncated], 2, &["trunc.tsp", "ends after"]),
+            case(&[&euc3d], 2, &["line 4", "EDGE_WEIGHT_TYPE EUC_3D is not supported"]),
+            case(&[&dims[0]], 2, &["DIMENSION 0", "at least 3"]),
+            case(&[&dims[1]], 2, &["DIMENSION 1", "at least 3"]),
+            case(&[&dims[2]], 2, &["DIMENSION 2", "at least 3"]),
+            case(&[&dims[3]], 2, &["DIMENSION \"-4\""]),
+            case(&[&dims[4]], 2, &["DIMENSION \"x\""]),
+            case(&[&twice], 2, &["line 2", "DIMENSION given twice"]),
+            case(&[&asym], 2, &["not symmetric"]),
+            case(&["/dev/zero"], 2, &["/dev/zero", "more than 1.0 GiB"]),
+            // G. Numeric options at 0, negative, huge, not a number.
+            case(&["--random", "0"], 2, &["--random 0"]),
+            case(&["--random", "2"], 2, &["--random 2"]),
+            case(&["--random", "-5"], 2, &["--random"]),
+            case(&["--random", "abc"], 2, &["--random"]),
+            case(&["--random", "99999999999999999999999"], 2, &["--random"]),
+            case(&["--random", "8", "--variant", "greedy"], 2, &["--variant", "greedy"]),
+            case(&["--random", "8", "--steps", "-1"], 2, &["--steps"]),
+            case(&["--random", "8", "--threads", "0"], 2, &["--threads 0"]),
+            case(&["--random", "8", "--threads", "100000"], 2, &["--threads 100000"]),
+            case(&["--random", "8", "--pipeline-depth", "0"], 2, &["--pipeline-depth 0"]),
+            case(&["--random", "8", "--pipeline-depth", "18446744073709551615"], 2, &["--pipeline-depth"]),
+            case(&["--random", "8", "--cutoff", "9"], 2, &["--cutoff 9", "at most 8"]),
+            case(&["--random", "8", "--cutoff", "-1"], 2, &["--cutoff"]),
+            case(&["--random", "8", "--kicks", "-1"], 2, &["--kicks"]),
+            case(&["--random", "8", "--seed", "-1"], 2, &["--seed"]),
+            // Huge values that are valid run and stay correct.
+            case(&["--random", "9", "--variant", "thesis", "--cutoff", "18446744073709551615", "--verify"], 0, &[]),
+            case(&["--random", "9", "--steps", "18446744073709551615", "--verify"], 0, &[]),
+        ],
+    );
 }
 
 /// `--time-limit` holds during the start: the first tour's local search and the root's bound
