@@ -101,6 +101,15 @@ pub fn launch_rank() -> Option<usize> {
         .find_map(|var| std::env::var(var).ok()?.parse().ok())
 }
 
+/// clap's report on one line: its first paragraph (the usage block and the hint to try
+/// `--help` that follow are dropped), without the "error: " prefix, lines joined, so that
+/// "the following required arguments were not provided:" keeps the arguments it names.
+fn one_line(report: &str) -> String {
+    let first_paragraph = report.split("\n\n").next().unwrap_or_default();
+    let text = first_paragraph.strip_prefix("error: ").unwrap_or(first_paragraph);
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 /// On a rank other than 0 that is about to exit because of bad input that rank 0 reports:
 /// waits a second first, since mpirun ends the whole job as soon as one rank exits with an
 /// error, and a rank that does not print must not end it before rank 0 has printed.
@@ -124,9 +133,7 @@ pub fn parse_args<T: clap::Parser>(program: &str) -> T {
             std::process::exit(0)
         }
         if prints {
-            let text = e.to_string();
-            let first = text.lines().next().unwrap_or_default();
-            eprintln!("{program}: {}", first.strip_prefix("error: ").unwrap_or(first));
+            eprintln!("{program}: {}", one_line(&e.to_string()));
         } else {
             wait_for_rank_0_to_print();
         }
@@ -148,5 +155,14 @@ pub fn exit_code<E: std::fmt::Display>(program: &str, result: Result<(), E>) -> 
             eprintln!("{program}: {e:#}");
             std::process::ExitCode::from(2)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn option_errors_fit_on_one_line_and_keep_what_they_name() {
+        let report = "error: the following required arguments were not provided:\n  --view <WxH>\n\nUsage: x --view <WxH>\n\nFor more information, try '--help'.\n";
+        assert_eq!(super::one_line(report), "the following required arguments were not provided: --view <WxH>");
     }
 }

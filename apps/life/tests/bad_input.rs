@@ -259,8 +259,13 @@ fn every_numeric_option_at_its_extremes() {
         args.extend(parallel_only.iter().map(|s| s.to_string()));
         rows.push((args, 2, vec![parallel_only[0], "needs a parallel variant"]));
     }
-    for unknown in [&["--frobnicate"][..], &["--variant", "bogus"], &["--random", "10"], &["--size", "5", "5"]] {
-        rows.push((unknown.iter().map(|s| s.to_string()).collect(), 2, vec!["error:"]));
+    for (unknown, named) in [
+        (&["--frobnicate"][..], "--frobnicate"),
+        (&["--variant", "bogus"], "bogus"),
+        (&["--random", "10"], "--random"),
+        (&["--size", "5", "5"], "--rle"),
+    ] {
+        rows.push((unknown.iter().map(|s| s.to_string()).collect(), 2, vec![named]));
     }
     // Extremes that are valid: the run goes through.
     rows.push((with(&["--seed", MAX, "--verify"]), 0, vec![]));
