@@ -150,7 +150,9 @@ impl<R: BufRead> MatrixFile<R> {
                 while let Some(l) = self.next_data_line()? {
                     if count == entries {
                         let line = self.size_line;
-                        return Err(self.here(format!("more entries than the {entries} the size line (line {line}) announces")));
+                        return Err(
+                            self.here(format!("more entries than the {entries} the size line (line {line}) announces"))
+                        );
                     }
                     let (i, j, v) = parse_triple(&l, n).map_err(|msg| self.here(msg))?;
                     let k = j * n + i;
@@ -328,7 +330,10 @@ mod tests {
     fn errors_name_the_line() {
         assert_eq!(err("hello\n").0, Some(1));
         assert!(err("%%MatrixMarket matrix array real general\n2 3\n").1.contains("2x3: only square"));
-        assert_eq!(err("%%MatrixMarket matrix array real general\n2 2\n1\nx\n"), (Some(4), "\"x\" is not a number".into()));
+        assert_eq!(
+            err("%%MatrixMarket matrix array real general\n2 2\n1\nx\n"),
+            (Some(4), "\"x\" is not a number".into())
+        );
         assert!(err("%%MatrixMarket matrix array real general\n2 2\n1 2 3\n").1.contains("3 entries"));
         assert!(err("%%MatrixMarket matrix coordinate real general\n2 2 1\n3 1 1\n").1.contains("out of range"));
         assert!(err("%%MatrixMarket matrix array complex general\n").1.contains("only \"real general\""));
