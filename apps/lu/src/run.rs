@@ -178,6 +178,12 @@ fn failure(check: &kernel::Check) -> String {
     format!("verification failed: {}", why.join("; "))
 }
 
+/// The error of a matrix without LU factorization (dgetrf's `info` > 0). It is a property of
+/// the matrix given, not a fault of the run, so it is reported as bad input.
+fn singular(info: i32) -> anyhow::Error {
+    BadInput::new(format!("the matrix is singular: U({info},{info}) is exactly zero")).into()
+}
+
 /// Runs the program.
 ///
 /// # Errors
@@ -195,8 +201,11 @@ pub fn run(args: &Args) -> Result<()> {
         for _ in 0..args.repeat.runs() {
             let mut a = src.matrix(n);
             let t = Instant::now();
-            kernel::serial(&mut a, n);
+            let (_, info) = kernel::serial(&mut a, n);
             times.push(t.elapsed().as_secs_f64());
+            if info > 0 {
+                return Err(singular(info));
+            }
         }
         let secs = median(&times[args.repeat.warmup..]);
         record["ranks"] = json!(1);
@@ -235,9 +244,7 @@ pub fn run(args: &Args) -> Result<()> {
         record["gflops"] = json!(gflop / secs);
         record["verified"] = serde_json::Value::Null;
         if info > 0 {
-            // The input has no LU factorization: a property of the matrix given, not a fault
-            // of the run, so it is reported as bad input.
-            outcome = Err(BadInput::new(format!("the matrix is singular: U({info},{info}) is exactly zero")).into());
+            outcome = Err(singular(info));
         } else if args.verify {
             let lu = rt.call(&graphs.gather, ())?;
             let check = kernel::check(&src.matrix(n), n, &lu, &ipiv);
