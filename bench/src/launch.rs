@@ -63,14 +63,18 @@ pub(crate) fn run_and_print<T: DeserializeOwned + Serialize>(
     json: bool,
 ) -> Result<()> {
     let mut rows = Vec::new();
+    // The first failure to print is kept; the job still runs to its end.
+    let mut printed: Result<()> = Ok(());
     run_workers(ranks, args, timeout_s, |record: T| {
         let value = serde_json::to_value(&record).expect("a record serialises");
         if json {
-            println!("{value}");
+            if printed.is_ok() {
+                printed = crate::print_out(&format!("{value}\n"));
+            }
         } else if let serde_json::Value::Object(row) = value {
             rows.push(row);
         }
     })?;
-    print!("{}", table::markdown(&rows));
-    Ok(())
+    printed?;
+    crate::print_out(&table::markdown(&rows))
 }

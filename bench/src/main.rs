@@ -19,6 +19,8 @@ mod sweep;
 mod table;
 mod transport;
 
+use std::process::ExitCode;
+
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 
@@ -36,7 +38,7 @@ enum Command {
         /// One JSON object per line instead of a table.
         #[arg(long)]
         json: bool,
-        /// Seconds after which the MPI job is killed.
+        /// Seconds after which the MPI job is killed (1 to 604800).
         #[arg(long, default_value_t = 300)]
         timeout: u64,
         #[command(flatten)]
@@ -53,7 +55,7 @@ enum Command {
         /// One JSON object per line instead of a table.
         #[arg(long)]
         json: bool,
-        /// Seconds after which the MPI job is killed.
+        /// Seconds after which the MPI job is killed (1 to 604800).
         #[arg(long, default_value_t = 300)]
         timeout: u64,
         #[command(flatten)]
@@ -71,13 +73,48 @@ enum Command {
     Sweep(sweep::SweepArgs),
 }
 
-fn main() -> Result<()> {
-    match Cli::parse().command {
-        Command::Transport { json, timeout, opts } => transport::launch(&opts, json, timeout),
+/// Writes `text` to standard output. A reader that stopped reading (`dps-bench ... | head`)
+/// is not an error; any other failure to write is (never a panic, as `print!` would).
+pub(crate) fn print_out(text: &str) -> Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(anyhow::Error::new(e).context("cannot write to standard output"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The longest `--timeout` accepted: a week. (`timeout 0` would disable the timeout.)
+const MAX_TIMEOUT_S: u64 = 7 * 24 * 3600;
+
+/// Checks a launcher's `--timeout`.
+fn check_timeout(timeout: u64) -> Result<()> {
+    if !(1..=MAX_TIMEOUT_S).contains(&timeout) {
+        dps_harness::bad_input!("--timeout {timeout} must be between 1 and {MAX_TIMEOUT_S} seconds");
+    }
+    Ok(())
+}
+
+fn run(command: Command) -> Result<()> {
+    match command {
+        Command::Transport { json, timeout, opts } => {
+            check_timeout(timeout)?;
+            transport::launch(&opts, json, timeout)
+        }
         Command::TransportWorker { opts } => transport::worker(&opts),
-        Command::Overlap { json, timeout, opts } => overlap::launch(&opts, json, timeout),
+        Command::Overlap { json, timeout, opts } => {
+            check_timeout(timeout)?;
+            overlap::launch(&opts, json, timeout)
+        }
         Command::OverlapWorker { opts } => overlap::worker(&opts),
         Command::Table => table::print_from_stdin(),
         Command::Sweep(args) => sweep::run(&args),
     }
+}
+
+fn main() -> ExitCode {
+    let cli = dps_harness::parse_args::<Cli>();
+    dps_harness::finish("dps-bench", run(cli.command))
 }

@@ -3,23 +3,36 @@
 
 use std::io::BufRead;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
+use dps_harness::BadInput;
 use serde_json::{Map, Value};
 
 /// Reads JSON lines from standard input and prints them as a markdown table.
+///
+/// # Errors
+/// A [`BadInput`] naming the line that is not a JSON object, or saying that there were no
+/// lines at all (a table of nothing usually means the benchmark before it failed).
 pub(crate) fn print_from_stdin() -> Result<()> {
+    let rows = read_rows(std::io::stdin().lock())?;
+    crate::print_out(&markdown(&rows))
+}
+
+/// The JSON objects of `input`, one per non-blank line.
+fn read_rows(input: impl BufRead) -> Result<Vec<Map<String, Value>>> {
     let mut rows: Vec<Map<String, Value>> = Vec::new();
-    for line in std::io::stdin().lock().lines() {
-        let line = line.context("cannot read standard input")?;
+    for (i, line) in input.lines().enumerate() {
+        let line = line.map_err(|e| BadInput::new(format!("standard input, line {}: {e}", i + 1)))?;
         if line.trim().is_empty() {
             continue;
         }
-        let row: Map<String, Value> =
-            serde_json::from_str(&line).with_context(|| format!("not a JSON object: {line}"))?;
+        let row = serde_json::from_str::<Map<String, Value>>(&line)
+            .map_err(|e| BadInput::new(format!("standard input, line {}: not a JSON object ({e})", i + 1)))?;
         rows.push(row);
     }
-    print!("{}", markdown(&rows));
-    Ok(())
+    if rows.is_empty() {
+        dps_harness::bad_input!("standard input holds no JSON lines: nothing to tabulate");
+    }
+    Ok(rows)
 }
 
 /// The rows as a markdown table, with the first row's keys as columns.
@@ -62,5 +75,15 @@ mod tests {
             .map(|l| serde_json::from_str(l).unwrap())
             .collect();
         assert_eq!(markdown(&rows), "| b | a |\n| ---: | ---: |\n| 1 | 0.1235 |\n| x | 250.0 |\n");
+    }
+
+    #[test]
+    fn bad_lines_and_no_lines_are_bad_input() {
+        let e = read_rows(&b"{\"a\":1}\n\n[1, 2]\n"[..]).unwrap_err();
+        assert!(e.is::<BadInput>());
+        assert!(e.to_string().starts_with("standard input, line 3: not a JSON object"), "{e}");
+        assert!(read_rows(&b"\n \n"[..]).unwrap_err().to_string().contains("no JSON lines"));
+        assert_eq!(read_rows(&b"{\"a\":1}\n{\"a\":2}"[..]).unwrap().len(), 2);
+        assert!(read_rows(&b"\xff\xfe\n"[..]).unwrap_err().to_string().contains("line 1"));
     }
 }

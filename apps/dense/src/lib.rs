@@ -1,5 +1,6 @@
 //! Dense linear algebra shared by `dps-matmul` and `dps-lu`: reproducible random matrices,
-//! safe wrappers over OpenBLAS's BLAS and LAPACK, norms and residuals, and Matrix Market input.
+//! safe wrappers over OpenBLAS's BLAS and LAPACK, norms and residuals, Matrix Market input,
+//! and the memory footprints the apps check before they start.
 //!
 //! Matrices are plain `Vec<f64>`; each function says whether it reads row-major or
 //! column-major data.
@@ -7,6 +8,7 @@
 extern crate openblas_src;
 
 pub mod blas;
+pub mod footprint;
 pub mod gen;
 pub mod market;
 pub mod norms;

@@ -5,9 +5,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::{Parser, ValueEnum};
 use dps::{median, Repeat, RuntimeArgs};
+use dps_dense::footprint;
+use dps_dense::market::MatrixFile;
+use dps_harness::{bad_input, BadInput};
 use serde_json::json;
 
 use crate::graph::{Columns, Graphs, Pipelining};
@@ -28,12 +31,12 @@ pub enum Variant {
 #[derive(Parser, Debug)]
 #[command(name = "dps-lu", version, about)]
 pub struct Args {
-    /// Matrix order (random matrix; ignored with --file).
-    #[arg(long, default_value_t = 1024)]
+    /// Matrix order (random matrix; not with --file).
+    #[arg(long, default_value_t = 1024, conflicts_with = "file")]
     pub n: usize,
-    /// Block (column panel) width r.
-    #[arg(long, default_value_t = 128)]
-    pub block: usize,
+    /// Block (column panel) width r [default: 128, or n if smaller].
+    #[arg(long)]
+    pub block: Option<usize>,
     /// Schedule.
     #[arg(long, value_enum, default_value = "stream")]
     pub variant: Variant,
@@ -49,8 +52,8 @@ pub struct Args {
     /// OpenBLAS threads of the `serial` variant.
     #[arg(long, default_value_t = 1)]
     pub blas_threads: usize,
-    /// Seed of the random matrix.
-    #[arg(long, default_value_t = 42)]
+    /// Seed of the random matrix (not with --file).
+    #[arg(long, default_value_t = 42, conflicts_with = "file")]
     pub seed: u64,
     /// Check the HPL scaled residual (< 16) and the pivots against a serial dgetrf.
     #[arg(long)]
@@ -63,23 +66,122 @@ pub struct Args {
     pub runtime: RuntimeArgs,
 }
 
-/// Reads or describes the matrix, checking the options first.
-fn source(args: &Args) -> Result<(usize, Source)> {
-    let (n, src) = match &args.file {
-        Some(path) => {
-            let (n, a) = dps_dense::market::read_square(path).map_err(anyhow::Error::msg)?;
-            (n, Source::Given(Arc::new(a)))
-        }
-        None => (args.n, Source::Random(args.seed)),
+/// The default block width, clamped to the matrix order.
+pub const DEFAULT_BLOCK: usize = 128;
+/// The most OpenBLAS threads `--blas-threads` accepts.
+pub const MAX_BLAS_THREADS: usize = 1024;
+
+/// Checks the options that do not depend on the matrix.
+fn check_options(args: &Args) -> Result<()> {
+    if args.file.is_none() && args.n == 0 {
+        bad_input!("--n 0: the matrix order must be at least 1");
+    }
+    if args.block == Some(0) {
+        bad_input!("--block 0: the block width must be at least 1");
+    }
+    if !(1..=MAX_BLAS_THREADS).contains(&args.blas_threads) {
+        bad_input!("--blas-threads {} must be between 1 and {MAX_BLAS_THREADS}", args.blas_threads);
+    }
+    dps_harness::input(args.repeat.check().map_err(Into::into))?;
+    if args.repeat.warmup.checked_add(args.repeat.reps).is_none() {
+        bad_input!("--warmup {} plus --reps {} runs overflow", args.repeat.warmup, args.repeat.reps);
+    }
+    Ok(())
+}
+
+/// The block width for order n: the default is clamped to n; an explicit width larger than
+/// n is refused, because the run would not measure the block the user asked for.
+fn block_width(args: &Args, n: usize) -> Result<usize> {
+    match args.block {
+        None => Ok(DEFAULT_BLOCK.min(n)),
+        Some(r) if r > n => bad_input!("--block {r} is larger than the matrix order n = {n}"),
+        Some(r) => Ok(r),
+    }
+}
+
+/// Bytes the run needs on rank 0 and on every other rank, from the options alone.
+/// `file_bytes` is what reading the file allocates (every rank reads it).
+fn memory_need(args: &Args, n: usize, r: usize, file_bytes: u64) -> (u64, u64) {
+    let m = footprint::matrix(n);
+    let given = if args.file.is_some() { m } else { 0 };
+    // Reading peaks at the parsed matrix plus the reader's own bookkeeping; the matrix stays.
+    let source = given.max(file_bytes);
+    if args.variant == Variant::Serial {
+        // The source, and a fresh copy factored in place per repetition.
+        return (source.saturating_add(m), 0);
+    }
+    let ranks = footprint::launched_ranks();
+    let blocks = n.div_ceil(r) as u64;
+    // Column blocks owned by a rank, plus panels in flight (a few per rank).
+    let owned = footprint::block(n, r).saturating_mul(blocks.div_ceil(ranks));
+    let panels = footprint::block(n, r).saturating_mul(4);
+    let other = source.saturating_add(owned).saturating_add(panels);
+    // --verify on rank 0: the gathered factors (with the copies of its own blocks), the
+    // matrix again, and the factors of the reference dgetrf.
+    let verify = if args.verify { m.saturating_mul(3).saturating_add(owned) } else { 0 };
+    (other.saturating_add(verify), other)
+}
+
+/// Reads or describes the matrix after checking the options and the memory it needs.
+fn source(args: &Args) -> Result<(usize, usize, Source)> {
+    check_options(args)?;
+    if let Some(path) = &args.runtime.trace {
+        // The runtime writes the trace after the run: a bad path must fail before it.
+        dps_harness::OutputFile::create("--trace", path)?;
+    }
+    let file = match &args.file {
+        Some(path) => Some(MatrixFile::open(path).map_err(|e| BadInput::new(format!("--file {e}")))?),
+        None => None,
     };
-    if n == 0 {
-        bail!("the matrix order must be at least 1");
+    let n = file.as_ref().map_or(args.n, MatrixFile::order);
+    let r = block_width(args, n)?;
+    let (rank0, other) = memory_need(args, n, r, file.as_ref().map_or(0, MatrixFile::bytes_needed));
+    let what = match &args.file {
+        Some(path) => format!("--file {} (n = {n})", path.display()),
+        None => format!("--n {n}"),
+    };
+    dps_harness::check_memory(&what, rank0, other)?;
+    let src = match file {
+        Some(file) => Source::Given(Arc::new(file.read().map_err(|e| BadInput::new(format!("--file {e}")))?)),
+        None => Source::Random(args.seed),
+    };
+    Ok((n, r, src))
+}
+
+/// The scaled residual in the JSON record: a number, or a string when it is not finite
+/// (JSON has no NaN; serde_json would write null, which reads like "not measured").
+fn residual_value(residual: f64) -> serde_json::Value {
+    if residual.is_finite() {
+        json!(residual)
+    } else {
+        json!(residual.to_string())
     }
-    if args.block == 0 || args.block > n {
-        bail!("--block {} must be between 1 and n = {n}", args.block);
+}
+
+/// Whether a check passes: a finite residual below 16 and the pivots of dgetrf. A NaN or an
+/// infinite residual never passes.
+pub fn passes(check: &kernel::Check) -> bool {
+    check.residual.is_finite() && check.residual < 16.0 && check.pivots_match
+}
+
+/// Why a check failed.
+fn failure(check: &kernel::Check) -> String {
+    let mut why = Vec::new();
+    if !check.residual.is_finite() {
+        why.push(format!("the scaled residual is {} (a NaN or an overflow, not a number to trust)", check.residual));
+    } else if check.residual >= 16.0 {
+        why.push(format!("the scaled residual {:.3} is not below 16", check.residual));
     }
-    args.repeat.check()?;
-    Ok((n, src))
+    if !check.pivots_match {
+        why.push("the pivots differ from dgetrf's".into());
+    }
+    format!("verification failed: {}", why.join("; "))
+}
+
+/// The error of a matrix without LU factorization (dgetrf's `info` > 0). It is a property of
+/// the matrix given, not a fault of the run, so it is reported as bad input.
+fn singular(info: i32) -> anyhow::Error {
+    BadInput::new(format!("the matrix is singular: U({info},{info}) is exactly zero")).into()
 }
 
 /// Runs the program.
@@ -87,8 +189,7 @@ fn source(args: &Args) -> Result<(usize, Source)> {
 /// # Errors
 /// Bad options or input (before any work), a singular matrix, or a failed check.
 pub fn run(args: &Args) -> Result<()> {
-    let (n, src) = source(args)?;
-    let r = args.block;
+    let (n, r, src) = source(args)?;
     let gflop = 2.0 / 3.0 * (n as f64).powi(3) / 1e9;
     let mut record = json!({
         "app": "lu", "variant": args.variant.to_possible_value().map(|v| v.get_name().to_string()),
@@ -100,8 +201,11 @@ pub fn run(args: &Args) -> Result<()> {
         for _ in 0..args.repeat.runs() {
             let mut a = src.matrix(n);
             let t = Instant::now();
-            kernel::serial(&mut a, n);
+            let (_, info) = kernel::serial(&mut a, n);
             times.push(t.elapsed().as_secs_f64());
+            if info > 0 {
+                return Err(singular(info));
+            }
         }
         let secs = median(&times[args.repeat.warmup..]);
         record["ranks"] = json!(1);
@@ -140,16 +244,15 @@ pub fn run(args: &Args) -> Result<()> {
         record["gflops"] = json!(gflop / secs);
         record["verified"] = serde_json::Value::Null;
         if info > 0 {
-            outcome = Err(anyhow::anyhow!("the matrix is singular: U({info},{info}) is exactly zero"));
+            outcome = Err(singular(info));
         } else if args.verify {
             let lu = rt.call(&graphs.gather, ())?;
             let check = kernel::check(&src.matrix(n), n, &lu, &ipiv);
-            record["residual"] = json!(check.residual);
+            record["residual"] = residual_value(check.residual);
             record["pivots_match"] = json!(check.pivots_match);
-            record["verified"] = json!(check.residual < 16.0);
-            if check.residual >= 16.0 {
-                outcome =
-                    Err(anyhow::anyhow!("verification failed: scaled residual {:.3} is not below 16", check.residual));
+            record["verified"] = json!(passes(&check));
+            if !passes(&check) {
+                outcome = Err(anyhow::anyhow!(failure(&check)));
             }
         }
         print_record(args, &record);
@@ -165,9 +268,10 @@ fn print_record(args: &Args, r: &serde_json::Value) {
     }
     let check = match (r.get("residual"), r.get("pivots_match")) {
         (Some(res), Some(p)) => format!(
-            ", residual {:.3}, pivots {}",
-            res.as_f64().unwrap_or(f64::NAN),
-            if p == true { "match dgetrf" } else { "differ from dgetrf" }
+            ", residual {}, pivots {}, {}",
+            res.as_f64().map_or_else(|| res.as_str().unwrap_or("?").to_string(), |x| format!("{x:.3}")),
+            if p == true { "match dgetrf" } else { "differ from dgetrf" },
+            if r["verified"] == true { "verified" } else { "NOT verified" }
         ),
         _ => String::new(),
     };

@@ -84,11 +84,17 @@ pub fn serial(a: &[f64], b: &[f64], n: usize) -> Vec<f64> {
     c
 }
 
-/// ‖C − A·B‖_F / (‖A‖_F‖B‖_F), against the serial product; the bound is 10·n·ε.
+/// ‖C − A·B‖_F / (‖A‖_F‖B‖_F), against the serial product, and whether it is within the
+/// bound 10·n·ε. A NaN or infinite error (a NaN or infinity anywhere, or an overflow) fails.
 pub fn error_against_serial(c: &[f64], a: &[f64], b: &[f64], n: usize) -> (f64, bool) {
     let reference = serial(a, b, n);
     let err = norms::product_error(c, &reference, a, b);
-    (err, err <= 10.0 * n as f64 * f64::EPSILON)
+    (err, within_bound(err, n))
+}
+
+/// Whether a relative error passes for order n: finite and at most 10·n·ε.
+pub fn within_bound(err: f64, n: usize) -> bool {
+    err.is_finite() && err <= 10.0 * n as f64 * f64::EPSILON
 }
 
 #[cfg(test)]
@@ -108,5 +114,22 @@ mod tests {
             }
         }
         assert!(error_against_serial(&c, &a, &b, n).1);
+    }
+
+    #[test]
+    fn verification_fails_closed_on_nan_infinity_and_error() {
+        let n = 4;
+        let (a, b) = (matrix(n, 1), matrix(n, 2));
+        let good = serial(&a, &b, n);
+        for (k, poison) in [(0, f64::NAN), (5, f64::INFINITY), (15, f64::NEG_INFINITY), (3, 1e300)] {
+            let mut c = good.clone();
+            c[k] = poison;
+            let (err, ok) = error_against_serial(&c, &a, &b, n);
+            assert!(!ok, "C[{k}] = {poison} passed with error {err}");
+        }
+        let mut nan_a = a.clone();
+        nan_a[2] = f64::NAN;
+        assert!(!error_against_serial(&good, &nan_a, &b, n).1, "a NaN operand passed");
+        assert!(!within_bound(f64::NAN, n) && !within_bound(f64::INFINITY, n) && within_bound(0.0, n));
     }
 }

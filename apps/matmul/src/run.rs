@@ -6,6 +6,8 @@ use std::time::Instant;
 use anyhow::{bail, Result};
 use clap::{Parser, ValueEnum};
 use dps::{median, Repeat, Runtime, RuntimeArgs};
+use dps_dense::footprint;
+use dps_harness::bad_input;
 use serde_json::json;
 
 use crate::graph::{self, Graphs, Master};
@@ -45,7 +47,7 @@ pub struct Args {
     /// Mapping of the worker collection (one thread per rank by default).
     #[arg(long, default_value = "all")]
     pub map: String,
-    /// Jobs in flight at most (default: 2 per worker).
+    /// Jobs in flight at most (default: 2 per worker; at least 1).
     #[arg(long)]
     pub window: Option<usize>,
     #[command(flatten)]
@@ -68,26 +70,68 @@ pub struct Args {
     pub runtime: RuntimeArgs,
 }
 
+/// The most OpenBLAS threads `--blas-threads` accepts.
+pub const MAX_BLAS_THREADS: usize = 1024;
+/// The default block size, clamped to n.
+pub const DEFAULT_BLOCK: usize = 256;
+
 impl Args {
-    /// The block size, checked.
+    /// The block size, after checking every option (bad input, before any work).
     ///
     /// # Errors
-    /// If n, the block size or the block count is 0, or the block is larger than n.
+    /// A `dps_harness::BadInput` naming the option: n, the block size, the block count or the window
+    /// is 0, the block or the block count is larger than n, the thread or run counts are
+    /// out of range.
     pub fn block_size(&self) -> Result<usize> {
-        if self.n == 0 {
-            bail!("--n must be at least 1");
+        let n = self.n;
+        if n == 0 {
+            bad_input!("--n must be at least 1");
         }
         let bs = match (self.block, self.s) {
+            (Some(0), _) => bad_input!("--block 0: the block size must be between 1 and n = {n}"),
+            (Some(b), _) if b > n => bad_input!("--block {b} must be between 1 and n = {n}"),
             (Some(b), _) => b,
-            (None, Some(0)) => bail!("--s must be at least 1"),
-            (None, Some(s)) => self.n.div_ceil(s),
-            (None, None) => 256.min(self.n),
+            (None, Some(0)) => bad_input!("--s must be at least 1"),
+            (None, Some(s)) if s > n => bad_input!("--s {s}: at most n = {n} blocks per dimension"),
+            (None, Some(s)) => n.div_ceil(s),
+            (None, None) => DEFAULT_BLOCK.min(n),
         };
-        if bs == 0 || bs > self.n {
-            bail!("--block {bs} must be between 1 and n = {}", self.n);
+        if self.window == Some(0) {
+            bad_input!("--window 0: at least one job must be in flight");
         }
-        self.repeat.check()?;
+        if !(1..=MAX_BLAS_THREADS).contains(&self.blas_threads) {
+            bad_input!("--blas-threads {} must be between 1 and {MAX_BLAS_THREADS}", self.blas_threads);
+        }
+        dps_harness::input(self.repeat.check().map_err(Into::into))?;
+        if self.repeat.warmup.checked_add(self.repeat.reps).is_none() {
+            bad_input!("--warmup {} plus --reps {} runs overflow", self.repeat.warmup, self.repeat.reps);
+        }
         Ok(bs)
+    }
+
+    /// Bytes the run needs on rank 0 and on every other rank, from the options alone.
+    pub fn memory_need(&self, bs: usize) -> (u64, u64) {
+        let (n, m) = (self.n, footprint::matrix(self.n));
+        if self.variant == Variant::Serial {
+            return (m.saturating_mul(3), 0); // A, B and C
+        }
+        let ranks = footprint::launched_ranks();
+        let p = kernel::blocks(n, bs) as u64;
+        // Jobs in flight: the default window is 2 per worker, one worker per rank by default.
+        let window = self.window.map_or(2 * ranks, |w| w as u64);
+        let other = match self.variant {
+            // Every job's strips (2p·n² in all, a copy per job received) and every block of C
+            // stay on the workers between the phases.
+            Variant::Phased | Variant::Compare => {
+                m.saturating_mul(p.saturating_mul(2).saturating_add(1)).div_ceil(ranks)
+            }
+            Variant::Pipelined => footprint::block(bs, n).saturating_mul(3).saturating_mul(window),
+            _ => footprint::block(bs, bs).saturating_mul(3).saturating_mul(window),
+        };
+        // The master: A, B, C, and the strips it cuts from A and B; --verify fetches C and
+        // recomputes A, B and the serial product.
+        let master = m.saturating_mul(if self.verify { 9 } else { 5 });
+        (master.saturating_add(other), other)
     }
 }
 
@@ -103,6 +147,12 @@ fn timed(f: impl FnOnce() -> Result<()>) -> Result<f64> {
 /// Bad options (before any work) or a failed run.
 pub fn run(args: &Args) -> Result<()> {
     let bs = args.block_size()?;
+    let (rank0, other) = args.memory_need(bs);
+    dps_harness::check_memory(&format!("--n {}", args.n), rank0, other)?;
+    if let Some(path) = &args.runtime.trace {
+        // The runtime writes the trace after the run: a bad path must fail before it.
+        dps_harness::OutputFile::create("--trace", path)?;
+    }
     let n = args.n;
     if args.variant == Variant::Serial {
         return run_serial(args, bs);
@@ -110,7 +160,7 @@ pub fn run(args: &Args) -> Result<()> {
     let rt = args.runtime.start()?;
     let main = rt.collection("main", "0", |_| Master::new(n, bs, args.seed))?;
     let workers = rt.collection("workers", &args.map, |_| graph::worker(n))?;
-    let window = args.window.unwrap_or(2 * workers.len()).max(1);
+    let window = args.window.unwrap_or(2 * workers.len());
     let graphs = Graphs::build(&rt, &main, &workers, window)?;
     if rt.is_root() {
         report(args, &rt, &graphs, bs, workers.len())?;
@@ -168,11 +218,13 @@ fn report(args: &Args, rt: &Runtime, g: &Graphs, bs: usize, threads: usize) -> R
         let c = rt.call(&g.fetch, ())?;
         let (sa, sb) = kernel::seeds(args.seed);
         let (err, ok) = kernel::error_against_serial(&c, &kernel::matrix(n, sa), &kernel::matrix(n, sb), n);
-        record["error"] = json!(err);
+        // JSON has no NaN (serde_json writes null): a non-finite error is written as text.
+        record["error"] = if err.is_finite() { json!(err) } else { json!(err.to_string()) };
         if !ok {
+            record["verified"] = json!(false);
             print_record(args, &record);
             bail!(
-                "verification failed: relative error {err:.3e} exceeds 10·n·ε = {:.3e}",
+                "verification failed: relative error {err:.3e} is not within 10·n·ε = {:.3e}",
                 10.0 * n as f64 * f64::EPSILON
             );
         }
@@ -223,7 +275,11 @@ fn print_record(args: &Args, r: &serde_json::Value) {
             _ => String::new(),
         };
         let verified = match r.get("error") {
-            Some(e) => format!(", verified (error {:.1e})", e.as_f64().unwrap_or(0.0)),
+            Some(e) => format!(
+                ", {} (error {})",
+                if r["verified"] == true { "verified" } else { "NOT verified" },
+                e.as_f64().map_or_else(|| e.as_str().unwrap_or("?").to_string(), |x| format!("{x:.1e}"))
+            ),
             None => String::new(),
         };
         println!(

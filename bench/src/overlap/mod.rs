@@ -29,7 +29,7 @@ const WINDOW: usize = 16;
 /// Options shared by the launcher and the worker.
 #[derive(Args, Clone, Debug)]
 pub(crate) struct Options {
-    /// Repetitions of each measurement (the median is reported).
+    /// Repetitions of each measurement (the median is reported; 1 to 10000).
     #[arg(long, default_value_t = 5)]
     pub(crate) reps: usize,
     /// Block sizes: a block is SIZE x SIZE doubles.
@@ -40,7 +40,45 @@ pub(crate) struct Options {
     pub(crate) work: usize,
 }
 
+/// The most repetitions `--reps` accepts.
+const MAX_REPS: usize = 10_000;
+
 impl Options {
+    /// Checks the options (bad input); returns the bytes of the largest block.
+    fn checked(&self) -> Result<u64> {
+        if !(1..=MAX_REPS).contains(&self.reps) {
+            dps_harness::bad_input!("--reps {} must be between 1 and {MAX_REPS}", self.reps);
+        }
+        if self.work == 0 {
+            dps_harness::bad_input!("--work 0: each block needs at least one element update");
+        }
+        let mut largest = 0;
+        for &b in &self.blocks {
+            // Blocks travel with u32 sides; the byte count must not overflow.
+            let bytes = u32::try_from(b).ok().and_then(|_| b.checked_mul(b)?.checked_mul(8));
+            match bytes {
+                Some(0) => dps_harness::bad_input!("--blocks: a block side must be at least 1"),
+                Some(bytes) => largest = largest.max(bytes as u64),
+                None => dps_harness::bad_input!("--blocks {b}: a {b}x{b} block of doubles is too large"),
+            }
+        }
+        if self.blocks.is_empty() {
+            dps_harness::bad_input!("--blocks: give at least one block size");
+        }
+        Ok(largest)
+    }
+
+    /// Checks the options and that the blocks fit in this node's memory.
+    fn check(&self) -> Result<()> {
+        let largest = self.checked()?;
+        let side = self.blocks.iter().copied().max().unwrap_or(0);
+        // Rank 1 stores every block of the phased schedule; both ranks hold a window of
+        // blocks in flight and the copies the computation works on.
+        let stored = (block_count(side) as u64).saturating_mul(largest);
+        let in_flight = largest.saturating_mul(2 * (WINDOW as u64 + 2));
+        dps_harness::check_memory(&format!("--blocks {side}"), stored.saturating_add(in_flight), 0)
+    }
+
     fn to_args(&self) -> Vec<String> {
         let blocks = self.blocks.iter().map(|b| b.to_string()).collect::<Vec<_>>().join(",");
         let reps = self.reps.to_string();
@@ -91,6 +129,7 @@ fn block_count(block: usize) -> usize {
 
 /// The launcher: one `mpirun -n 2` of `overlap-worker`, then prints its records.
 pub(crate) fn launch(opts: &Options, json: bool, timeout_s: u64) -> Result<()> {
+    opts.check()?;
     let mut args = vec!["overlap-worker".to_string()];
     args.extend(opts.to_args());
     launch::run_and_print::<Record>(2, &args, timeout_s, json)
@@ -98,8 +137,7 @@ pub(crate) fn launch(opts: &Options, json: bool, timeout_s: u64) -> Result<()> {
 
 /// The worker, on exactly two ranks; rank 0 prints the records.
 pub(crate) fn worker(opts: &Options) -> Result<()> {
-    ensure!(opts.reps > 0, "--reps must be at least 1");
-    ensure!(opts.blocks.iter().all(|&b| b > 0), "block sizes must be positive");
+    opts.checked()?;
     let (universe, _) =
         mpi::initialize_with_threading(mpi::Threading::Multiple).context("MPI was already initialised")?;
     ensure!(universe.world().size() == 2, "overlap-worker needs exactly 2 ranks, got {}", universe.world().size());

@@ -4,7 +4,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
+use dps_harness::BadInput;
 use serde::Deserialize;
 
 /// The whole file.
@@ -80,21 +81,38 @@ fn timeout() -> u64 {
     600
 }
 
+/// The most runs per point an experiment (or `--repeat`) may ask for.
+pub(crate) const MAX_REPEAT: usize = 1000;
+
+/// The 1-based line of byte `offset` in `text`.
+fn line_at(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())].iter().filter(|&&b| b == b'\n').count() + 1
+}
+
 impl Experiments {
     /// Reads and checks the file.
     ///
     /// # Errors
-    /// If it cannot be read or parsed, or an experiment is inconsistent.
+    /// A [`BadInput`] naming the file (and the line, or the experiment): it cannot be read
+    /// or parsed, or an experiment is inconsistent.
     pub(crate) fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-        let file: Experiments =
-            toml::from_str(&text).with_context(|| format!("{} is not a valid experiments file", path.display()))?;
-        for e in &file.experiment {
-            if e.ranks.is_empty() || e.ranks.contains(&0) || e.repeat == 0 {
-                bail!("experiment {}: ranks must be non-empty and positive, repeat at least 1", e.name);
+        let name = path.display();
+        let text = std::fs::read_to_string(path).map_err(|e| BadInput::new(format!("--file {name}: {e}")))?;
+        let file: Experiments = toml::from_str(&text).map_err(|e| {
+            let line = e.span().map_or(String::new(), |s| format!(":{}", line_at(&text, s.start)));
+            // The message may span lines ("invalid array\nexpected `]`"): one line is printed.
+            let message: Vec<&str> = e.message().lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+            BadInput::new(format!("{name}{line}: {}", message.join(": ")))
+        })?;
+        for (i, e) in file.experiment.iter().enumerate() {
+            // Point at the experiment's name in the file (its line), for the error messages.
+            let line = text.find(&format!("\"{}\"", e.name)).map_or(0, |at| line_at(&text, at));
+            let refuse = |why: String| BadInput::new(format!("{name}:{line}: experiment {:?}: {why}", e.name));
+            if let Err(why) = e.check() {
+                return Err(refuse(why).into());
             }
-            if e.launcher != "mpi" && e.launcher != "none" {
-                bail!("experiment {}: launcher must be \"mpi\" or \"none\", not {:?}", e.name, e.launcher);
+            if file.experiment[..i].iter().any(|o| o.name == e.name) {
+                return Err(refuse("the name is used twice".into()).into());
             }
         }
         Ok(file)
@@ -103,7 +121,7 @@ impl Experiments {
     /// The experiments named (all if `names` is empty).
     ///
     /// # Errors
-    /// If a name is unknown (the message lists the known ones).
+    /// A [`BadInput`] if a name is unknown (the message lists the known ones).
     pub(crate) fn select(&self, names: &[String]) -> Result<Vec<Experiment>> {
         if names.is_empty() {
             return Ok(self.experiment.clone());
@@ -111,12 +129,39 @@ impl Experiments {
         names
             .iter()
             .map(|n| {
-                self.experiment.iter().find(|e| &e.name == n).cloned().with_context(|| {
+                let found = self.experiment.iter().find(|e| &e.name == n).cloned();
+                found.ok_or_else(|| {
                     let known: Vec<&str> = self.experiment.iter().map(|e| e.name.as_str()).collect();
-                    format!("no experiment named {n:?}; known: {}", known.join(", "))
+                    BadInput::new(format!("no experiment named {n:?}; known: {}", known.join(", "))).into()
                 })
             })
             .collect()
+    }
+}
+
+impl Experiment {
+    /// What is inconsistent in the experiment, if anything.
+    fn check(&self) -> Result<(), String> {
+        let plain = |s: &str| !s.is_empty() && s != "." && s != ".." && !s.contains(['/', '\\']);
+        if !plain(&self.name) {
+            return Err("the name must be a plain file name (it names the results directory)".into());
+        }
+        if !plain(&self.app) {
+            return Err(format!("app {:?} must be the name of a binary in target/release", self.app));
+        }
+        if self.ranks.is_empty() || self.ranks.contains(&0) {
+            return Err("ranks must be non-empty and positive".into());
+        }
+        if !(1..=MAX_REPEAT).contains(&self.repeat) {
+            return Err(format!("repeat {} must be between 1 and {MAX_REPEAT}", self.repeat));
+        }
+        if self.timeout_s == 0 {
+            return Err("timeout_s must be at least 1 (0 would disable the timeout)".into());
+        }
+        if self.launcher != "mpi" && self.launcher != "none" {
+            return Err(format!("launcher must be \"mpi\" or \"none\", not {:?}", self.launcher));
+        }
+        Ok(())
     }
 }
 
@@ -180,5 +225,34 @@ mod tests {
         assert_eq!(arg(&g[1][0].1), "2");
         assert_eq!(arg(&g[1][1].1), "x");
         assert_eq!(grid(&BTreeMap::new()), vec![Vec::new()]);
+    }
+
+    fn load_text(text: &str) -> Result<Experiments> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.toml");
+        std::fs::write(&path, text).unwrap();
+        Experiments::load(&path)
+    }
+
+    #[test]
+    fn bad_files_name_the_file_the_line_and_the_experiment() {
+        let e =
+            load_text("[[experiment]]\nname = \"a\"\ntitle = \"t\"\napp = \"dps-matmul\"\nranks = [1,\n").unwrap_err();
+        assert!(e.is::<BadInput>());
+        assert!(e.to_string().contains("x.toml:6"), "{e}");
+        let base = "[[experiment]]\nname = \"a\"\ntitle = \"t\"\napp = \"dps-matmul\"\n";
+        let e = load_text(&format!("{base}repeat = 0\n")).unwrap_err();
+        assert!(e.to_string().contains("x.toml:2: experiment \"a\": repeat 0"), "{e}");
+        let e = load_text(&format!("{base}timeout_s = 0\n")).unwrap_err();
+        assert!(e.to_string().contains("timeout_s"), "{e}");
+        let e = load_text(&format!("{base}bogus = 1\n")).unwrap_err();
+        assert!(e.to_string().contains("x.toml:5") && e.to_string().contains("bogus"), "{e}");
+        let e = load_text(&format!("{base}{base}")).unwrap_err();
+        assert!(e.to_string().contains("used twice"), "{e}");
+        let e = load_text(&base.replace("\"a\"", "\"../a\"")).unwrap_err();
+        assert!(e.to_string().contains("plain file name"), "{e}");
+        let file = load_text(base).unwrap();
+        let e = file.select(&["nope".to_string()]).unwrap_err();
+        assert!(e.is::<BadInput>() && e.to_string().contains("no experiment named \"nope\"; known: a"), "{e}");
     }
 }

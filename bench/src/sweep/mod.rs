@@ -8,12 +8,14 @@ mod config;
 mod plot;
 mod table;
 
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use dps_harness::{BadInput, OutputFile};
 use serde::Serialize;
 
 use config::{Experiment, Experiments, Point};
@@ -32,7 +34,7 @@ pub(crate) struct SweepArgs {
     /// Where results go.
     #[arg(long, default_value = "results")]
     pub(crate) out: PathBuf,
-    /// Runs per point (overrides each experiment's `repeat`).
+    /// Runs per point (overrides each experiment's `repeat`; 1 to 1000).
     #[arg(long)]
     pub(crate) repeat: Option<usize>,
     /// Also write a report of these experiments (markdown with the tables and plots).
@@ -57,43 +59,101 @@ pub(crate) struct Row {
     pub(crate) record: serde_json::Value,
 }
 
-/// Runs the sweep.
-///
-/// # Errors
-/// A bad experiments file or name, or results that cannot be written. Failed runs are not
-/// errors: they are recorded.
-pub(crate) fn run(args: &SweepArgs) -> Result<()> {
-    let file = Experiments::load(&args.file)?;
-    if args.list {
-        for e in &file.experiment {
-            println!("{:<24} {}", e.name, e.title);
+/// The output files of one experiment, opened (as temporary files beside their paths)
+/// before the sweep starts, so that a bad path fails at once and a failed sweep leaves no
+/// partial file.
+struct Outputs {
+    runs: OutputFile,
+    table: OutputFile,
+    csv: OutputFile,
+    time_png: OutputFile,
+    speedup_png: OutputFile,
+}
+
+impl Outputs {
+    fn create(dir: &Path) -> Result<Self> {
+        let file = |name: &str| OutputFile::create("--out", &dir.join(name));
+        Ok(Outputs {
+            runs: file("runs.jsonl")?,
+            table: file("table.md")?,
+            csv: file("summary.csv")?,
+            time_png: file("time.png")?,
+            speedup_png: file("speedup.png")?,
+        })
+    }
+}
+
+/// Checks the options that do not need the experiments file.
+fn check_args(args: &SweepArgs) -> Result<()> {
+    if let Some(r) = args.repeat {
+        if !(1..=config::MAX_REPEAT).contains(&r) {
+            dps_harness::bad_input!("--repeat {r} must be between 1 and {}", config::MAX_REPEAT);
         }
-        return Ok(());
-    }
-    let selected = file.select(&args.names)?;
-    let launcher = Launcher::choose(args.launcher.as_deref())?;
-    let stamp = timestamp();
-    let mut sections = Vec::new();
-    for e in &selected {
-        let e = Experiment { repeat: args.repeat.unwrap_or(e.repeat), ..e.clone() };
-        let dir = args.out.join(&e.name).join(&stamp);
-        std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let (rows, references) = run_experiment(&e, &launcher, &dir)?;
-        let md = table::markdown(&e, &rows, &references);
-        std::fs::write(dir.join("table.md"), &md)?;
-        std::fs::write(dir.join("summary.csv"), table::csv(&rows))?;
-        let plots = plot::draw(&e, &rows, &references, &dir)?;
-        println!("\n{md}");
-        sections.push((e.clone(), dir.clone(), md, plots));
-    }
-    if let Some(report) = &args.report {
-        write_report(report, &sections)?;
-        eprintln!("sweep: wrote {}", report.display());
     }
     Ok(())
 }
 
-fn write_report(path: &Path, sections: &[(Experiment, PathBuf, String, Vec<PathBuf>)]) -> Result<()> {
+/// Runs the sweep.
+///
+/// # Errors
+/// Bad input (before any run): a bad experiments file or name, a missing app binary, an
+/// output path that cannot be written. Afterwards, results that cannot be written. Failed
+/// runs are not errors: they are recorded.
+pub(crate) fn run(args: &SweepArgs) -> Result<()> {
+    check_args(args)?;
+    let file = Experiments::load(&args.file)?;
+    if args.list {
+        let list: String = file.experiment.iter().map(|e| format!("{:<24} {}\n", e.name, e.title)).collect();
+        return crate::print_out(&list);
+    }
+    let selected = file.select(&args.names)?;
+    let launcher = Launcher::choose(args.launcher.as_deref())?;
+    let bin_dir = std::env::current_exe()?.parent().context("no executable directory")?.to_path_buf();
+    for e in &selected {
+        if !bin_dir.join(&e.app).is_file() {
+            dps_harness::bad_input!(
+                "experiment {:?}: its app {} is not in {} (build it: cargo build --release --bins)",
+                e.name,
+                e.app,
+                bin_dir.display()
+            );
+        }
+    }
+    let mut report = args.report.as_ref().map(|p| OutputFile::create("--report", p)).transpose()?;
+    let stamp = timestamp();
+    let mut planned = Vec::new();
+    for e in selected {
+        let e = Experiment { repeat: args.repeat.unwrap_or(e.repeat), ..e };
+        let dir = args.out.join(&e.name).join(&stamp);
+        std::fs::create_dir_all(&dir).map_err(|why| {
+            BadInput::new(format!("--out {}: cannot create {}: {why}", args.out.display(), dir.display()))
+        })?;
+        let outputs = Outputs::create(&dir)?;
+        planned.push((e, dir, outputs));
+    }
+    let mut sections = Vec::new();
+    for (e, dir, out) in planned {
+        let mut runs = out.runs;
+        let mut raw = BufWriter::new(runs.file());
+        let (rows, references) = run_experiment(&e, &launcher, &bin_dir, &mut raw)?;
+        raw.flush().with_context(|| format!("cannot write {}", dir.join("runs.jsonl").display()))?;
+        drop(raw);
+        runs.commit()?;
+        let md = table::markdown(&e, &rows, &references);
+        out.table.write_and_commit(md.as_bytes())?;
+        out.csv.write_and_commit(table::csv(&rows).as_bytes())?;
+        let plots = plot::draw(&e, &rows, &references, [out.time_png, out.speedup_png])?;
+        crate::print_out(&format!("\n{md}\n"))?;
+        sections.push((e, dir, md, plots));
+    }
+    if let (Some(path), Some(out)) = (&args.report, report.take()) {
+        out.write_and_commit(report_text(path, &sections).as_bytes())?;
+        eprintln!("sweep: wrote {}", path.display());
+    }
+    Ok(())
+}
+
+fn report_text(path: &Path, sections: &[(Experiment, PathBuf, String, Vec<PathBuf>)]) -> String {
     let base = path.parent().unwrap_or(Path::new("."));
     let mut text = format!("# DPS reproduction report ({})\n\n", timestamp());
     for (_, dir, md, plots) in sections {
@@ -104,7 +164,7 @@ fn write_report(path: &Path, sections: &[(Experiment, PathBuf, String, Vec<PathB
         }
         text += &format!("\nRaw runs: `{}`\n\n", dir.join("runs.jsonl").display());
     }
-    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+    text
 }
 
 fn timestamp() -> String {
@@ -124,7 +184,7 @@ impl Launcher {
         match name {
             Some("mpirun") => Ok(Launcher::Mpirun),
             Some("srun") => Ok(Launcher::Srun),
-            Some(other) => anyhow::bail!("--launcher must be mpirun or srun, not {other:?}"),
+            Some(other) => dps_harness::bad_input!("--launcher must be mpirun or srun, not {other:?}"),
             None if std::env::var_os("SLURM_JOB_ID").is_some() => Ok(Launcher::Srun),
             None => Ok(Launcher::Mpirun),
         }
@@ -153,12 +213,15 @@ fn cores() -> usize {
 }
 
 /// Runs every point of `e`; returns its rows and the reference time of each parameter point.
-fn run_experiment(e: &Experiment, launcher: &Launcher, dir: &Path) -> Result<(Vec<Row>, References)> {
-    let bin_dir = std::env::current_exe()?.parent().context("no executable directory")?.to_path_buf();
+fn run_experiment(
+    e: &Experiment,
+    launcher: &Launcher,
+    bin_dir: &Path,
+    raw: &mut impl Write,
+) -> Result<(Vec<Row>, References)> {
     let app = bin_dir.join(&e.app);
     let points = config::grid(&e.params);
     let total = points.len() * (e.ranks.len() + usize::from(e.reference.is_some()));
-    let mut raw = std::fs::File::create(dir.join("runs.jsonl"))?;
     let (mut rows, mut references, mut done) = (Vec::new(), Vec::new(), 0);
     for point in &points {
         let point_args: Vec<String> = config::command_line(point);
@@ -173,7 +236,7 @@ fn run_experiment(e: &Experiment, launcher: &Launcher, dir: &Path) -> Result<(Ve
                 Some(s) => s,
                 None => {
                     let args: Vec<String> = reference.iter().cloned().chain(config::command_line(&shared)).collect();
-                    measure(e, None, &app, &args, &shared, 1, &mut raw, (done, total))?.seconds
+                    measure(e, None, &app, &args, &shared, 1, raw, (done, total))?.seconds
                 }
             };
             references.push((point.clone(), seconds));
@@ -182,7 +245,7 @@ fn run_experiment(e: &Experiment, launcher: &Launcher, dir: &Path) -> Result<(Ve
             done += 1;
             let args: Vec<String> = e.args.iter().cloned().chain(point_args.clone()).collect();
             let launch = (e.launcher == "mpi").then(|| launcher.command(ranks));
-            let mut row = measure(e, launch, &app, &args, point, ranks, &mut raw, (done, total))?;
+            let mut row = measure(e, launch, &app, &args, point, ranks, raw, (done, total))?;
             row.oversubscribed = matches!(launcher, Launcher::Mpirun) && e.launcher == "mpi" && ranks > cores();
             rows.push(row);
         }
@@ -199,10 +262,9 @@ fn measure(
     args: &[String],
     point: &Point,
     ranks: usize,
-    raw: &mut std::fs::File,
+    raw: &mut impl Write,
     (done, total): (usize, usize),
 ) -> Result<Row> {
-    use std::io::Write;
     let params: Vec<(String, String)> = point.iter().map(|(k, v)| (k.clone(), config::arg(v))).collect();
     let mut runs: Vec<serde_json::Value> = Vec::new();
     let mut status = "ok".to_string();

@@ -2,6 +2,8 @@
 //! one series per parameter point. Text uses DejaVu Sans (Debian's fonts-dejavu-core).
 
 use std::path::{Path, PathBuf};
+
+use dps_harness::OutputFile;
 use std::sync::Once;
 
 use anyhow::{Context, Result};
@@ -25,8 +27,15 @@ fn register_font() -> bool {
 
 type Series = Vec<(String, Vec<(f64, f64)>)>;
 
-/// Draws `time.png` and `speedup.png` in `dir` when the experiment has several rank counts.
-pub(crate) fn draw(e: &Experiment, rows: &[Row], references: &References, dir: &Path) -> Result<Vec<PathBuf>> {
+/// Draws the time and speedup plots into their files (`time.png`, `speedup.png`) when the
+/// experiment has several rank counts; returns the paths written. A file not drawn is
+/// dropped, which removes its temporary file.
+pub(crate) fn draw(
+    e: &Experiment,
+    rows: &[Row],
+    references: &References,
+    [time_png, speed_png]: [OutputFile; 2],
+) -> Result<Vec<PathBuf>> {
     if e.ranks.len() < 2 || !register_font() {
         return Ok(Vec::new());
     }
@@ -55,24 +64,43 @@ pub(crate) fn draw(e: &Experiment, rows: &[Row], references: &References, dir: &
         }
     }
     let max_ranks = *e.ranks.iter().max().unwrap() as f64;
-    let mut out = Vec::new();
-    let time_png = dir.join("time.png");
-    chart(&time_png, &format!("{}: time", e.name), "time (s)", &times, max_ranks, false)?;
-    out.push(time_png);
+    let mut out = vec![time_png.path().to_path_buf()];
+    let png = chart(&format!("{}: time", e.name), "time (s)", &times, max_ranks, false)?;
+    time_png.write_and_commit(&png)?;
     if !speedups.is_empty() {
-        let speed_png = dir.join("speedup.png");
+        out.push(speed_png.path().to_path_buf());
         let against = if e.reference.is_some() { "speedup vs serial" } else { "speedup vs 1 rank" };
-        chart(&speed_png, &format!("{}: {against}", e.name), against, &speedups, max_ranks, true)?;
-        out.push(speed_png);
+        let png = chart(&format!("{}: {against}", e.name), against, &speedups, max_ranks, true)?;
+        speed_png.write_and_commit(&png)?;
     }
     Ok(out)
 }
 
-fn chart(path: &Path, title: &str, y_label: &str, series: &Series, max_ranks: f64, ideal: bool) -> Result<()> {
+/// Width and height of a plot, in pixels.
+const SIZE: (u32, u32) = (800, 500);
+
+/// A chart as PNG bytes: drawn into memory, so that only a complete file reaches the disk.
+fn chart(title: &str, y_label: &str, series: &Series, max_ranks: f64, ideal: bool) -> Result<Vec<u8>> {
+    let mut pixels = vec![0u8; SIZE.0 as usize * SIZE.1 as usize * 3];
+    draw_chart(&mut pixels, title, y_label, series, max_ranks, ideal)?;
+    let image = image::RgbImage::from_raw(SIZE.0, SIZE.1, pixels).context("the plot buffer has the wrong size")?;
+    let mut png = std::io::Cursor::new(Vec::new());
+    image.write_to(&mut png, image::ImageFormat::Png).context("cannot encode the plot as PNG")?;
+    Ok(png.into_inner())
+}
+
+fn draw_chart(
+    pixels: &mut [u8],
+    title: &str,
+    y_label: &str,
+    series: &Series,
+    max_ranks: f64,
+    ideal: bool,
+) -> Result<()> {
     let y_max =
         series.iter().flat_map(|(_, pts)| pts.iter().map(|p| p.1)).fold(if ideal { max_ranks } else { 0.0 }, f64::max)
             * 1.1;
-    let root = BitMapBackend::new(path, (800, 500)).into_drawing_area();
+    let root = BitMapBackend::with_buffer(pixels, SIZE).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 22))
@@ -96,6 +124,6 @@ fn chart(path: &Path, title: &str, y_label: &str, series: &Series, max_ranks: f6
         chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, color.filled())))?;
     }
     chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
-    root.present().with_context(|| format!("cannot write {}", path.display()))?;
+    root.present().context("cannot draw the plot")?;
     Ok(())
 }

@@ -36,10 +36,10 @@ const PINGPONG_ITERS: (usize, usize) = (10, 100_000);
 /// Options shared by the launcher and the worker.
 #[derive(Args, Clone, Debug)]
 pub(crate) struct Options {
-    /// Repetitions of each measurement (the median is reported).
+    /// Repetitions of each measurement (the median is reported; 1 to 10000).
     #[arg(long, default_value_t = 5)]
     pub(crate) reps: usize,
-    /// Largest payload size in bytes.
+    /// Largest payload size in bytes (at least 8).
     #[arg(long, default_value_t = 16 << 20)]
     pub(crate) max_bytes: usize,
     /// Only these payload sizes, in bytes (comma-separated), instead of 8 B to --max-bytes.
@@ -47,7 +47,36 @@ pub(crate) struct Options {
     pub(crate) bytes: Vec<usize>,
 }
 
+/// The most repetitions `--reps` accepts.
+pub(crate) const MAX_REPS: usize = 10_000;
+
 impl Options {
+    /// The payload sizes to measure, after checking the options (bad input).
+    fn checked_sizes(&self) -> Result<Vec<usize>> {
+        if !(1..=MAX_REPS).contains(&self.reps) {
+            dps_harness::bad_input!("--reps {} must be between 1 and {MAX_REPS}", self.reps);
+        }
+        if self.bytes.contains(&0) {
+            dps_harness::bad_input!("--bytes: every payload must be at least 1 byte");
+        }
+        if self.bytes.is_empty() && sizes(self.max_bytes).is_empty() {
+            dps_harness::bad_input!("--max-bytes {}: below the smallest payload, {} bytes", self.max_bytes, SIZES[0]);
+        }
+        Ok(if self.bytes.is_empty() { sizes(self.max_bytes) } else { self.bytes.clone() })
+    }
+
+    /// Checks the options and that both ranks' buffers fit in this node's memory.
+    fn check(&self) -> Result<Vec<usize>> {
+        let sizes = self.checked_sizes()?;
+        let largest = sizes.iter().copied().max().unwrap_or(0) as u64;
+        // Per rank: the raw sender's window of buffers, DPS tokens in flight at both ends,
+        // and the ping-pong buffers.
+        let per_rank = largest.saturating_mul(2 * WINDOW as u64 + 4);
+        let what = if self.bytes.is_empty() { "--max-bytes" } else { "--bytes" };
+        dps_harness::check_memory(&format!("{what} {largest}"), per_rank.saturating_mul(2), 0)?;
+        Ok(sizes)
+    }
+
     fn to_args(&self) -> Vec<String> {
         let mut args = vec!["--reps".into(), self.reps.to_string(), "--max-bytes".into(), self.max_bytes.to_string()];
         if !self.bytes.is_empty() {
@@ -108,6 +137,7 @@ fn gbps(messages: usize, bytes: usize, seconds: f64) -> f64 {
 
 /// The launcher: one `mpirun -n 2` of `transport-worker`, then prints its records.
 pub(crate) fn launch(opts: &Options, json: bool, timeout_s: u64) -> Result<()> {
+    opts.check()?;
     let mut args = vec!["transport-worker".to_string()];
     args.extend(opts.to_args());
     launch::run_and_print::<Record>(2, &args, timeout_s, json)
@@ -115,12 +145,11 @@ pub(crate) fn launch(opts: &Options, json: bool, timeout_s: u64) -> Result<()> {
 
 /// The worker, on exactly two ranks: raw MPI first, then DPS; rank 0 prints the records.
 pub(crate) fn worker(opts: &Options) -> Result<()> {
-    ensure!(opts.reps > 0, "--reps must be at least 1");
+    let sizes = opts.checked_sizes()?;
     let (universe, _) =
         mpi::initialize_with_threading(mpi::Threading::Multiple).context("MPI was already initialised")?;
     let world = universe.world();
     ensure!(world.size() == 2, "transport-worker needs exactly 2 ranks, got {}", world.size());
-    let sizes = if opts.bytes.is_empty() { sizes(opts.max_bytes) } else { opts.bytes.clone() };
 
     // Raw MPI, before DPS starts its progress thread. Values are meaningful on rank 0 only.
     let mut raw = Vec::new();

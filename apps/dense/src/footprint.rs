@@ -1,0 +1,41 @@
+//! What a run holds in memory, computed from its options before any work so that the apps
+//! can refuse a run that cannot fit (`dps_harness::check_memory`). Sizes saturate: a size
+//! that overflows `u64` needs more memory than any machine has.
+
+/// Bytes of `count` f64 values.
+pub fn f64s(count: u64) -> u64 {
+    count.saturating_mul(8)
+}
+
+/// Bytes of an n×n matrix of f64.
+pub fn matrix(n: usize) -> u64 {
+    f64s((n as u64).saturating_mul(n as u64))
+}
+
+/// Bytes of an h×w block of f64.
+pub fn block(h: usize, w: usize) -> u64 {
+    f64s((h as u64).saturating_mul(w as u64))
+}
+
+/// The ranks the launcher started in the whole job, read from its environment before MPI
+/// starts (1 for a plain process): the data a run distributes is divided by this.
+pub fn launched_ranks() -> u64 {
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"]
+        .iter()
+        .find_map(|var| std::env::var(var).ok()?.parse::<u64>().ok())
+        .unwrap_or(1)
+        .max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_saturate_instead_of_wrapping() {
+        assert_eq!(matrix(1024), 8 << 20);
+        assert_eq!(matrix(1 << 32), u64::MAX);
+        assert_eq!(block(usize::MAX, 2), u64::MAX);
+        assert!(launched_ranks() >= 1);
+    }
+}

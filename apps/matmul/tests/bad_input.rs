@@ -1,0 +1,42 @@
+//! `dps-matmul` with bad options and sizes, as a new user would try them: each row gives the
+//! exit code (2: refused before any work) and words the message must contain; `check_table`
+//! also fails a row on a panic, a backtrace or a message printed more than once.
+
+use std::path::Path;
+
+use dps_testkit::{case, case_on, check_table};
+
+const BIN: &str = env!("CARGO_BIN_EXE_dps-matmul");
+
+#[test]
+fn bad_options_are_refused_once_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("no/such/dir/trace.json");
+    let trace = trace.to_str().unwrap();
+    check_table(
+        Path::new(BIN),
+        &[
+            case(&["--n", "0"], 2, &["--n must be at least 1"]),
+            case(&["--n", "10000000"], 2, &["--n 10000000", "memory", "available"]),
+            case(&["--n", "10000000", "--variant", "serial"], 2, &["--n 10000000", "memory"]),
+            case(&["--n", "99999999999999999999999"], 2, &["--n"]),
+            case(&["--n", "10", "--block", "0"], 2, &["--block 0"]),
+            case(&["--n", "10", "--block", "11"], 2, &["--block 11 must be between 1 and n = 10"]),
+            case(&["--n", "10", "--s", "0"], 2, &["--s must be at least 1"]),
+            case(&["--n", "10", "--s", "11"], 2, &["--s 11", "n = 10"]),
+            case(&["--n", "10", "--s", "2", "--block", "5"], 2, &["--s", "--block"]),
+            case(&["--n", "10", "--window", "0"], 2, &["--window 0"]),
+            case(&["--n", "10", "--reps", "0"], 2, &["--reps"]),
+            case(&["--n", "10", "--warmup", "18446744073709551615"], 2, &["--warmup", "overflow"]),
+            case(&["--n", "10", "--blas-threads", "0"], 2, &["--blas-threads 0"]),
+            case(&["--n", "10", "--variant", "bogus"], 2, &["bogus", "--variant"]),
+            case(&["--n", "10", "--trace", trace], 2, &["--trace", "does not exist"]),
+            // The default block (256) is clamped to a smaller n.
+            case(&["--n", "64", "--verify"], 0, &[]),
+            case(&["--n", "37", "--window", "1", "--variant", "farm", "--verify"], 0, &[]),
+            case_on(2, &["--n", "10000000"], 2, &["--n 10000000", "memory"]),
+            case_on(2, &["--n", "10", "--window", "0"], 2, &["--window 0"]),
+            case_on(2, &["--n", "10", "--map", "bogus"], 2, &["bogus"]),
+        ],
+    );
+}
