@@ -32,6 +32,8 @@
 //!
 //! See `runtime/examples/` for programs that run under `mpirun`.
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
 mod cli;
 mod collection;
 mod engine;

@@ -328,6 +328,7 @@ impl Progress {
             self.complete_sends();
             std::thread::yield_now();
         }
+        // Leaked together: MPI may still read a buffer that `keep` owns (see `as_static`).
         for (request, keep) in self.sends.drain(..) {
             std::mem::forget(request);
             std::mem::forget(keep);
@@ -365,7 +366,9 @@ impl Progress {
             w.sent_to(dest);
         }
         let target = self.comm.process_at_rank(dest as i32);
-        let bytes = as_static(packet.as_ptr(), packet.len());
+        // SAFETY: `packet` is moved into the `Keep::Packet` pushed beside the request; moving a
+        // `Vec` does not move its heap buffer, which is dropped only once the request completed.
+        let bytes = unsafe { as_static(packet.as_ptr(), packet.len()) };
         self.sends.push((target.immediate_send_with_tag(StaticScope, bytes, TAG_PACKET), Keep::Packet(packet)));
         for token in tokens {
             #[allow(clippy::arc_with_non_send_sync)] // only the progress thread holds it
@@ -376,7 +379,10 @@ impl Progress {
                     "dps transport error: a bulk of {} bytes exceeds MPI's 2 GiB message limit",
                     b.len
                 );
-                let bytes = as_static(b.ptr, b.len);
+                // SAFETY: `b` points into the heap buffers of `token.keep` (the token being
+                // sent, see `wire::encode`); the `Arc` pushed beside the request keeps the token,
+                // and so those buffers, alive and unmodified until the request completes.
+                let bytes = unsafe { as_static(b.ptr, b.len) };
                 self.sends
                     .push((target.immediate_send_with_tag(StaticScope, bytes, TAG_BULK), Keep::Token(token.clone())));
             }
@@ -441,9 +447,22 @@ impl Progress {
     }
 }
 
-/// Extends a slice's lifetime for a send request.
-fn as_static(ptr: *const u8, len: usize) -> &'static [u8] {
-    // SAFETY: the memory is owned by the `Keep` stored beside the request and freed only after
-    // the request completes; heap buffers do not move when their owner moves.
+/// Views `len` bytes at `ptr` as a `'static` slice, the lifetime `MPI_Isend` with
+/// [`StaticScope`] asks for: MPI reads the buffer until the request completes, which no
+/// borrow can express.
+///
+/// # Safety
+/// Only the progress thread calls it, to start a send. The caller must guarantee that:
+/// - `ptr` points to `len` initialised bytes of one heap allocation (a `Vec`'s buffer: it
+///   does not move when its owner moves);
+/// - that allocation outlives the send: its owner is stored as the `Keep` beside the
+///   request in `Progress::sends` and dropped only after the request has completed (or is
+///   leaked with it, `complete_last_sends`);
+/// - nobody writes to those bytes until then (the owner is never mutated while kept).
+///
+/// The returned slice must not be used for anything but that one send.
+unsafe fn as_static(ptr: *const u8, len: usize) -> &'static [u8] {
+    // SAFETY: the caller guarantees that `ptr..ptr + len` is one live, initialised and
+    // unaliased-for-writes allocation for as long as the slice is used (see `# Safety`).
     unsafe { std::slice::from_raw_parts(ptr, len) }
 }
