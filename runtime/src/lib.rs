@@ -34,6 +34,7 @@
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+mod bulk_vec;
 mod cli;
 mod collection;
 mod engine;
@@ -51,6 +52,7 @@ mod trace;
 mod transport;
 mod wire;
 
+pub use bulk_vec::{BulkElem, BulkVec};
 pub use cli::{exit_code, launch_rank, median, parse_args, wait_for_rank_0_to_print, Repeat, RuntimeArgs};
 pub use collection::Collection;
 pub use error::{Error, ErrorKind};
@@ -59,4 +61,4 @@ pub use node::{branch, Either, Node, Path, DEFAULT_WINDOW, MAX_WINDOW};
 pub use ops::{Merge, MergeFn, Posted, Stream};
 pub use route::{Route, RouteCtx};
 pub use runtime::{Pending, Runtime};
-pub use token::{Bulk, BulkElem, BulkVec, Token};
+pub use token::{Bulk, Token};
