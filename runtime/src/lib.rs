@@ -34,9 +34,11 @@
 
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+mod activity;
 mod bulk_vec;
 mod cli;
 mod collection;
+mod collectives;
 mod engine;
 mod error;
 mod failure;
@@ -47,6 +49,8 @@ mod ops;
 mod pool;
 pub mod route;
 mod runtime;
+#[cfg(test)]
+mod stress;
 mod token;
 mod trace;
 mod transport;

@@ -15,7 +15,6 @@
 //! of ranks, so that a rank that stops answering ends the job with its name instead of a hang.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -28,6 +27,7 @@ use mpi::traits::CommunicatorCollectives;
 
 use super::watchdog::{Verdict, Watchdog};
 use super::Transport;
+use crate::activity::Activity;
 use crate::wire::{self, InFrame, WireToken};
 
 const TAG_PACKET: i32 = 1;
@@ -64,19 +64,15 @@ const BUSY_WAIT_MAX: Duration = Duration::from_millis(2);
 /// How busy this rank's workers are, against its share of the node's cores.
 #[derive(Clone, Debug)]
 pub(crate) struct CoreShare {
-    /// Workers running an operation now (kept by the engine).
-    pub(crate) busy_workers: Arc<AtomicUsize>,
-    /// Set by the progress thread while it waits with the workers saturated; a worker that
-    /// goes idle clears it and wakes the thread.
-    pub(crate) dozing: Arc<AtomicBool>,
+    /// Kept by the workers; the progress thread dozes through it (see `activity`).
+    pub(crate) activity: Arc<Activity>,
     /// This rank's cores: the node's cores divided among the node's ranks.
     pub(crate) cores: usize,
 }
 
 impl CoreShare {
     fn saturated(&self) -> bool {
-        // SeqCst, against the worker's decrement then `dozing` swap: one of the two sees the other.
-        self.busy_workers.load(Ordering::SeqCst) >= self.cores
+        self.activity.saturated(self.cores)
     }
 }
 
@@ -279,7 +275,7 @@ impl Progress {
             };
             let woken = self.rx.recv_timeout(wait);
             if dozing {
-                self.share.dozing.store(false, Ordering::SeqCst);
+                self.share.activity.wake_up();
             }
             self.watch();
             match woken {
@@ -336,14 +332,9 @@ impl Progress {
     }
 
     /// Raises the `dozing` flag for a long wait; false (flag down) if a worker went idle
-    /// meanwhile.
+    /// meanwhile (the handshake is in `activity`).
     fn doze(&self) -> bool {
-        self.share.dozing.store(true, Ordering::SeqCst);
-        if self.share.saturated() {
-            return true;
-        }
-        self.share.dozing.store(false, Ordering::SeqCst);
-        false
+        self.share.activity.doze(self.share.cores)
     }
 
     fn queue_frame(&mut self, dest: usize, header: &[u8], token: Option<WireToken>) {
