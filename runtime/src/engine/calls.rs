@@ -10,7 +10,7 @@ use std::sync::Mutex;
 
 use crossbeam_channel::{Receiver, Sender};
 
-use super::{InstanceId, Payload};
+use super::messages::{InstanceId, Payload};
 
 /// A call's outcome: its output, or the failure that ended it.
 pub(crate) type CallResult = Result<Payload, String>;

@@ -1,12 +1,12 @@
 //! The control queue: messages between the runtimes of different ranks (graph fingerprints
 //! and verdicts, shutdown, traces), queued as they arrive and taken by the collective
-//! protocols (`crate::collectives`) in the order they need them.
+//! protocols (module `collectives`) in the order they need them.
 
 use std::collections::VecDeque;
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use super::Control;
+use super::messages::Control;
 
 #[derive(Default)]
 pub(crate) struct ControlQueue {
