@@ -15,6 +15,7 @@ use super::messages::{InstanceId, Payload};
 /// A call's outcome: its output, or the failure that ended it.
 pub(crate) type CallResult = Result<Payload, String>;
 
+/// The calls of this rank and the counters that name calls and instances.
 pub(crate) struct Calls {
     rank: u32,
     slots: Mutex<Slots>,

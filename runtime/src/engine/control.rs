@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use super::messages::Control;
 
+/// Control messages in arrival order, with a condition variable to wait for one.
 #[derive(Default)]
 pub(crate) struct ControlQueue {
     queue: Mutex<VecDeque<Control>>,

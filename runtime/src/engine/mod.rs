@@ -52,6 +52,7 @@ pub(crate) struct Envelope {
 /// A DPS thread as the workers see it.
 pub(crate) type ThreadCell = Cell<Envelope, ThreadBody>;
 
+/// One rank's engine: the parts below, and the delivery of messages between them.
 pub(crate) struct Engine {
     pub(crate) rank: usize,
     pub(crate) ranks: usize,

@@ -11,6 +11,7 @@ use crate::collection::CollInfo;
 use crate::graph::GraphImpl;
 use crate::node::AnyState;
 
+/// Collections, cells and graphs, each added once and then only read (hence `RwLock`s).
 #[derive(Default)]
 pub(crate) struct Registry {
     colls: RwLock<Vec<Arc<CollInfo>>>,
