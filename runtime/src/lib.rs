@@ -32,8 +32,13 @@
 //!
 //! See `runtime/examples/` for programs that run under `mpirun`.
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
+mod activity;
+mod bulk_vec;
 mod cli;
 mod collection;
+mod collectives;
 mod engine;
 mod error;
 mod failure;
@@ -44,11 +49,14 @@ mod ops;
 mod pool;
 pub mod route;
 mod runtime;
+#[cfg(test)]
+mod stress;
 mod token;
 mod trace;
 mod transport;
 mod wire;
 
+pub use bulk_vec::{BulkElem, BulkVec};
 pub use cli::{exit_code, launch_rank, median, parse_args, wait_for_rank_0_to_print, Repeat, RuntimeArgs};
 pub use collection::Collection;
 pub use error::{Error, ErrorKind};
@@ -57,4 +65,4 @@ pub use node::{branch, Either, Node, Path, DEFAULT_WINDOW, MAX_WINDOW};
 pub use ops::{Merge, MergeFn, Posted, Stream};
 pub use route::{Route, RouteCtx};
 pub use runtime::{Pending, Runtime};
-pub use token::{Bulk, BulkElem, BulkVec, Token};
+pub use token::{Bulk, Token};
