@@ -32,6 +32,7 @@
 //!
 //! See `runtime/examples/` for programs that run under `mpirun`.
 
+mod binding;
 mod cli;
 mod collection;
 mod engine;
@@ -49,6 +50,7 @@ mod trace;
 mod transport;
 mod wire;
 
+pub use binding::Bind;
 pub use cli::{exit_code, launch_rank, median, parse_args, wait_for_rank_0_to_print, Repeat, RuntimeArgs};
 pub use collection::Collection;
 pub use error::{Error, ErrorKind};
