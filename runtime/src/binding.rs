@@ -104,12 +104,15 @@ impl Binding {
             set |= core;
         }
         let sharing = if local_ranks > cores.len() {
-            format!(", core shared: {local_ranks} ranks on {} cores (fewer cores than ranks)", cores.len())
+            format!(", {local_ranks} ranks on {} cores: ranks share cores", cores.len())
         } else {
             String::new()
         };
-        let description =
-            format!("cores {first}-{} (PUs {set}; rank {local_rank} of {local_ranks} on this node{sharing})", end - 1);
+        let description = format!(
+            "cores {first}-{} (PUs {}; rank {local_rank} of {local_ranks} on this node{sharing})",
+            end - 1,
+            pu_list(&set)
+        );
         Ok(Binding { description, target: Some((topology, set)) })
     }
 
@@ -134,7 +137,7 @@ impl Binding {
 }
 
 /// A set of processing units as the kernel writes it: `0-3,6`.
-pub(crate) fn pu_list(set: &CpuSet) -> String {
+fn pu_list(set: &CpuSet) -> String {
     // The bitmap's own Display (hwloc's list format); CpuSet's wraps it in `CpuSet(..)`.
     let bitmap: &hwlocality::bitmap::Bitmap = set.as_ref();
     bitmap.to_string()
