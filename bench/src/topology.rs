@@ -100,8 +100,23 @@ fn describe_machine(topology: &Topology) -> String {
         if caches.is_empty() {
             continue;
         }
-        let sharing: Vec<String> = caches.iter().map(|c| format!("cores {}", cores_in(topology, c))).collect();
-        let _ = writeln!(out, "{ty} {} x{}: {}", cache_size(caches[0]), caches.len(), sharing.join(" | "));
+        let level = ty.to_string().replace("Cache", ""); // "L1", "L1I", as lstopo writes them
+        let sizes: Vec<String> = caches.iter().map(|c| cache_size(c)).collect();
+        let same_size = sizes.iter().all(|s| *s == sizes[0]);
+        let sharing: Vec<String> = caches
+            .iter()
+            .zip(&sizes)
+            .map(|(c, size)| {
+                let cores = cores_in(topology, c);
+                if same_size {
+                    format!("cores {cores}")
+                } else {
+                    format!("cores {cores} ({size})") // a hybrid CPU's caches differ
+                }
+            })
+            .collect();
+        let each = if same_size { sizes[0].as_str() } else { "sizes differ" };
+        let _ = writeln!(out, "{level} {each} x{}: {}", caches.len(), sharing.join(" | "));
     }
     for node in topology.objects_with_type(ObjectType::NUMANode) {
         let memory = match node.attributes() {

@@ -21,7 +21,7 @@ fn one_rank_prints_the_machine_and_its_binding() {
         assert!(job.stdout.contains(line), "no {line:?} in:\n{}", job.stdout);
     }
     assert!(job.stdout.contains(&format!("core {}: PUs ", cores - 1)), "{}", job.stdout);
-    assert!(job.stdout.lines().any(|l| l.starts_with("L1Cache ")), "no L1 cache:\n{}", job.stdout);
+    assert!(job.stdout.lines().any(|l| l.starts_with("L1 ")), "no L1 cache:\n{}", job.stdout);
     assert!(pus_of(&job.stdout, 0, "dps-worker-0").is_some(), "{}", job.stdout);
 }
 

@@ -32,8 +32,8 @@ impl RuntimeArgs {
     /// Initialises MPI and the runtime ([`Runtime::init`]) with these options.
     ///
     /// # Errors
-    /// As [`Runtime::init`], and if `--stall-timeout` is out of range (`--bind`, given, makes
-    /// `DPS_BIND` unread).
+    /// As [`Runtime::init`] (`--bind` and `--stall-timeout` override `DPS_BIND` and
+    /// `DPS_STALL_TIMEOUT`), and if `--stall-timeout` is out of range.
     pub fn start(&self) -> Result<Runtime, Error> {
         let stall_timeout = match self.stall_timeout {
             Some(secs) => watchdog::parse_stall_timeout(&secs.to_string())
