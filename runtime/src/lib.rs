@@ -35,6 +35,7 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 mod activity;
+mod binding;
 mod bulk_vec;
 mod cli;
 mod collection;
@@ -56,6 +57,7 @@ mod trace;
 mod transport;
 mod wire;
 
+pub use binding::Bind;
 pub use bulk_vec::{BulkElem, BulkVec};
 pub use cli::{exit_code, launch_rank, median, parse_args, wait_for_rank_0_to_print, Repeat, RuntimeArgs};
 pub use collection::Collection;

@@ -10,6 +10,7 @@ use std::time::Duration;
 use crossbeam_channel::Receiver;
 use mpi::topology::Communicator;
 
+use crate::binding::{Bind, Binding};
 use crate::collection::{CollInfo, Collection};
 use crate::collectives;
 use crate::engine::{self, CallResult, Ctx, Engine};
@@ -47,6 +48,8 @@ const DROP_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
 pub struct Runtime {
     engine: Arc<Engine>,
     workers: Mutex<Vec<JoinHandle<()>>>,
+    /// Where the workers and the progress thread run (`--bind`, `DPS_BIND`).
+    binding: Arc<Binding>,
     transport: Option<Arc<dyn Transport>>,
     universe: Option<mpi::environment::Universe>,
     /// Where rank 0 writes the trace, if tracing.
@@ -103,32 +106,39 @@ impl Runtime {
     /// runtime on this rank.
     ///
     /// On more than one rank, a rank that stops answering for `DPS_STALL_TIMEOUT` seconds
-    /// (default 60; 0 disables) ends the job with a message naming it.
+    /// (default 60; 0 disables) ends the job with a message naming it. `DPS_BIND=cores` pins
+    /// each rank's threads to its share of the node's cores (see [`Runtime::binding`]).
     ///
     /// # Errors
-    /// If `DPS_STALL_TIMEOUT` is not a number of seconds, or MPI cannot be initialised with
-    /// a threading level that allows a progress thread.
+    /// If `DPS_STALL_TIMEOUT` is not a number of seconds, `DPS_BIND` is neither `cores` nor
+    /// `none`, or MPI cannot be initialised with a threading level that allows a progress
+    /// thread.
     pub fn init() -> Result<Runtime, Error> {
-        Runtime::init_watching(watchdog::stall_timeout_from_env()?)
+        Runtime::init_watching(watchdog::stall_timeout_from_env()?, Bind::from_env()?)
     }
 
-    /// As [`Runtime::init`], with the stall timeout given (`None`: no watchdog).
-    pub(crate) fn init_watching(stall_timeout: Option<Duration>) -> Result<Runtime, Error> {
+    /// As [`Runtime::init`], with the stall timeout (`None`: no watchdog) and binding given.
+    pub(crate) fn init_watching(stall_timeout: Option<Duration>, bind: Bind) -> Result<Runtime, Error> {
         let (universe, _) = mpi::initialize_with_threading(mpi::Threading::Multiple)
             .ok_or_else(|| Error::new(ErrorKind::Mpi, "dps: MPI was already initialised in this process"))?;
-        Runtime::start_on(universe, stall_timeout)
+        Runtime::start_on(universe, stall_timeout, bind)
     }
 
     /// Starts the runtime on an MPI universe the application initialised itself (for example
     /// to run raw MPI code first). It must grant `Threading::Multiple` or `Serialized`.
     ///
     /// # Errors
-    /// If the threading level is too low, or `DPS_STALL_TIMEOUT` is not a number of seconds.
+    /// If the threading level is too low, `DPS_STALL_TIMEOUT` is not a number of seconds or
+    /// `DPS_BIND` is neither `cores` nor `none`.
     pub fn from_universe(universe: mpi::environment::Universe) -> Result<Runtime, Error> {
-        Runtime::start_on(universe, watchdog::stall_timeout_from_env()?)
+        Runtime::start_on(universe, watchdog::stall_timeout_from_env()?, Bind::from_env()?)
     }
 
-    fn start_on(universe: mpi::environment::Universe, stall_timeout: Option<Duration>) -> Result<Runtime, Error> {
+    fn start_on(
+        universe: mpi::environment::Universe,
+        stall_timeout: Option<Duration>,
+        bind: Bind,
+    ) -> Result<Runtime, Error> {
         let level = mpi::environment::threading_support();
         if level < mpi::Threading::Serialized {
             return Err(Error::new(
@@ -139,9 +149,12 @@ impl Runtime {
         let world = universe.world();
         let (rank, ranks) = (world.rank() as usize, world.size() as usize);
         let hosts = collectives::gather_host_names(&world);
-        let ranks_on_node = world.split_shared(0).size() as usize;
+        let node = world.split_shared(0);
+        let ranks_on_node = node.size() as usize;
+        let binding = Arc::new(Binding::new(bind, node.rank() as usize, ranks_on_node)?);
         failure::install_hook(rank, ranks > 1);
         let mut rt = Runtime::start_engine(rank, ranks, hosts);
+        rt.binding = binding;
         if ranks > 1 {
             let comm = world.duplicate();
             let weak = Arc::downgrade(&rt.engine);
@@ -151,7 +164,11 @@ impl Runtime {
                 }
             });
             let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-            let share = CoreShare { activity: rt.engine.activity.clone(), cores: (cores / ranks_on_node).max(1) };
+            let share = CoreShare {
+                activity: rt.engine.activity.clone(),
+                cores: (cores / ranks_on_node).max(1),
+                binding: rt.binding.clone(),
+            };
             let transport: Arc<dyn Transport> = Arc::new(MpiTransport::start(comm, deliver, share, stall_timeout));
             rt.engine.set_transport(Some(transport.clone()));
             rt.transport = Some(transport);
@@ -169,7 +186,15 @@ impl Runtime {
 
     fn start_engine(rank: usize, ranks: usize, hosts: Vec<String>) -> Runtime {
         let engine = Arc::new(Engine::new(rank, ranks, hosts));
-        Runtime { engine, workers: Mutex::default(), transport: None, universe: None, trace: None, finished: false }
+        Runtime {
+            engine,
+            workers: Mutex::default(),
+            binding: Arc::new(Binding::none()),
+            transport: None,
+            universe: None,
+            trace: None,
+            finished: false,
+        }
     }
 
     /// Starts workers until there is one per local DPS thread (up to `max_workers()`).
@@ -182,6 +207,7 @@ impl Runtime {
                 .name(format!("dps-worker-{}", workers.len()))
                 .spawn(move || engine::worker_loop(engine))
                 .expect("dps: cannot spawn a worker thread");
+            self.binding.pin(&worker);
             workers.push(worker);
         }
     }
@@ -194,6 +220,17 @@ impl Runtime {
     /// Number of ranks in the job.
     pub fn ranks(&self) -> usize {
         self.engine.ranks
+    }
+
+    /// Where this rank's workers and progress thread run: `"none"` (the OS places them), or
+    /// with `--bind cores` / `DPS_BIND=cores` the rank's share of the node's cores, such as
+    /// `"cores 0-0 (PUs 0; rank 0 of 2 on this node)"`. Programs put it in their records.
+    ///
+    /// ```
+    /// assert_eq!(dps::Runtime::single().binding(), "none");
+    /// ```
+    pub fn binding(&self) -> &str {
+        self.binding.describe()
     }
 
     /// True on rank 0.

@@ -28,6 +28,7 @@ use mpi::traits::CommunicatorCollectives;
 use super::watchdog::{Verdict, Watchdog};
 use super::Transport;
 use crate::activity::Activity;
+use crate::binding::Binding;
 use crate::wire::{self, InFrame, WireToken};
 
 const TAG_PACKET: i32 = 1;
@@ -68,6 +69,8 @@ pub(crate) struct CoreShare {
     pub(crate) activity: Arc<Activity>,
     /// This rank's cores: the node's cores divided among the node's ranks.
     pub(crate) cores: usize,
+    /// Where the progress thread runs (`crate::binding`).
+    pub(crate) binding: Arc<Binding>,
 }
 
 impl CoreShare {
@@ -111,6 +114,7 @@ impl MpiTransport {
     ) -> Self {
         let (tx, rx) = crossbeam_channel::unbounded();
         let comm = SendComm(comm);
+        let binding = share.binding.clone();
         let thread = std::thread::Builder::new()
             .name("dps-progress".into())
             .spawn(move || {
@@ -118,6 +122,7 @@ impl MpiTransport {
                 Progress::new(comm.0, rx, deliver, share, stall_timeout).run()
             })
             .expect("dps: cannot spawn the progress thread");
+        binding.pin(&thread);
         MpiTransport { tx, thread: Mutex::new(Some(thread)) }
     }
 }
