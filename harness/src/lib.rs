@@ -8,14 +8,18 @@
 //!   when every byte is flushed; a failed run leaves no partial file.
 //! - [`memory`]: [`check_memory`] refuses a run whose data cannot fit in the memory this
 //!   node has, with the figures, before anything is allocated.
+//! - [`record`]: the fields every app's `--json` record shares ([`Common`]), numbers
+//!   written as text when not finite ([`FiniteOrText`]), and [`print_record`].
 
 pub mod exit;
 pub mod memory;
 pub mod output;
+pub mod record;
 
 pub use exit::{finish, input, launch_rank, parse_args, BadInput};
 pub use memory::{check_memory, format_bytes};
 pub use output::OutputFile;
+pub use record::{print as print_record, Common, FiniteOrText};
 
 /// Returns early with a [`BadInput`] error: `bad_input!("--n {n} must be positive")`.
 #[macro_export]

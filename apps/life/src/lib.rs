@@ -7,6 +7,7 @@ pub mod graph;
 mod input;
 pub mod kernel;
 pub mod output;
+pub mod record;
 pub mod report;
 pub mod rle;
 pub mod run;

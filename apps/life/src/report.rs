@@ -1,10 +1,9 @@
-//! What a run reports: the human-readable line or JSON record, the check against the serial
-//! reference, and progress on a terminal.
+//! What a run checks and shows while it runs: the check against the serial reference, and
+//! progress on a terminal. The record it prints is in [`crate::record`].
 
 use std::io::IsTerminal;
-use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::kernel::{self, Geometry};
 use crate::world::{Source, World};
@@ -132,73 +131,16 @@ fn initial_cells(source: &Source) -> Vec<u8> {
     bytes
 }
 
-/// Prints the record: JSON, or one line.
-pub(crate) fn print_record(json: bool, r: &Value) {
-    if json {
-        println!("{r}");
-        return;
+/// A bar of the generations run so far on standard error, on a terminal and without
+/// `--json` only (a log or a JSON reader gets no progress lines).
+pub(crate) fn progress_bar(total: u64, json: bool) -> ProgressBar {
+    if json || !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
     }
-    let f = |k: &str| r.get(k).and_then(Value::as_f64).unwrap_or(f64::NAN);
-    let mut line = format!(
-        "life {} {}x{} ranks={} bands={}: {} generations in {:.3} s, {:.3e} cell updates/s, population {}",
-        r["variant"].as_str().unwrap_or("?"),
-        r["width"],
-        r["height"],
-        r["ranks"],
-        r["threads"],
-        r["generations"],
-        f("seconds"),
-        f("cups"),
-        r["population"]
-    );
-    if r.get("speedup").is_some() {
-        line += &format!("; overlap/simple speedup {:.3}", f("speedup"));
-    }
-    if r.get("efficiency").is_some() {
-        line += &format!("; serial {:.3e} cups, efficiency {:.3}", f("serial_cups"), f("efficiency"));
-    }
-    if r.get("view_block").is_some() {
-        line += &format!(
-            "; view {} blocks: {} calls, median {:.3} ms, iteration {:.3} ms without calls, {:.3} ms with",
-            r["view_block"].as_str().unwrap_or("?"),
-            r["view_calls"],
-            f("view_call_median_s") * 1e3,
-            f("iteration_without_calls_s") * 1e3,
-            f("iteration_with_calls_s") * 1e3
-        );
-    }
-    match r["verified"].as_bool() {
-        Some(true) => line += "; verified against the serial reference",
-        Some(false) => line += "; DIFFERS from the serial reference",
-        None => {}
-    }
-    println!("{line}");
-}
-
-/// Progress on stderr, only on a terminal, at most once a second.
-pub(crate) struct Progress {
-    total: u64,
-    on: bool,
-    last: Instant,
-}
-
-impl Progress {
-    pub(crate) fn new(total: u64) -> Progress {
-        Progress { total, on: std::io::stderr().is_terminal(), last: Instant::now() }
-    }
-
-    pub(crate) fn tick(&mut self, done: u64) {
-        if self.on && self.last.elapsed() > Duration::from_secs(1) {
-            eprint!("\rgeneration {done} (of {} per phase)", self.total);
-            self.last = Instant::now();
-        }
-    }
-
-    pub(crate) fn clear(&self) {
-        if self.on {
-            eprint!("\r\x1b[K");
-        }
-    }
+    let style = ProgressStyle::with_template("generation {pos} of {len} [{bar:40}] {elapsed} (eta {eta})")
+        .expect("the template is valid")
+        .progress_chars("=> ");
+    ProgressBar::new(total).with_style(style)
 }
 
 #[cfg(test)]

@@ -8,14 +8,14 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use clap::{Parser, ValueEnum};
 use dps::{Runtime, RuntimeArgs};
-use dps_harness::{bad_input, OutputFile};
-use serde_json::{json, Value};
+use dps_harness::{bad_input, Common, OutputFile};
 
 use crate::graph::{self, Band, Graphs, Layout, Rect, RegionRequest, Schedule, Step};
 use crate::input::{self, Input};
 use crate::kernel;
 use crate::output::{self, Format};
-use crate::report::{print_record, verify, Observed, Progress};
+use crate::record::{AgainstSerial, Compare, Record, View};
+use crate::report::{progress_bar, verify, Observed};
 use crate::view::{self, Requests, Signal};
 use crate::world::World;
 
@@ -232,11 +232,6 @@ fn drive(
     let cells = width as f64 * height as f64;
     let g = args.generations;
     let steps_per_call = if args.variant == Variant::Overlap { args.steps_per_call } else { 1 };
-    let mut record = json!({
-        "app": "life", "variant": variant_name(args.variant), "ranks": rt.ranks(), "threads": bands,
-        "width": width, "height": height, "wrap": args.wrap, "generations": g, "depth": depth,
-        "steps_per_call": steps_per_call,
-    });
     if args.verify {
         // The bands' initial world against the input, counted without them: a pattern
         // that did not make it into the bands fails here, even if the reference lost it too.
@@ -245,7 +240,11 @@ fn drive(
             bail!("verification failed: the bands start with {bands_hold} live cells, the input has {input_has}");
         }
     }
-    let mut sim = Sim { rt, graphs, args, input, depth, steps_per_call, done: 0, progress: Progress::new(g) };
+    // Every generation the calls run: the warm-up, the timed ones (twice with `compare`,
+    // whose `simple` calls count too) and those with the viewer's calls.
+    let phases = 1 + u64::from(args.variant == Variant::Compare) + u64::from(client.is_some() && input.view.is_some());
+    let progress = progress_bar(args.warmup.saturating_add(g.saturating_mul(phases)), args.json);
+    let mut sim = Sim { rt, graphs, args, input, depth, steps_per_call, done: 0, progress };
     let main = if args.variant == Variant::Simple { Schedule::Simple } else { Schedule::Overlap };
     sim.generations(main, args.warmup)?;
     // The timed generations, call by call. `compare` runs a `simple` call before each
@@ -282,40 +281,56 @@ fn drive(
             block = (0, 0.0);
         }
     }
-    record["seconds"] = json!(seconds);
-    record["cups"] = json!(cells * g as f64 / seconds);
-    record["iteration_median_s"] = json!(median(&times));
-    if args.variant == Variant::Compare {
-        record["simple_iteration_median_s"] = json!(median(&simple_times));
-        record["overlap_iteration_median_s"] = json!(median(&times));
-        record["simple_cups"] = json!(cells / median(&simple_times));
-        record["overlap_cups"] = json!(cells / median(&times));
-        record["speedup"] = json!(median(&simple_times) / median(&times));
-    }
-    if args.compare_serial {
+    let compare = (args.variant == Variant::Compare).then(|| Compare {
+        simple_iteration_median_s: median(&simple_times),
+        overlap_iteration_median_s: median(&times),
+        simple_cups: cells / median(&simple_times),
+        overlap_cups: cells / median(&times),
+        speedup: median(&simple_times) / median(&times),
+    });
+    let serial = args.compare_serial.then(|| {
         let ranks_used = rt.ranks() - usize::from(client.is_some());
-        record["serial_iteration_median_s"] = json!(median(&serial_times));
-        record["serial_cups"] = json!(cells / median(&serial_times));
-        record["parallel_iteration_median_s"] = json!(median(&block_times));
-        record["efficiency"] = json!(median(&serial_times) / median(&block_times) / ranks_used as f64);
-    }
+        AgainstSerial {
+            serial_iteration_median_s: median(&serial_times),
+            serial_cups: cells / median(&serial_times),
+            parallel_iteration_median_s: median(&block_times),
+            efficiency: median(&serial_times) / median(&block_times) / ranks_used as f64,
+        }
+    });
+    let mut view = None;
     if let (Some(client), Some((bw, bh))) = (client, input.view) {
         rt.call(&client.signal, Signal::Start)?;
         let with = sim.generations(main, g)?;
         let report = rt.call(&client.signal, Signal::Stop)?;
-        record["view_block"] = json!(format!("{bw}x{bh}"));
-        record["view_calls"] = json!(report.call_seconds.len());
-        record["view_call_median_s"] = json!(median(&report.call_seconds));
-        record["view_read_median_s"] = json!(median(&report.read_seconds));
-        record["view_straddling_calls"] = json!(report.straddling);
-        record["iteration_without_calls_s"] = json!(median(&times));
-        record["iteration_with_calls_s"] = json!(median(&with));
+        view = Some(View {
+            view_block: format!("{bw}x{bh}"),
+            view_calls: report.call_seconds.len(),
+            view_call_median_s: median(&report.call_seconds),
+            view_read_median_s: median(&report.read_seconds),
+            view_straddling_calls: report.straddling,
+            iteration_without_calls_s: median(&times),
+            iteration_with_calls_s: median(&with),
+        });
     }
-    sim.progress.clear();
+    sim.progress.finish_and_clear();
     let population = rt.call(&graphs.population, ())?;
-    record["generations_run"] = json!(sim.done);
-    record["population"] = json!(population);
-    record["verified"] = Value::Null;
+    let mut record = Record {
+        common: Common::new("life", &variant_name(args.variant), rt.ranks(), bands, seconds, None).bound_by(rt),
+        width,
+        height,
+        wrap: args.wrap,
+        generations: g,
+        depth,
+        steps_per_call: Some(steps_per_call),
+        cups: cells * g as f64 / seconds,
+        iteration_median_s: Some(median(&times)),
+        compare,
+        serial,
+        view,
+        generations_run: Some(sim.done),
+        population,
+        reference: None,
+    };
     let mut outcome = Ok(());
     if args.verify {
         let whole = Rect { x: 0, y: 0, width, height };
@@ -330,9 +345,9 @@ fn drive(
         // Against the generations asked for, not those counted on the way: a run that
         // skipped some cannot agree with a reference that skipped as many.
         let verdict = verify(&input.source, args.wrap, input.total_generations, &observed);
-        record["verified"] = json!(verdict.is_ok());
+        record.common.verified = Some(verdict.is_ok());
         match verdict {
-            Ok(reference) => record["reference"] = json!(reference),
+            Ok(reference) => record.reference = Some(reference.into()),
             Err(why) => outcome = Err(anyhow::anyhow!("verification failed: {why}")),
         }
     }
@@ -343,8 +358,9 @@ fn drive(
         (None, outcome) => outcome,
     };
     // The record is printed unless the output failed.
-    if outcome.is_ok() || record["verified"] == false {
-        print_record(args.json, &record);
+    if outcome.is_ok() || record.common.verified == Some(false) {
+        let printed = dps_harness::print_record(&record, args.json);
+        return outcome.and(printed);
     }
     outcome
 }
@@ -357,7 +373,7 @@ struct Sim<'a> {
     input: &'a Input,
     /// Generations run so far.
     done: u64,
-    progress: Progress,
+    progress: indicatif::ProgressBar,
     /// Generations per step.
     depth: usize,
     /// Steps per call of `overlap`.
@@ -391,7 +407,7 @@ impl Sim<'_> {
         let generations = steps * depth;
         let per_generation = start.elapsed().as_secs_f64() / generations as f64;
         self.done += generations;
-        self.progress.tick(self.done);
+        self.progress.set_position(self.done);
         if snapshot.is_some_and(|k| self.done.is_multiple_of(k)) {
             let path = input::snapshot_path(self.args, self.done);
             // Its directory was checked before the run; failing now is a failure of the
@@ -421,12 +437,23 @@ fn run_serial(args: &Args, mut input: Input) -> Result<()> {
     world.advance(args.generations);
     let seconds = start.elapsed().as_secs_f64();
     let population = world.slab.population();
-    let mut record = json!({
-        "app": "life", "variant": "serial", "ranks": 1, "threads": 1, "width": w, "height": h, "wrap": args.wrap,
-        "generations": args.generations, "depth": depth, "seconds": seconds,
-        "cups": w as f64 * h as f64 * args.generations as f64 / seconds,
-        "population": population, "verified": Value::Null,
-    });
+    let mut record = Record {
+        common: Common::new("life", "serial", 1, 1, seconds, None),
+        width: w,
+        height: h,
+        wrap: args.wrap,
+        generations: args.generations,
+        depth,
+        steps_per_call: None,
+        cups: w as f64 * h as f64 * args.generations as f64 / seconds,
+        iteration_median_s: None,
+        compare: None,
+        serial: None,
+        view: None,
+        generations_run: None,
+        population,
+        reference: None,
+    };
     let mut outcome = Ok(());
     if args.verify {
         let observed = Observed {
@@ -437,9 +464,9 @@ fn run_serial(args: &Args, mut input: Input) -> Result<()> {
             population,
         };
         let verdict = verify(&input.source, args.wrap, input.total_generations, &observed);
-        record["verified"] = json!(verdict.is_ok());
+        record.common.verified = Some(verdict.is_ok());
         match verdict {
-            Ok(reference) => record["reference"] = json!(reference),
+            Ok(reference) => record.reference = Some(reference.into()),
             Err(why) => outcome = Err(anyhow::anyhow!("verification failed: {why}")),
         }
     }
@@ -452,6 +479,6 @@ fn run_serial(args: &Args, mut input: Input) -> Result<()> {
         }
         output::write(file, format, rect.width, rect.height, &cells)?;
     }
-    print_record(args.json, &record);
-    outcome
+    let printed = dps_harness::print_record(&record, args.json);
+    outcome.and(printed)
 }

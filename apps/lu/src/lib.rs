@@ -4,4 +4,5 @@
 
 pub mod graph;
 pub mod kernel;
+pub mod record;
 pub mod run;

@@ -10,11 +10,11 @@ use clap::{Parser, ValueEnum};
 use dps::{median, Repeat, RuntimeArgs};
 use dps_dense::footprint;
 use dps_dense::market::MatrixFile;
-use dps_harness::{bad_input, BadInput};
-use serde_json::json;
+use dps_harness::{bad_input, BadInput, Common, FiniteOrText};
 
 use crate::graph::{Columns, Graphs, Pipelining};
 use crate::kernel::{self, Source};
+use crate::record::Record;
 
 /// Which schedule runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -148,16 +148,6 @@ fn source(args: &Args) -> Result<(usize, usize, Source)> {
     Ok((n, r, src))
 }
 
-/// The scaled residual in the JSON record: a number, or a string when it is not finite
-/// (JSON has no NaN; serde_json would write null, which reads like "not measured").
-fn residual_value(residual: f64) -> serde_json::Value {
-    if residual.is_finite() {
-        json!(residual)
-    } else {
-        json!(residual.to_string())
-    }
-}
-
 /// Whether a check passes: a finite residual below 16 and the pivots of dgetrf. A NaN or an
 /// infinite residual never passes.
 pub fn passes(check: &kernel::Check) -> bool {
@@ -190,11 +180,7 @@ fn singular(info: i32) -> anyhow::Error {
 /// Bad options or input (before any work), a singular matrix, or a failed check.
 pub fn run(args: &Args) -> Result<()> {
     let (n, r, src) = source(args)?;
-    let gflop = 2.0 / 3.0 * (n as f64).powi(3) / 1e9;
-    let mut record = json!({
-        "app": "lu", "variant": args.variant.to_possible_value().map(|v| v.get_name().to_string()),
-        "n": n, "block": r, "reps": args.repeat.reps,
-    });
+    let variant = args.variant.to_possible_value().expect("every variant has a name").get_name().to_string();
     if args.variant == Variant::Serial {
         dps_dense::blas::set_threads(args.blas_threads);
         let mut times = Vec::new();
@@ -207,14 +193,8 @@ pub fn run(args: &Args) -> Result<()> {
                 return Err(singular(info));
             }
         }
-        let secs = median(&times[args.repeat.warmup..]);
-        record["ranks"] = json!(1);
-        record["threads"] = json!(args.blas_threads);
-        record["seconds"] = json!(secs);
-        record["gflops"] = json!(gflop / secs);
-        record["verified"] = serde_json::Value::Null;
-        print_record(args, &record);
-        return Ok(());
+        let common = Common::new("lu", &variant, 1, args.blas_threads, median(&times[args.repeat.warmup..]), None);
+        return dps_harness::print_record(&Record::new(common, n, r, args.repeat.reps), args.json);
     }
     let how = if args.variant == Variant::Stream { Pipelining::Stream } else { Pipelining::MergeSplit };
     let rt = args.runtime.start()?;
@@ -237,52 +217,24 @@ pub fn run(args: &Args) -> Result<()> {
             (ipiv, info) = rt.call(&graphs.finish, ())?;
             times.push(t.elapsed().as_secs_f64());
         }
-        let secs = median(&times[args.repeat.warmup..]);
-        record["ranks"] = json!(rt.ranks());
-        record["threads"] = json!(threads);
-        record["seconds"] = json!(secs);
-        record["gflops"] = json!(gflop / secs);
-        record["verified"] = serde_json::Value::Null;
+        let common =
+            Common::new("lu", &variant, rt.ranks(), threads, median(&times[args.repeat.warmup..]), None).bound_by(&rt);
+        let mut record = Record::new(common, n, r, args.repeat.reps);
         if info > 0 {
             outcome = Err(singular(info));
         } else if args.verify {
             let lu = rt.call(&graphs.gather, ())?;
             let check = kernel::check(&src.matrix(n), n, &lu, &ipiv);
-            record["residual"] = residual_value(check.residual);
-            record["pivots_match"] = json!(check.pivots_match);
-            record["verified"] = json!(passes(&check));
+            record.residual = Some(FiniteOrText(check.residual));
+            record.pivots_match = Some(check.pivots_match);
+            record.common.verified = Some(passes(&check));
             if !passes(&check) {
                 outcome = Err(anyhow::anyhow!(failure(&check)));
             }
         }
-        print_record(args, &record);
+        let printed = dps_harness::print_record(&record, args.json);
+        outcome = outcome.and(printed);
     }
     rt.shutdown()?;
     outcome
-}
-
-fn print_record(args: &Args, r: &serde_json::Value) {
-    if args.json {
-        println!("{r}");
-        return;
-    }
-    let check = match (r.get("residual"), r.get("pivots_match")) {
-        (Some(res), Some(p)) => format!(
-            ", residual {}, pivots {}, {}",
-            res.as_f64().map_or_else(|| res.as_str().unwrap_or("?").to_string(), |x| format!("{x:.3}")),
-            if p == true { "match dgetrf" } else { "differ from dgetrf" },
-            if r["verified"] == true { "verified" } else { "NOT verified" }
-        ),
-        _ => String::new(),
-    };
-    println!(
-        "lu {} n={} block={} ranks={} threads={}: {:.3} s, {:.1} GFLOP/s{check}",
-        r["variant"].as_str().unwrap_or("?"),
-        r["n"],
-        r["block"],
-        r["ranks"],
-        r["threads"],
-        r["seconds"].as_f64().unwrap_or(0.0),
-        r["gflops"].as_f64().unwrap_or(0.0)
-    );
 }

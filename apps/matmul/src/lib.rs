@@ -3,4 +3,5 @@
 
 pub mod graph;
 pub mod kernel;
+pub mod record;
 pub mod run;

@@ -7,11 +7,11 @@ use anyhow::{bail, Result};
 use clap::{Parser, ValueEnum};
 use dps::{median, Repeat, Runtime, RuntimeArgs};
 use dps_dense::footprint;
-use dps_harness::bad_input;
-use serde_json::json;
+use dps_harness::{bad_input, Common, FiniteOrText};
 
 use crate::graph::{self, Graphs, Master};
 use crate::kernel;
+use crate::record::Record;
 
 /// Which algorithm runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -171,10 +171,6 @@ pub fn run(args: &Args) -> Result<()> {
 
 fn report(args: &Args, rt: &Runtime, g: &Graphs, bs: usize, threads: usize) -> Result<()> {
     let n = args.n;
-    let mut record = json!({
-        "app": "matmul", "variant": format!("{:?}", args.variant).to_lowercase(), "ranks": rt.ranks(),
-        "threads": threads, "n": n, "block": bs, "s": kernel::blocks(n, bs), "reps": args.repeat.reps,
-    });
     let mut seconds = Vec::new();
     let (mut phased, mut pipelined, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     for rep in 0..args.repeat.runs() {
@@ -197,43 +193,40 @@ fn report(args: &Args, rt: &Runtime, g: &Graphs, bs: usize, threads: usize) -> R
             Variant::Serial => unreachable!("handled before the runtime starts"),
         }
     }
+    if args.variant == Variant::Compare {
+        seconds = pipelined.clone();
+    } else if args.variant == Variant::Phased {
+        seconds = phased.clone();
+    }
+    let variant = format!("{:?}", args.variant).to_lowercase();
+    let common = Common::new("matmul", &variant, rt.ranks(), threads, median(&seconds), None).bound_by(rt);
+    let mut record = Record::new(common, n, bs, Some(kernel::blocks(n, bs)), args.repeat.reps);
     if !ratios.is_empty() {
         let ratio = median(&ratios);
-        record["comm_comp_ratio"] = json!(ratio);
-        record["phased_s"] = json!(median(&phased));
-        record["potential_reduction"] = json!(if ratio <= 1.0 { ratio / (ratio + 1.0) } else { 1.0 / (1.0 + ratio) });
+        record.comm_comp_ratio = Some(ratio);
+        record.phased_s = Some(median(&phased));
+        record.potential_reduction = Some(if ratio <= 1.0 { ratio / (ratio + 1.0) } else { 1.0 / (1.0 + ratio) });
     }
     if args.variant == Variant::Compare {
         let (p, f) = (median(&pipelined), median(&phased));
-        record["pipelined_s"] = json!(p);
-        record["reduction"] = json!(1.0 - p / f);
-        seconds = pipelined;
-    } else if args.variant == Variant::Phased {
-        seconds = phased;
+        record.pipelined_s = Some(p);
+        record.reduction = Some(1.0 - p / f);
     }
-    let secs = median(&seconds);
-    record["seconds"] = json!(secs);
-    record["gflops"] = json!(2.0 * (n as f64).powi(3) / secs / 1e9);
-    record["verified"] = if args.verify {
+    if args.verify {
         let c = rt.call(&g.fetch, ())?;
         let (sa, sb) = kernel::seeds(args.seed);
         let (err, ok) = kernel::error_against_serial(&c, &kernel::matrix(n, sa), &kernel::matrix(n, sb), n);
-        // JSON has no NaN (serde_json writes null): a non-finite error is written as text.
-        record["error"] = if err.is_finite() { json!(err) } else { json!(err.to_string()) };
+        record.error = Some(FiniteOrText(err));
+        record.common.verified = Some(ok);
         if !ok {
-            record["verified"] = json!(false);
-            print_record(args, &record);
+            dps_harness::print_record(&record, args.json)?;
             bail!(
                 "verification failed: relative error {err:.3e} is not within 10·n·ε = {:.3e}",
                 10.0 * n as f64 * f64::EPSILON
             );
         }
-        json!(true)
-    } else {
-        serde_json::Value::Null
-    };
-    print_record(args, &record);
-    Ok(())
+    }
+    dps_harness::print_record(&record, args.json)
 }
 
 fn run_serial(args: &Args, bs: usize) -> Result<()> {
@@ -251,46 +244,7 @@ fn run_serial(args: &Args, bs: usize) -> Result<()> {
             .skip(args.repeat.warmup)
             .collect::<Vec<_>>(),
     );
-    let record = json!({
-        "app": "matmul", "variant": "serial", "ranks": 1, "threads": args.blas_threads, "n": n, "block": bs,
-        "reps": args.repeat.reps, "seconds": seconds, "gflops": 2.0 * (n as f64).powi(3) / seconds / 1e9,
-        // The serial product is the reference itself: nothing to verify.
-        "verified": serde_json::Value::Null,
-    });
-    print_record(args, &record);
-    Ok(())
-}
-
-fn print_record(args: &Args, r: &serde_json::Value) {
-    if args.json {
-        println!("{r}");
-    } else {
-        let extra = match (r.get("reduction"), r.get("comm_comp_ratio")) {
-            (Some(red), Some(ratio)) => format!(
-                ", reduction {:.1}% at comm/comp {:.2}",
-                red.as_f64().unwrap_or(0.0) * 100.0,
-                ratio.as_f64().unwrap_or(0.0)
-            ),
-            (None, Some(ratio)) => format!(", comm/comp {:.2}", ratio.as_f64().unwrap_or(0.0)),
-            _ => String::new(),
-        };
-        let verified = match r.get("error") {
-            Some(e) => format!(
-                ", {} (error {})",
-                if r["verified"] == true { "verified" } else { "NOT verified" },
-                e.as_f64().map_or_else(|| e.as_str().unwrap_or("?").to_string(), |x| format!("{x:.1e}"))
-            ),
-            None => String::new(),
-        };
-        println!(
-            "matmul {} n={} block={} ranks={} threads={}: {:.3} s, {:.1} GFLOP/s{extra}{verified}",
-            r["variant"].as_str().unwrap_or("?"),
-            r["n"],
-            r["block"],
-            r["ranks"],
-            r["threads"],
-            r["seconds"].as_f64().unwrap_or(0.0),
-            r["gflops"].as_f64().unwrap_or(0.0)
-        );
-    }
+    // The serial product is the reference itself: nothing to verify.
+    let common = Common::new("matmul", "serial", 1, args.blas_threads, seconds, None);
+    dps_harness::print_record(&Record::new(common, n, bs, None, args.repeat.reps), args.json)
 }

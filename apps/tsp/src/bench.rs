@@ -10,15 +10,17 @@
 //! parse them. A run that fails anyway is reported with its own error message.
 
 use std::fmt::Write as _;
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
 use dps_harness::{BadInput, OutputFile};
-use serde_json::Value;
+use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::cli::{check_options, run_bytes, Cli, Variant};
+use crate::record::Record;
 use crate::tsplib::{Instance, MAX_CITIES};
 
 /// Most ranks one run of the bench may have.
@@ -175,7 +177,7 @@ fn child_error(stderr: &str) -> String {
 }
 
 /// Runs one solve on `ranks` ranks and returns its JSON record.
-fn run_one(ranks: usize, case: &Case, b: &BenchArgs) -> Result<Value> {
+fn run_one(ranks: usize, case: &Case, b: &BenchArgs) -> Result<Record> {
     let exe = std::env::current_exe().context("cannot locate the dps-tsp executable")?;
     let out = Command::new("timeout")
         .args(["-k", "5", &b.timeout.to_string(), MPIRUN, "-n", &ranks.to_string()])
@@ -195,8 +197,10 @@ fn run_one(ranks: usize, case: &Case, b: &BenchArgs) -> Result<Value> {
         }
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let line = stdout.lines().rev().find(|l| l.starts_with('{')).context("no JSON line in the output")?;
-    Ok(serde_json::from_str(line)?)
+    let what = || format!("{} on {ranks} ranks", case.name);
+    let line =
+        stdout.lines().rev().find(|l| l.starts_with('{')).with_context(|| format!("{}: no JSON line", what()))?;
+    serde_json::from_str(line).with_context(|| format!("{}: its JSON record", what()))
 }
 
 /// Runs the table and writes it.
@@ -224,27 +228,31 @@ pub fn run(b: &BenchArgs) -> Result<()> {
     table.push_str(" speedup |\n|---|---|---|---|---|---|");
     table.push_str(&"---|---|".repeat(b.ranks.len()));
     table.push_str("---|\n");
+    let progress = progress_bar((cases.len() * b.ranks.len() * b.repeat) as u64);
     for case in cases {
         let mut runs = Vec::new();
         for &r in &b.ranks {
             let mut reps = Vec::new();
-            for _ in 0..b.repeat {
+            for rep in 1..=b.repeat {
+                progress.set_message(format!("{} on {r} ranks, run {rep} of {}", case.name, b.repeat));
                 let rec = run_one(r, &case, b)?;
-                eprintln!("{} on {r} ranks: {rec}", case.name);
+                progress.println(format!("{} on {r} ranks: {}", case.name, serde_json::to_string(&rec)?));
+                progress.inc(1);
                 reps.push(rec);
             }
             // The run with the median time stands for all of them.
-            reps.sort_by(|a, b| a["seconds"].as_f64().unwrap_or(0.0).total_cmp(&b["seconds"].as_f64().unwrap_or(0.0)));
+            reps.sort_by(|a, b| a.common.seconds.total_cmp(&b.common.seconds));
             runs.push(reps.swap_remove(reps.len() / 2));
         }
         let last = runs.last().context("--ranks is empty")?;
-        let length = last["length"].as_i64().unwrap_or(-1);
-        let proven = runs.iter().all(|r| r["optimal"] == true);
-        let verified = runs.iter().all(|r| r["verified"] == true);
-        let agree = runs.iter().all(|r| r["length"] == last["length"]);
+        let proven = runs.iter().all(|r| r.optimal);
+        let verified = runs.iter().all(|r| r.common.verified == Some(true));
+        let agree = runs.iter().all(|r| r.length == last.length);
         let known = case.optimum.map_or("-".to_string(), |o| o.to_string());
+        // No tour found (before a time limit) is shown as "-", and is wrong if the optimum is known.
+        let length = last.length.map_or("-".to_string(), |l| l.to_string());
         let mark = match case.optimum {
-            Some(o) if o != length => " (WRONG)",
+            Some(o) if Some(o) != last.length => " (WRONG)",
             _ if !agree => " (runs disagree)",
             _ => "",
         };
@@ -258,15 +266,25 @@ pub fn run(b: &BenchArgs) -> Result<()> {
             yes(verified)
         );
         for r in &runs {
-            let _ = write!(table, " {} | {:.3} |", r["nodes"], r["seconds"].as_f64().unwrap_or(f64::NAN));
+            let _ = write!(table, " {} | {:.3} |", r.nodes, r.common.seconds);
         }
-        let secs = |r: &Value| r["seconds"].as_f64().unwrap_or(f64::NAN);
-        let _ = writeln!(table, " {:.2} |", secs(&runs[0]) / secs(last));
+        let _ = writeln!(table, " {:.2} |", runs[0].common.seconds / last.common.seconds);
     }
+    progress.finish_and_clear();
     print!("{table}");
     out.write_and_commit(table.as_bytes())?;
     eprintln!("wrote {}", b.out.display());
     Ok(())
+}
+
+/// A bar of the runs done on standard error, with each run's record above it; on a
+/// terminal only (a log gets the table alone).
+fn progress_bar(runs: u64) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let style = ProgressStyle::with_template("[{pos}/{len}] {wide_msg} {elapsed}").expect("the template is valid");
+    ProgressBar::new(runs).with_style(style)
 }
 
 #[cfg(test)]

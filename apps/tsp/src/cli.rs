@@ -7,12 +7,11 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use serde_json::json;
-
-use dps_harness::OutputFile;
+use dps_harness::{Common, OutputFile};
 
 use crate::deadline::Deadline;
 use crate::graph::{Kernel, Layout, Search, Solution, Start};
+use crate::record::Record;
 use crate::tsplib::{Instance, MAX_CITIES};
 use crate::variants::{Fast, Thesis};
 use crate::{dp, heuristic, plot, tour_io, BadInput};
@@ -311,45 +310,25 @@ fn report(
         eprintln!("dps-tsp: verification failed: {e}");
     }
     let verified = verified.map(|v| v.is_ok());
-    let rate = s.nodes as f64 / seconds.max(1e-9);
-    let mut out = std::io::stdout().lock();
-    let printed = if args.json {
-        let j = json!({
-            "app": "tsp", "variant": args.variant.name(), "instance": inst.name, "n": inst.n,
-            "ranks": rt.ranks(), "threads": args.threads, "slaves": rt.ranks() * args.threads,
-            "pipeline_depth": args.pipeline_depth, "steps": steps, "cutoff": cutoff,
-            "seconds": seconds, "nodes_per_s": rate, "verified": verified,
-            "length": (!s.tour.is_empty()).then_some(s.length), "optimal": s.complete, "nodes": s.nodes, "jobs": s.jobs, "idle_tokens": s.idle,
-            "first_tour_seconds": t.first_tour_seconds,
-            "initial_length": (initial != i64::MAX).then_some(initial),
-        });
-        writeln!(out, "{j}")
-    } else {
-        let status = match (s.tour.is_empty(), s.complete) {
-            (true, _) => "(no tour found before the time limit)",
-            (false, true) => "optimal (proven)",
-            (false, false) => "not proven optimal (time limit)",
-        };
-        let check = match verified {
-            Some(true) => ", verified",
-            Some(false) => ", VERIFICATION FAILED",
-            None => "",
-        };
-        let cities: Vec<String> = s.tour.iter().map(|c| (c + 1).to_string()).collect();
-        writeln!(
-            out,
-            "{}: {} cities, length {} {status}, {} nodes, {} jobs, {} ranks x {} slave threads, {seconds:.3} s ({rate:.0} nodes/s){check}\ntour: {}",
-            inst.name,
-            inst.n,
-            if s.tour.is_empty() { "-".to_string() } else { s.length.to_string() },
-            s.nodes,
-            s.jobs,
-            rt.ranks(),
-            args.threads,
-            cities.join(" ")
-        )
+    let record = Record {
+        common: Common::new("tsp", args.variant.name(), rt.ranks(), args.threads, seconds, verified).bound_by(rt),
+        instance: inst.name.clone(),
+        n: inst.n,
+        slaves: rt.ranks() * args.threads,
+        pipeline_depth: args.pipeline_depth,
+        steps,
+        cutoff,
+        nodes_per_s: s.nodes as f64 / seconds.max(1e-9),
+        length: (!s.tour.is_empty()).then_some(s.length),
+        optimal: s.complete,
+        nodes: s.nodes,
+        jobs: s.jobs,
+        idle_tokens: s.idle,
+        first_tour_seconds: t.first_tour_seconds,
+        initial_length: (initial != i64::MAX).then_some(initial),
+        tour: s.tour.clone(),
     };
-    printed.and_then(|()| out.flush()).context("cannot write the report to standard output")?;
+    dps_harness::print_record(&record, args.json)?;
     if verified == Some(false) {
         // A failed run leaves no output file: the temporary files are removed on drop.
         anyhow::bail!("the tour failed verification");

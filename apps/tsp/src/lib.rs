@@ -24,6 +24,7 @@ pub mod dp;
 pub mod graph;
 pub mod heuristic;
 pub mod plot;
+pub mod record;
 pub mod search;
 pub mod thesis;
 pub mod tour_io;

@@ -58,6 +58,21 @@ pub(crate) struct Experiment {
     /// Seconds before a run counts as hung.
     #[serde(default = "timeout")]
     pub(crate) timeout_s: u64,
+    /// Where a run's time comes from.
+    #[serde(default)]
+    pub(crate) timing: Timing,
+}
+
+/// Where a run's time comes from.
+#[derive(Debug, Deserialize, Clone, Copy, Default, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Timing {
+    /// The record's `seconds`, which every app reports: a record without it is an error.
+    #[default]
+    Record,
+    /// The launch's wall time, for records without `seconds` (`dps-bench transport` and
+    /// `overlap` time each payload or block size, not the run).
+    Wall,
 }
 
 /// A published row: the parameters it applies to and its values.

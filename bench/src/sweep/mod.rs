@@ -6,6 +6,7 @@
 
 mod config;
 mod plot;
+mod record;
 mod table;
 
 use std::io::{BufWriter, Write};
@@ -19,6 +20,8 @@ use dps_harness::{BadInput, OutputFile};
 use serde::Serialize;
 
 use config::{Experiment, Experiments, Point};
+use indicatif::{ProgressBar, ProgressStyle};
+use record::RunRecord;
 
 /// Options of `dps-bench sweep`.
 #[derive(Args, Debug)]
@@ -56,7 +59,8 @@ pub(crate) struct Row {
     pub(crate) oversubscribed: bool,
     pub(crate) seconds: Option<f64>,
     pub(crate) status: String,
-    pub(crate) record: serde_json::Value,
+    /// The run kept, if any succeeded.
+    pub(crate) record: Option<RunRecord>,
 }
 
 /// The output files of one experiment, opened (as temporary files beside their paths)
@@ -141,7 +145,7 @@ pub(crate) fn run(args: &SweepArgs) -> Result<()> {
         runs.commit()?;
         let md = table::markdown(&e, &rows, &references);
         out.table.write_and_commit(md.as_bytes())?;
-        out.csv.write_and_commit(table::csv(&rows).as_bytes())?;
+        out.csv.write_and_commit(table::csv(&rows)?.as_bytes())?;
         let plots = plot::draw(&e, &rows, &references, [out.time_png, out.speedup_png])?;
         crate::print_out(&format!("\n{md}\n"))?;
         sections.push((e, dir, md, plots));
@@ -167,9 +171,9 @@ fn report_text(path: &Path, sections: &[(Experiment, PathBuf, String, Vec<PathBu
     text
 }
 
+/// The current time in UTC, as `20250131T235959Z`: results directories sort by it.
 fn timestamp() -> String {
-    let out = Command::new("date").arg("-u").arg("+%Y%m%dT%H%M%SZ").output();
-    out.ok().map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_else(|| "now".into())
+    jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ").to_string()
 }
 
 /// How MPI runs are started.
@@ -200,12 +204,15 @@ impl Launcher {
     }
 }
 
-/// A progress line on stderr, rewritten in place; only on a terminal.
-fn progress(line: &str) {
+/// A bar of an experiment's points on standard error, the run going on as its message;
+/// only on a terminal (a log gets the tables alone).
+fn progress_bar(points: usize) -> ProgressBar {
     use std::io::IsTerminal;
-    if std::io::stderr().is_terminal() {
-        eprint!("\r\x1b[2K{line}");
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
     }
+    let style = ProgressStyle::with_template("[{pos}/{len}] {wide_msg} {elapsed}").expect("the template is valid");
+    ProgressBar::new(points as u64).with_style(style)
 }
 
 fn cores() -> usize {
@@ -221,12 +228,11 @@ fn run_experiment(
 ) -> Result<(Vec<Row>, References)> {
     let app = bin_dir.join(&e.app);
     let points = config::grid(&e.params);
-    let total = points.len() * (e.ranks.len() + usize::from(e.reference.is_some()));
-    let (mut rows, mut references, mut done) = (Vec::new(), Vec::new(), 0);
+    let progress = progress_bar(points.len() * (e.ranks.len() + usize::from(e.reference.is_some())));
+    let (mut rows, mut references) = (Vec::new(), Vec::new());
     for point in &points {
         let point_args: Vec<String> = config::command_line(point);
         if let Some(reference) = &e.reference {
-            done += 1;
             let shared: Point = point.iter().filter(|(k, _)| !e.reference_ignores.contains(k)).cloned().collect();
             let known = references
                 .iter()
@@ -236,20 +242,22 @@ fn run_experiment(
                 Some(s) => s,
                 None => {
                     let args: Vec<String> = reference.iter().cloned().chain(config::command_line(&shared)).collect();
-                    measure(e, None, &app, &args, &shared, 1, raw, (done, total))?.seconds
+                    measure(e, None, &app, &args, &shared, 1, raw, &progress)?.seconds
                 }
             };
+            progress.inc(1);
             references.push((point.clone(), seconds));
         }
         for &ranks in &e.ranks {
-            done += 1;
             let args: Vec<String> = e.args.iter().cloned().chain(point_args.clone()).collect();
             let launch = (e.launcher == "mpi").then(|| launcher.command(ranks));
-            let mut row = measure(e, launch, &app, &args, point, ranks, raw, (done, total))?;
+            let mut row = measure(e, launch, &app, &args, point, ranks, raw, &progress)?;
             row.oversubscribed = matches!(launcher, Launcher::Mpirun) && e.launcher == "mpi" && ranks > cores();
+            progress.inc(1);
             rows.push(row);
         }
     }
+    progress.finish_and_clear();
     Ok((rows, references))
 }
 
@@ -263,14 +271,15 @@ fn measure(
     point: &Point,
     ranks: usize,
     raw: &mut impl Write,
-    (done, total): (usize, usize),
+    progress: &ProgressBar,
 ) -> Result<Row> {
     let params: Vec<(String, String)> = point.iter().map(|(k, v)| (k.clone(), config::arg(v))).collect();
-    let mut runs: Vec<serde_json::Value> = Vec::new();
+    let mut runs: Vec<RunRecord> = Vec::new();
     let mut status = "ok".to_string();
     let label = params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
     for rep in 0..e.repeat {
-        progress(&format!("[{done}/{total}] {} {label} ranks={ranks} run {}/{}", e.name, rep + 1, e.repeat));
+        let run = format!("{label} ranks={ranks} run {}/{}", rep + 1, e.repeat);
+        progress.set_message(format!("{} {run}", e.name));
         let mut cmd = Command::new("timeout");
         cmd.args(["-k", "5", &e.timeout_s.to_string()]);
         if let Some(l) = &launch {
@@ -283,12 +292,10 @@ fn measure(
         let record = stdout
             .lines()
             .rev()
-            .find_map(|l| serde_json::from_str::<serde_json::Value>(l).ok().filter(|v| v.is_object()));
+            .find_map(|l| serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(l).ok());
         match (out.status.code(), record) {
-            (Some(0), Some(mut r)) => {
-                if r.get("seconds").is_none() {
-                    r["seconds"] = serde_json::json!(started.elapsed().as_secs_f64());
-                }
+            (Some(0), Some(object)) => {
+                let r = RunRecord::read(e, &run, object, started.elapsed().as_secs_f64())?;
                 writeln!(raw, "{}", serde_json::json!({"params": params, "ranks": ranks, "record": r}))?;
                 runs.push(r);
             }
@@ -304,16 +311,13 @@ fn measure(
             }
         }
     }
-    progress("");
-    runs.sort_by(|a, b| {
-        a["seconds"].as_f64().unwrap_or(f64::MAX).total_cmp(&b["seconds"].as_f64().unwrap_or(f64::MAX))
-    });
-    let median = (!runs.is_empty()).then(|| runs[runs.len() / 2].clone());
+    runs.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
+    let median = (!runs.is_empty()).then(|| runs.swap_remove(runs.len() / 2));
     Ok(Row {
         params,
         ranks,
         oversubscribed: false,
-        seconds: median.as_ref().and_then(|r| r["seconds"].as_f64()),
+        seconds: median.as_ref().map(|r| r.seconds),
         status: if median.is_some() {
             status
         } else if status == "ok" {
@@ -321,6 +325,6 @@ fn measure(
         } else {
             status
         },
-        record: median.unwrap_or(serde_json::Value::Null),
+        record: median,
     })
 }

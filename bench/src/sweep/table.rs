@@ -1,9 +1,13 @@
 //! The tables of a sweep: markdown (measured columns, speedups, the published numbers beside
-//! them) and CSV (every scalar field of every kept run).
+//! them) and CSV (every scalar field of every kept run, through the `csv` crate).
 
 use std::collections::BTreeSet;
 
+use anyhow::Result;
+use serde_json::Value;
+
 use super::config::{self, Experiment};
+use super::record::RunRecord;
 use super::{References, Row};
 
 fn seconds_of(rows: &[Row], params: &[(String, String)], ranks: usize) -> Option<f64> {
@@ -18,9 +22,9 @@ pub(super) fn reference_of(references: &References, params: &[(String, String)])
         .and_then(|(_, s)| *s)
 }
 
-fn cell(v: &serde_json::Value) -> String {
+fn cell(v: &Value) -> String {
     match v {
-        serde_json::Value::Number(n) if n.is_f64() => {
+        Value::Number(n) if n.is_f64() => {
             let x = n.as_f64().unwrap_or(f64::NAN);
             if x.abs() >= 100.0 {
                 format!("{x:.1}")
@@ -28,8 +32,8 @@ fn cell(v: &serde_json::Value) -> String {
                 format!("{x:.4}")
             }
         }
-        serde_json::Value::String(s) => s.clone(),
-        serde_json::Value::Null => "-".into(),
+        Value::String(s) => s.clone(),
+        Value::Null => "-".into(),
         other => other.to_string(),
     }
 }
@@ -82,7 +86,7 @@ pub(crate) fn markdown(e: &Experiment, rows: &[Row], references: &References) ->
             let (s, eff) = ratio(seconds_of(rows, &r.params, 1));
             cells.extend([s, eff]);
         }
-        cells.extend(e.columns.iter().map(|c| cell(&r.record[c])));
+        cells.extend(e.columns.iter().map(|c| r.record.as_ref().and_then(|rec| rec.field(c)).map_or("-".into(), cell)));
         let paper = published_for(e, r);
         cells.extend(paper_keys.iter().map(|k| paper.and_then(|p| p.values.get(*k)).map_or("".into(), config::arg)));
         cells.push(r.status.clone());
@@ -92,38 +96,34 @@ pub(crate) fn markdown(e: &Experiment, rows: &[Row], references: &References) ->
 }
 
 /// Every row as CSV: parameters, ranks, oversubscribed, seconds, status, then every scalar
-/// field of the kept run.
-pub(crate) fn csv(rows: &[Row]) -> String {
-    let fields: BTreeSet<String> = rows
-        .iter()
-        .filter_map(|r| r.record.as_object())
-        .flat_map(|o| o.iter().filter(|(_, v)| !v.is_object() && !v.is_array()).map(|(k, _)| k.clone()))
-        .collect();
-    let quote =
-        |s: &str| if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_string() };
-    let params: Vec<String> =
-        rows.first().map(|r| r.params.iter().map(|(k, _)| k.clone()).collect()).unwrap_or_default();
-    let mut out = params
-        .iter()
-        .chain(["ranks", "oversubscribed", "seconds", "status"].map(String::from).iter())
-        .cloned()
-        .collect::<Vec<_>>();
-    out.extend(fields.iter().map(|f| format!("run.{f}")));
-    let mut text = out.join(",") + "\n";
+/// field of the kept run (`run.<name>`, sorted; empty where a run has no such field or it
+/// is null).
+///
+/// # Errors
+/// None in practice: the CSV is written to memory.
+pub(crate) fn csv(rows: &[Row]) -> Result<String> {
+    let fields: BTreeSet<&str> =
+        rows.iter().filter_map(|r| r.record.as_ref()).flat_map(RunRecord::scalar_names).collect();
+    let params: Vec<&str> =
+        rows.first().map(|r| r.params.iter().map(|(k, _)| k.as_str()).collect()).unwrap_or_default();
+    let mut out = csv::Writer::from_writer(Vec::new());
+    let run_fields = fields.iter().map(|f| format!("run.{f}"));
+    let fixed = ["ranks", "oversubscribed", "seconds", "status"].map(String::from);
+    out.write_record(params.iter().map(|p| p.to_string()).chain(fixed).chain(run_fields))?;
     for r in rows {
-        let mut cells: Vec<String> = r.params.iter().map(|(_, v)| quote(v)).collect();
+        let mut cells: Vec<String> = r.params.iter().map(|(_, v)| v.clone()).collect();
         cells.extend([
             r.ranks.to_string(),
             r.oversubscribed.to_string(),
             r.seconds.map_or(String::new(), |s| s.to_string()),
-            quote(&r.status),
+            r.status.clone(),
         ]);
-        cells.extend(fields.iter().map(|f| match &r.record[f] {
-            serde_json::Value::Null => String::new(),
-            serde_json::Value::String(s) => quote(s),
-            v => v.to_string(),
+        cells.extend(fields.iter().map(|f| match r.record.as_ref().and_then(|rec| rec.field(f)) {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(s)) => s.clone(),
+            Some(v) => v.to_string(),
         }));
-        text += &(cells.join(",") + "\n");
+        out.write_record(&cells)?;
     }
-    text
+    Ok(String::from_utf8(out.into_inner()?)?)
 }

@@ -1,0 +1,139 @@
+//! The result record of a run: the JSON object `--json` prints and the human-readable line,
+//! both from [`Record`].
+
+use std::fmt;
+
+use dps_harness::Common;
+use serde::{Deserialize, Serialize};
+
+/// One run of `dps-life`. Fields of other variants and options are absent, not null. Rates
+/// and medians are plain numbers, `null` when not finite (serde_json's rule).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Record {
+    /// App, variant, ranks, threads (bands), seconds (the timed generations), verified.
+    #[serde(flatten)]
+    pub common: Common,
+    /// World width, cells.
+    pub width: usize,
+    /// World height, cells.
+    pub height: usize,
+    /// Whether the world is a torus.
+    pub wrap: bool,
+    /// Timed generations.
+    pub generations: u64,
+    /// Generations per step.
+    pub depth: usize,
+    /// Steps per call of the generation graph (not in the serial variant).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steps_per_call: Option<usize>,
+    /// Cell updates per second over the timed generations.
+    pub cups: f64,
+    /// The median of the calls' times per generation, s (not in the serial variant).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iteration_median_s: Option<f64>,
+    /// `compare`: both schedules, side by side.
+    #[serde(flatten)]
+    pub compare: Option<Compare>,
+    /// `--compare-serial`: the serial kernel, in blocks alternating with the parallel calls.
+    #[serde(flatten)]
+    pub serial: Option<AgainstSerial>,
+    /// `--view`: the region-service client's calls.
+    #[serde(flatten)]
+    pub view: Option<View>,
+    /// Generations run in all, warm-up and untimed ones included (not in the serial variant).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generations_run: Option<u64>,
+    /// Live cells at the end.
+    pub population: u64,
+    /// `--verify` passed: the reference it was checked against (`naive` or `bit-serial`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+}
+
+/// `compare`: the `simple` and `overlap` schedules (the paper's Fig. 9).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Compare {
+    /// Median time per generation of `simple`, s.
+    pub simple_iteration_median_s: f64,
+    /// Median time per generation of `overlap`, s.
+    pub overlap_iteration_median_s: f64,
+    /// Cell updates per second of `simple` (from its median).
+    pub simple_cups: f64,
+    /// Cell updates per second of `overlap` (from its median).
+    pub overlap_cups: f64,
+    /// `simple_iteration_median_s / overlap_iteration_median_s`.
+    pub speedup: f64,
+}
+
+/// `--compare-serial`: the parallel efficiency against the serial kernel in the same run.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct AgainstSerial {
+    /// Median time per generation of the serial kernel, s.
+    pub serial_iteration_median_s: f64,
+    /// Cell updates per second of the serial kernel.
+    pub serial_cups: f64,
+    /// Median time per generation of the parallel blocks, s.
+    pub parallel_iteration_median_s: f64,
+    /// Serial over parallel time, over the ranks holding bands.
+    pub efficiency: f64,
+}
+
+/// `--view`: the region service's calls while the simulation runs (the paper's Table 2).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct View {
+    /// The block requested, `WxH`.
+    pub view_block: String,
+    /// Calls made.
+    pub view_calls: usize,
+    /// Median time of a call, s.
+    pub view_call_median_s: f64,
+    /// Median time of the read inside a call, s.
+    pub view_read_median_s: f64,
+    /// Calls whose block straddled two bands.
+    pub view_straddling_calls: usize,
+    /// Median time per generation without calls, s.
+    pub iteration_without_calls_s: f64,
+    /// Median time per generation while the client calls, s.
+    pub iteration_with_calls_s: f64,
+}
+
+impl fmt::Display for Record {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let c = &self.common;
+        write!(
+            f,
+            "life {} {}x{} ranks={} bands={}: {} generations in {:.3} s, {:.3e} cell updates/s, population {}",
+            c.variant,
+            self.width,
+            self.height,
+            c.ranks,
+            c.threads,
+            self.generations,
+            c.seconds,
+            self.cups,
+            self.population
+        )?;
+        if let Some(compare) = &self.compare {
+            write!(f, "; overlap/simple speedup {:.3}", compare.speedup)?;
+        }
+        if let Some(s) = &self.serial {
+            write!(f, "; serial {:.3e} cups, efficiency {:.3}", s.serial_cups, s.efficiency)?;
+        }
+        if let Some(v) = &self.view {
+            write!(
+                f,
+                "; view {} blocks: {} calls, median {:.3} ms, iteration {:.3} ms without calls, {:.3} ms with",
+                v.view_block,
+                v.view_calls,
+                v.view_call_median_s * 1e3,
+                v.iteration_without_calls_s * 1e3,
+                v.iteration_with_calls_s * 1e3
+            )?;
+        }
+        match c.verified {
+            Some(true) => write!(f, "; verified against the serial reference"),
+            Some(false) => write!(f, "; DIFFERS from the serial reference"),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,55 @@
+//! The result record of a run: the JSON object `--json` prints and the human-readable line,
+//! both from [`Record`].
+
+use std::fmt;
+
+use dps_harness::{Common, FiniteOrText};
+use serde::{Deserialize, Serialize};
+
+/// One run of `dps-lu`. The check's fields are absent without `--verify`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Record {
+    /// App, variant, ranks, threads, seconds (median), verified.
+    #[serde(flatten)]
+    pub common: Common,
+    /// Matrix order.
+    pub n: usize,
+    /// Block (panel) width.
+    pub block: usize,
+    /// Timed runs.
+    pub reps: usize,
+    /// ⅔n³ floating-point operations over the time, in GFLOP/s.
+    pub gflops: f64,
+    /// `--verify`: the HPL scaled residual ‖PA − LU‖ / (‖A‖·n·ε), as text when not finite
+    /// (a NaN or an overflow, which never passes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub residual: Option<FiniteOrText>,
+    /// `--verify`: whether the pivots are dgetrf's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pivots_match: Option<bool>,
+}
+
+impl Record {
+    /// A record without the check: the caller adds it when it verifies.
+    pub fn new(common: Common, n: usize, block: usize, reps: usize) -> Record {
+        let gflops = 2.0 / 3.0 * (n as f64).powi(3) / 1e9 / common.seconds;
+        Record { common, n, block, reps, gflops, residual: None, pivots_match: None }
+    }
+}
+
+impl fmt::Display for Record {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let c = &self.common;
+        write!(
+            f,
+            "lu {} n={} block={} ranks={} threads={}: {:.3} s, {:.1} GFLOP/s",
+            c.variant, self.n, self.block, c.ranks, c.threads, c.seconds, self.gflops
+        )?;
+        if let (Some(residual), Some(pivots)) = (self.residual, self.pivots_match) {
+            let pivots = if pivots { "match dgetrf" } else { "differ from dgetrf" };
+            let verdict = if c.verified == Some(true) { "verified" } else { "NOT verified" };
+            write!(f, ", residual {residual:.3}, pivots {pivots}, {verdict}")?;
+        }
+        Ok(())
+    }
+}

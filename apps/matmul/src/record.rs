@@ -1,0 +1,86 @@
+//! The result record of a run: the JSON object `--json` prints and the human-readable line,
+//! both from [`Record`].
+
+use std::fmt;
+
+use dps_harness::{Common, FiniteOrText};
+use serde::{Deserialize, Serialize};
+
+/// One run of `dps-matmul`. Fields of other variants are absent, not null.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Record {
+    /// App, variant, ranks, threads, seconds (median), verified.
+    #[serde(flatten)]
+    pub common: Common,
+    /// Matrix order.
+    pub n: usize,
+    /// Block size.
+    pub block: usize,
+    /// Blocks per dimension (not in the serial variant).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub s: Option<usize>,
+    /// Timed runs.
+    pub reps: usize,
+    /// `phased`, `compare`: communication time over computation time (median).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comm_comp_ratio: Option<f64>,
+    /// `phased`, `compare`: the phased run's time, s (median).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phased_s: Option<f64>,
+    /// `phased`, `compare`: the reduction perfect overlap would give at this ratio.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub potential_reduction: Option<f64>,
+    /// `compare`: the pipelined run's time, s (median).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pipelined_s: Option<f64>,
+    /// `compare`: `1 - pipelined_s / phased_s`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reduction: Option<f64>,
+    /// 2n³ floating-point operations over the time, in GFLOP/s.
+    pub gflops: f64,
+    /// `--verify`: the relative Frobenius error against one serial dgemm.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<FiniteOrText>,
+}
+
+impl Record {
+    /// A record without the phase fields and the error: the caller adds those it has.
+    pub fn new(common: Common, n: usize, block: usize, s: Option<usize>, reps: usize) -> Record {
+        let gflops = 2.0 * (n as f64).powi(3) / common.seconds / 1e9;
+        Record {
+            common,
+            n,
+            block,
+            s,
+            reps,
+            comm_comp_ratio: None,
+            phased_s: None,
+            potential_reduction: None,
+            pipelined_s: None,
+            reduction: None,
+            gflops,
+            error: None,
+        }
+    }
+}
+
+impl fmt::Display for Record {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let c = &self.common;
+        write!(
+            f,
+            "matmul {} n={} block={} ranks={} threads={}: {:.3} s, {:.1} GFLOP/s",
+            c.variant, self.n, self.block, c.ranks, c.threads, c.seconds, self.gflops
+        )?;
+        match (self.reduction, self.comm_comp_ratio) {
+            (Some(red), Some(ratio)) => write!(f, ", reduction {:.1}% at comm/comp {ratio:.2}", red * 100.0)?,
+            (None, Some(ratio)) => write!(f, ", comm/comp {ratio:.2}")?,
+            _ => {}
+        }
+        if let Some(e) = self.error {
+            let verdict = if c.verified == Some(true) { "verified" } else { "NOT verified" };
+            write!(f, ", {verdict} (error {e:.1e})")?;
+        }
+        Ok(())
+    }
+}
