@@ -7,10 +7,9 @@
 //! every rank that has it, exit code 1. Errors are printed with their causes (`{:#}`) and
 //! never with a backtrace, whatever `RUST_BACKTRACE` says.
 
-use std::fmt;
 use std::process::ExitCode;
 
-pub use dps::launch_rank;
+use crate::cli::{launch_rank, prints_shared_messages, wait_for_rank_0_to_print};
 
 /// Exit code of a run refused because of its input.
 pub const BAD_INPUT: u8 = 2;
@@ -18,7 +17,8 @@ pub const BAD_INPUT: u8 = 2;
 pub const FAILED: u8 = 1;
 
 /// An option, file or size the run cannot use; the message names it and says why.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub struct BadInput(String);
 
 impl BadInput {
@@ -28,14 +28,6 @@ impl BadInput {
     }
 }
 
-impl fmt::Display for BadInput {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for BadInput {}
-
 /// Marks the error of an input check as bad input (its message and causes are kept).
 ///
 /// ```
@@ -44,17 +36,6 @@ impl std::error::Error for BadInput {}
 /// ```
 pub fn input<T>(checked: anyhow::Result<T>) -> anyhow::Result<T> {
     checked.map_err(|e| if is_bad_input(&e) { e } else { BadInput(format!("{e:#}")).into() })
-}
-
-/// Whether this process prints what every rank would print alike.
-fn prints_shared_messages() -> bool {
-    launch_rank().unwrap_or(0) == 0
-}
-
-/// Parses the program's options ([`dps::parse_args`] under the command's name): an option
-/// error is one line printed by rank 0 only (exit code 2); `--help`/`--version` print once.
-pub fn parse_args<A: clap::Parser>() -> A {
-    dps::parse_args(A::command().get_name())
 }
 
 /// True for a [`BadInput`] anywhere in the chain, or a runtime error about the program's
@@ -83,7 +64,7 @@ pub fn finish(program: &str, result: anyhow::Result<()>) -> ExitCode {
         if prints_shared_messages() {
             eprintln!("{program}: {e:#}");
         } else {
-            dps::wait_for_rank_0_to_print();
+            wait_for_rank_0_to_print();
         }
         return ExitCode::from(BAD_INPUT);
     }

@@ -32,6 +32,7 @@
 //!
 //! See `runtime/examples/` for programs that run under `mpirun`.
 
+#[cfg(feature = "cli")]
 mod cli;
 mod collection;
 mod engine;
@@ -49,7 +50,8 @@ mod trace;
 mod transport;
 mod wire;
 
-pub use cli::{exit_code, launch_rank, median, parse_args, wait_for_rank_0_to_print, Repeat, RuntimeArgs};
+#[cfg(feature = "cli")]
+pub use cli::RuntimeArgs;
 pub use collection::Collection;
 pub use error::{Error, ErrorKind};
 pub use graph::Graph;

@@ -5,9 +5,10 @@ use std::time::Instant;
 
 use anyhow::{bail, Result};
 use clap::{Parser, ValueEnum};
-use dps::{median, Repeat, Runtime, RuntimeArgs};
+use dps::{Runtime, RuntimeArgs};
 use dps_dense::footprint;
-use dps_harness::bad_input;
+use dps_harness::options::{Blas, Check, Map, Output, Seed};
+use dps_harness::{bad_input, median, Repeat};
 use serde_json::json;
 
 use crate::graph::{self, Graphs, Master};
@@ -31,6 +32,8 @@ pub enum Variant {
 /// `dps-matmul`: C = A·B for random n×n matrices, split into blocks.
 #[derive(Parser, Debug)]
 #[command(name = "dps-matmul", version, about)]
+#[command(mut_arg("seed", |a| a.help("Seed of the random matrices")))]
+#[command(mut_arg("verify", |a| a.help("Compare the product with one serial dgemm (relative Frobenius error ≤ 10·n·ε)")))]
 pub struct Args {
     /// Matrix order.
     #[arg(long, default_value_t = 1024)]
@@ -44,34 +47,32 @@ pub struct Args {
     /// Algorithm.
     #[arg(long, value_enum, default_value = "pipelined")]
     pub variant: Variant,
-    /// Mapping of the worker collection (one thread per rank by default).
-    #[arg(long, default_value = "all")]
-    pub map: String,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub map: Map,
     /// Jobs in flight at most (default: 2 per worker; at least 1).
     #[arg(long)]
     pub window: Option<usize>,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub repeat: Repeat,
-    /// OpenBLAS threads of the `serial` variant.
-    #[arg(long, default_value_t = 1)]
-    pub blas_threads: usize,
-    /// Seed of the random matrices.
-    #[arg(long, default_value_t = 42)]
-    pub seed: u64,
-    /// Compare the product with one serial dgemm (relative Frobenius error ≤ 10·n·ε).
-    #[arg(long)]
-    pub verify: bool,
-    /// Print one JSON object instead of the human-readable line.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub blas: Blas,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub seed: Seed<42>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub check: Check,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub output: Output,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub runtime: RuntimeArgs,
 }
 
-/// The most OpenBLAS threads `--blas-threads` accepts.
-pub const MAX_BLAS_THREADS: usize = 1024;
 /// The default block size, clamped to n.
 pub const DEFAULT_BLOCK: usize = 256;
 
@@ -99,13 +100,8 @@ impl Args {
         if self.window == Some(0) {
             bad_input!("--window 0: at least one job must be in flight");
         }
-        if !(1..=MAX_BLAS_THREADS).contains(&self.blas_threads) {
-            bad_input!("--blas-threads {} must be between 1 and {MAX_BLAS_THREADS}", self.blas_threads);
-        }
-        dps_harness::input(self.repeat.check().map_err(Into::into))?;
-        if self.repeat.warmup.checked_add(self.repeat.reps).is_none() {
-            bad_input!("--warmup {} plus --reps {} runs overflow", self.repeat.warmup, self.repeat.reps);
-        }
+        self.blas.check()?;
+        self.repeat.check()?;
         Ok(bs)
     }
 
@@ -130,7 +126,7 @@ impl Args {
         };
         // The master: A, B, C, and the strips it cuts from A and B; --verify fetches C and
         // recomputes A, B and the serial product.
-        let master = m.saturating_mul(if self.verify { 9 } else { 5 });
+        let master = m.saturating_mul(if self.check.verify { 9 } else { 5 });
         (master.saturating_add(other), other)
     }
 }
@@ -149,17 +145,14 @@ pub fn run(args: &Args) -> Result<()> {
     let bs = args.block_size()?;
     let (rank0, other) = args.memory_need(bs);
     dps_harness::check_memory(&format!("--n {}", args.n), rank0, other)?;
-    if let Some(path) = &args.runtime.trace {
-        // The runtime writes the trace after the run: a bad path must fail before it.
-        dps_harness::OutputFile::create("--trace", path)?;
-    }
+    dps_harness::options::check_trace(&args.runtime)?;
     let n = args.n;
     if args.variant == Variant::Serial {
         return run_serial(args, bs);
     }
     let rt = args.runtime.start()?;
-    let main = rt.collection("main", "0", |_| Master::new(n, bs, args.seed))?;
-    let workers = rt.collection("workers", &args.map, |_| graph::worker(n))?;
+    let main = rt.collection("main", "0", |_| Master::new(n, bs, args.seed.seed))?;
+    let workers = rt.collection("workers", &args.map.map, |_| graph::worker(n))?;
     let window = args.window.unwrap_or(2 * workers.len());
     let graphs = Graphs::build(&rt, &main, &workers, window)?;
     if rt.is_root() {
@@ -214,9 +207,9 @@ fn report(args: &Args, rt: &Runtime, g: &Graphs, bs: usize, threads: usize) -> R
     let secs = median(&seconds);
     record["seconds"] = json!(secs);
     record["gflops"] = json!(2.0 * (n as f64).powi(3) / secs / 1e9);
-    record["verified"] = if args.verify {
+    record["verified"] = if args.check.verify {
         let c = rt.call(&g.fetch, ())?;
-        let (sa, sb) = kernel::seeds(args.seed);
+        let (sa, sb) = kernel::seeds(args.seed.seed);
         let (err, ok) = kernel::error_against_serial(&c, &kernel::matrix(n, sa), &kernel::matrix(n, sb), n);
         // JSON has no NaN (serde_json writes null): a non-finite error is written as text.
         record["error"] = if err.is_finite() { json!(err) } else { json!(err.to_string()) };
@@ -238,8 +231,8 @@ fn report(args: &Args, rt: &Runtime, g: &Graphs, bs: usize, threads: usize) -> R
 
 fn run_serial(args: &Args, bs: usize) -> Result<()> {
     let n = args.n;
-    dps_dense::blas::set_threads(args.blas_threads);
-    let (sa, sb) = kernel::seeds(args.seed);
+    dps_dense::blas::set_threads(args.blas.blas_threads);
+    let (sa, sb) = kernel::seeds(args.seed.seed);
     let (a, b) = (kernel::matrix(n, sa), kernel::matrix(n, sb));
     let seconds = median(
         &(0..args.repeat.runs())
@@ -252,7 +245,7 @@ fn run_serial(args: &Args, bs: usize) -> Result<()> {
             .collect::<Vec<_>>(),
     );
     let record = json!({
-        "app": "matmul", "variant": "serial", "ranks": 1, "threads": args.blas_threads, "n": n, "block": bs,
+        "app": "matmul", "variant": "serial", "ranks": 1, "threads": args.blas.blas_threads, "n": n, "block": bs,
         "reps": args.repeat.reps, "seconds": seconds, "gflops": 2.0 * (n as f64).powi(3) / seconds / 1e9,
         // The serial product is the reference itself: nothing to verify.
         "verified": serde_json::Value::Null,
@@ -262,7 +255,7 @@ fn run_serial(args: &Args, bs: usize) -> Result<()> {
 }
 
 fn print_record(args: &Args, r: &serde_json::Value) {
-    if args.json {
+    if args.output.json {
         println!("{r}");
     } else {
         let extra = match (r.get("reduction"), r.get("comm_comp_ratio")) {

@@ -17,7 +17,7 @@ use mpi::topology::Communicator;
 use serde::{Deserialize, Serialize};
 
 use crate::launch;
-use crate::stats::median;
+use dps_harness::median;
 
 /// The blocks of one run hold about this many bytes in total...
 const TOTAL_BYTES: usize = 256 << 20;
