@@ -120,6 +120,46 @@ pub fn check_trace(runtime: &dps::RuntimeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The options of a program that times repeated runs of its parallel variants against a
+/// serial BLAS one and checks the result (dps-matmul, dps-lu): [`Map`], [`Repeat`], [`Blas`],
+/// [`Seed`] with the program's default, [`Check`], [`Output`], and the runtime's own options
+/// (`--trace`, `--stall-timeout`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct Timed<const SEED: u64> {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub map: Map,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub repeat: Repeat,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub blas: Blas,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub seed: Seed<SEED>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub check: Check,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub output: Output,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub runtime: dps::RuntimeArgs,
+}
+
+impl<const SEED: u64> Timed<SEED> {
+    /// Checks the counts ([`Repeat::check`], [`Blas::check`]).
+    ///
+    /// # Errors
+    /// A [`BadInput`] naming the option.
+    pub fn check(&self) -> Result<(), BadInput> {
+        self.blas.check()?;
+        self.repeat.check()
+    }
+}
+
 /// Refuses a `--timeout` of 0 (`timeout 0` would never kill the job) or above `max`.
 ///
 /// # Errors
@@ -140,26 +180,16 @@ mod tests {
     #[command(name = "demo", mut_arg("verify", |a| a.help("Compare with the serial product.")))]
     struct Demo {
         #[command(flatten)]
-        output: Output,
-        #[command(flatten)]
-        check: Check,
-        #[command(flatten)]
-        seed: Seed<42>,
-        #[command(flatten)]
-        map: Map,
-        #[command(flatten)]
-        repeat: Repeat,
-        #[command(flatten)]
-        blas: Blas,
+        run: Timed<42>,
     }
 
     #[test]
     fn groups_keep_their_names_and_defaults() {
-        let d = Demo::try_parse_from(["demo"]).unwrap();
+        let Demo { run: d } = Demo::try_parse_from(["demo"]).unwrap();
         assert_eq!((d.output.json, d.check.verify, d.seed.seed, d.map.map.as_str()), (false, false, 42, "all"));
         assert_eq!((d.repeat.reps, d.repeat.warmup, d.blas.blas_threads), (1, 0, 1));
         let line = ["demo", "--json", "--verify", "--seed", "7", "--map", "0 1", "--reps", "3", "--warmup", "2"];
-        let d = Demo::try_parse_from(line.into_iter().chain(["--blas-threads", "4"])).unwrap();
+        let Demo { run: d } = Demo::try_parse_from(line.into_iter().chain(["--blas-threads", "4"])).unwrap();
         assert_eq!((d.output.json, d.check.verify, d.seed.seed, d.map.map.as_str()), (true, true, 7, "0 1"));
         assert_eq!(
             (d.repeat.runs(), d.repeat.is_timed(1), d.repeat.is_timed(2), d.blas.blas_threads),

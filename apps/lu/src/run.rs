@@ -7,11 +7,10 @@ use std::time::Instant;
 
 use anyhow::Result;
 use clap::{Parser, ValueEnum};
-use dps::RuntimeArgs;
 use dps_dense::footprint;
 use dps_dense::market::MatrixFile;
-use dps_harness::options::{Blas, Check, Map, Output, Seed};
-use dps_harness::{bad_input, median, BadInput, Repeat};
+use dps_harness::options::Timed;
+use dps_harness::{bad_input, median, BadInput};
 use serde_json::json;
 
 use crate::graph::{Columns, Graphs, Pipelining};
@@ -49,25 +48,7 @@ pub struct Args {
     pub file: Option<PathBuf>,
     #[command(flatten)]
     #[allow(missing_docs)]
-    pub map: Map,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub repeat: Repeat,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub blas: Blas,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub seed: Seed<42>,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub check: Check,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub output: Output,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub runtime: RuntimeArgs,
+    pub run: Timed<42>,
 }
 
 /// The default block width, clamped to the matrix order.
@@ -81,8 +62,7 @@ fn check_options(args: &Args) -> Result<()> {
     if args.block == Some(0) {
         bad_input!("--block 0: the block width must be at least 1");
     }
-    args.blas.check()?;
-    args.repeat.check()?;
+    args.run.check()?;
     Ok(())
 }
 
@@ -115,14 +95,14 @@ fn memory_need(args: &Args, n: usize, r: usize, file_bytes: u64) -> (u64, u64) {
     let other = source.saturating_add(owned).saturating_add(panels);
     // --verify on rank 0: the gathered factors (with the copies of its own blocks), the
     // matrix again, and the factors of the reference dgetrf.
-    let verify = if args.check.verify { m.saturating_mul(3).saturating_add(owned) } else { 0 };
+    let verify = if args.run.check.verify { m.saturating_mul(3).saturating_add(owned) } else { 0 };
     (other.saturating_add(verify), other)
 }
 
 /// Reads or describes the matrix after checking the options and the memory it needs.
 fn source(args: &Args) -> Result<(usize, usize, Source)> {
     check_options(args)?;
-    dps_harness::options::check_trace(&args.runtime)?;
+    dps_harness::options::check_trace(&args.run.runtime)?;
     let file = match &args.file {
         Some(path) => Some(MatrixFile::open(path).map_err(|e| BadInput::new(format!("--file {e}")))?),
         None => None,
@@ -137,7 +117,7 @@ fn source(args: &Args) -> Result<(usize, usize, Source)> {
     dps_harness::check_memory(&what, rank0, other)?;
     let src = match file {
         Some(file) => Source::Given(Arc::new(file.read().map_err(|e| BadInput::new(format!("--file {e}")))?)),
-        None => Source::Random(args.seed.seed),
+        None => Source::Random(args.run.seed.seed),
     };
     Ok((n, r, src))
 }
@@ -187,12 +167,12 @@ pub fn run(args: &Args) -> Result<()> {
     let gflop = 2.0 / 3.0 * (n as f64).powi(3) / 1e9;
     let mut record = json!({
         "app": "lu", "variant": args.variant.to_possible_value().map(|v| v.get_name().to_string()),
-        "n": n, "block": r, "reps": args.repeat.reps,
+        "n": n, "block": r, "reps": args.run.repeat.reps,
     });
     if args.variant == Variant::Serial {
-        dps_dense::blas::set_threads(args.blas.blas_threads);
+        dps_dense::blas::set_threads(args.run.blas.blas_threads);
         let mut times = Vec::new();
-        for _ in 0..args.repeat.runs() {
+        for _ in 0..args.run.repeat.runs() {
             let mut a = src.matrix(n);
             let t = Instant::now();
             let (_, info) = kernel::serial(&mut a, n);
@@ -201,9 +181,9 @@ pub fn run(args: &Args) -> Result<()> {
                 return Err(singular(info));
             }
         }
-        let secs = median(&times[args.repeat.warmup..]);
+        let secs = median(&times[args.run.repeat.warmup..]);
         record["ranks"] = json!(1);
-        record["threads"] = json!(args.blas.blas_threads);
+        record["threads"] = json!(args.run.blas.blas_threads);
         record["seconds"] = json!(secs);
         record["gflops"] = json!(gflop / secs);
         record["verified"] = serde_json::Value::Null;
@@ -211,10 +191,10 @@ pub fn run(args: &Args) -> Result<()> {
         return Ok(());
     }
     let how = if args.variant == Variant::Stream { Pipelining::Stream } else { Pipelining::MergeSplit };
-    let rt = args.runtime.start()?;
+    let rt = args.run.runtime.start()?;
     let main = rt.collection("main", "0", |_| ())?;
-    let threads = rt.threads_in(&args.map.map)?;
-    let columns = rt.collection("columns", &args.map.map, |t| Columns::new(n, r, src.clone(), t, threads))?;
+    let threads = rt.threads_in(&args.run.map.map)?;
+    let columns = rt.collection("columns", &args.run.map.map, |t| Columns::new(n, r, src.clone(), t, threads))?;
     let panels = rt.collection("panels", "all", |_| ())?;
     let graphs = Graphs::build(&rt, (n, r), &main, &columns, &panels, how)?;
     let mut outcome = Ok(());
@@ -222,7 +202,7 @@ pub fn run(args: &Args) -> Result<()> {
         let mut times = Vec::new();
         let mut info = 0;
         let mut ipiv = Vec::new();
-        for rep in 0..args.repeat.runs() {
+        for rep in 0..args.run.repeat.runs() {
             if rep > 0 {
                 rt.call(&graphs.reload, ())?;
             }
@@ -231,7 +211,7 @@ pub fn run(args: &Args) -> Result<()> {
             (ipiv, info) = rt.call(&graphs.finish, ())?;
             times.push(t.elapsed().as_secs_f64());
         }
-        let secs = median(&times[args.repeat.warmup..]);
+        let secs = median(&times[args.run.repeat.warmup..]);
         record["ranks"] = json!(rt.ranks());
         record["threads"] = json!(threads);
         record["seconds"] = json!(secs);
@@ -239,7 +219,7 @@ pub fn run(args: &Args) -> Result<()> {
         record["verified"] = serde_json::Value::Null;
         if info > 0 {
             outcome = Err(singular(info));
-        } else if args.check.verify {
+        } else if args.run.check.verify {
             let lu = rt.call(&graphs.gather, ())?;
             let check = kernel::check(&src.matrix(n), n, &lu, &ipiv);
             record["residual"] = residual_value(check.residual);
@@ -256,7 +236,7 @@ pub fn run(args: &Args) -> Result<()> {
 }
 
 fn print_record(args: &Args, r: &serde_json::Value) {
-    if args.output.json {
+    if args.run.output.json {
         println!("{r}");
         return;
     }

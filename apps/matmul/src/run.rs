@@ -5,10 +5,10 @@ use std::time::Instant;
 
 use anyhow::{bail, Result};
 use clap::{Parser, ValueEnum};
-use dps::{Runtime, RuntimeArgs};
+use dps::Runtime;
 use dps_dense::footprint;
-use dps_harness::options::{Blas, Check, Map, Output, Seed};
-use dps_harness::{bad_input, median, Repeat};
+use dps_harness::options::Timed;
+use dps_harness::{bad_input, median};
 use serde_json::json;
 
 use crate::graph::{self, Graphs, Master};
@@ -47,30 +47,12 @@ pub struct Args {
     /// Algorithm.
     #[arg(long, value_enum, default_value = "pipelined")]
     pub variant: Variant,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub map: Map,
     /// Jobs in flight at most (default: 2 per worker; at least 1).
     #[arg(long)]
     pub window: Option<usize>,
     #[command(flatten)]
     #[allow(missing_docs)]
-    pub repeat: Repeat,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub blas: Blas,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub seed: Seed<42>,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub check: Check,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub output: Output,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub runtime: RuntimeArgs,
+    pub run: Timed<42>,
 }
 
 /// The default block size, clamped to n.
@@ -100,8 +82,7 @@ impl Args {
         if self.window == Some(0) {
             bad_input!("--window 0: at least one job must be in flight");
         }
-        self.blas.check()?;
-        self.repeat.check()?;
+        self.run.check()?;
         Ok(bs)
     }
 
@@ -126,7 +107,7 @@ impl Args {
         };
         // The master: A, B, C, and the strips it cuts from A and B; --verify fetches C and
         // recomputes A, B and the serial product.
-        let master = m.saturating_mul(if self.check.verify { 9 } else { 5 });
+        let master = m.saturating_mul(if self.run.check.verify { 9 } else { 5 });
         (master.saturating_add(other), other)
     }
 }
@@ -145,14 +126,14 @@ pub fn run(args: &Args) -> Result<()> {
     let bs = args.block_size()?;
     let (rank0, other) = args.memory_need(bs);
     dps_harness::check_memory(&format!("--n {}", args.n), rank0, other)?;
-    dps_harness::options::check_trace(&args.runtime)?;
+    dps_harness::options::check_trace(&args.run.runtime)?;
     let n = args.n;
     if args.variant == Variant::Serial {
         return run_serial(args, bs);
     }
-    let rt = args.runtime.start()?;
-    let main = rt.collection("main", "0", |_| Master::new(n, bs, args.seed.seed))?;
-    let workers = rt.collection("workers", &args.map.map, |_| graph::worker(n))?;
+    let rt = args.run.runtime.start()?;
+    let main = rt.collection("main", "0", |_| Master::new(n, bs, args.run.seed.seed))?;
+    let workers = rt.collection("workers", &args.run.map.map, |_| graph::worker(n))?;
     let window = args.window.unwrap_or(2 * workers.len());
     let graphs = Graphs::build(&rt, &main, &workers, window)?;
     if rt.is_root() {
@@ -166,12 +147,12 @@ fn report(args: &Args, rt: &Runtime, g: &Graphs, bs: usize, threads: usize) -> R
     let n = args.n;
     let mut record = json!({
         "app": "matmul", "variant": format!("{:?}", args.variant).to_lowercase(), "ranks": rt.ranks(),
-        "threads": threads, "n": n, "block": bs, "s": kernel::blocks(n, bs), "reps": args.repeat.reps,
+        "threads": threads, "n": n, "block": bs, "s": kernel::blocks(n, bs), "reps": args.run.repeat.reps,
     });
     let mut seconds = Vec::new();
     let (mut phased, mut pipelined, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-    for rep in 0..args.repeat.runs() {
-        if rep == args.repeat.warmup {
+    for rep in 0..args.run.repeat.runs() {
+        if rep == args.run.repeat.warmup {
             (seconds, phased, pipelined, ratios) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         }
         match args.variant {
@@ -207,9 +188,9 @@ fn report(args: &Args, rt: &Runtime, g: &Graphs, bs: usize, threads: usize) -> R
     let secs = median(&seconds);
     record["seconds"] = json!(secs);
     record["gflops"] = json!(2.0 * (n as f64).powi(3) / secs / 1e9);
-    record["verified"] = if args.check.verify {
+    record["verified"] = if args.run.check.verify {
         let c = rt.call(&g.fetch, ())?;
-        let (sa, sb) = kernel::seeds(args.seed.seed);
+        let (sa, sb) = kernel::seeds(args.run.seed.seed);
         let (err, ok) = kernel::error_against_serial(&c, &kernel::matrix(n, sa), &kernel::matrix(n, sb), n);
         // JSON has no NaN (serde_json writes null): a non-finite error is written as text.
         record["error"] = if err.is_finite() { json!(err) } else { json!(err.to_string()) };
@@ -231,22 +212,22 @@ fn report(args: &Args, rt: &Runtime, g: &Graphs, bs: usize, threads: usize) -> R
 
 fn run_serial(args: &Args, bs: usize) -> Result<()> {
     let n = args.n;
-    dps_dense::blas::set_threads(args.blas.blas_threads);
-    let (sa, sb) = kernel::seeds(args.seed.seed);
+    dps_dense::blas::set_threads(args.run.blas.blas_threads);
+    let (sa, sb) = kernel::seeds(args.run.seed.seed);
     let (a, b) = (kernel::matrix(n, sa), kernel::matrix(n, sb));
     let seconds = median(
-        &(0..args.repeat.runs())
+        &(0..args.run.repeat.runs())
             .map(|_| {
                 let t = Instant::now();
                 std::hint::black_box(kernel::serial(&a, &b, n));
                 t.elapsed().as_secs_f64()
             })
-            .skip(args.repeat.warmup)
+            .skip(args.run.repeat.warmup)
             .collect::<Vec<_>>(),
     );
     let record = json!({
-        "app": "matmul", "variant": "serial", "ranks": 1, "threads": args.blas.blas_threads, "n": n, "block": bs,
-        "reps": args.repeat.reps, "seconds": seconds, "gflops": 2.0 * (n as f64).powi(3) / seconds / 1e9,
+        "app": "matmul", "variant": "serial", "ranks": 1, "threads": args.run.blas.blas_threads, "n": n, "block": bs,
+        "reps": args.run.repeat.reps, "seconds": seconds, "gflops": 2.0 * (n as f64).powi(3) / seconds / 1e9,
         // The serial product is the reference itself: nothing to verify.
         "verified": serde_json::Value::Null,
     });
@@ -255,7 +236,7 @@ fn run_serial(args: &Args, bs: usize) -> Result<()> {
 }
 
 fn print_record(args: &Args, r: &serde_json::Value) {
-    if args.output.json {
+    if args.run.output.json {
         println!("{r}");
     } else {
         let extra = match (r.get("reduction"), r.get("comm_comp_ratio")) {
