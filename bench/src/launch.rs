@@ -30,21 +30,23 @@ pub(crate) fn run_workers<T: DeserializeOwned>(
     .with_context(|| format!("dps-bench {} on {ranks} ranks", args.join(" ")))
 }
 
-/// Runs the workers as [`run_workers`] does and prints their records: as JSON lines, or at the
-/// end as a markdown table.
+/// Runs the hidden subcommand `worker` with `options` as [`run_workers`] does and prints the
+/// records: as JSON lines, or at the end as a markdown table.
 ///
 /// # Errors
 /// As [`run_workers`].
 pub(crate) fn run_and_print<T: DeserializeOwned + Serialize>(
     ranks: usize,
-    args: &[String],
+    worker: &str,
+    options: Vec<String>,
     timeout_s: u64,
     json: bool,
 ) -> Result<()> {
+    let args: Vec<String> = std::iter::once(worker.to_string()).chain(options).collect();
     let mut rows = Vec::new();
     // The first failure to print is kept; the job still runs to its end.
     let mut printed: Result<()> = Ok(());
-    run_workers(ranks, args, timeout_s, |record: T| {
+    run_workers(ranks, &args, timeout_s, |record: T| {
         let value = serde_json::to_value(&record).expect("a record serialises");
         if json {
             if printed.is_ok() {

@@ -49,6 +49,31 @@ fn is_bad_input(e: &anyhow::Error) -> bool {
     })
 }
 
+/// A DPS program's whole `main`: parses its options `A` ([`parse_args`](crate::parse_args)),
+/// runs `run` with them and ends as [`finish`] does, under the command's name.
+///
+/// ```no_run
+/// #[derive(clap::Parser)]
+/// #[command(name = "demo")]
+/// struct Args {
+///     #[arg(long, default_value_t = 1)]
+///     n: usize,
+/// }
+///
+/// fn run(args: &Args) -> anyhow::Result<()> {
+///     println!("{}", args.n);
+///     Ok(())
+/// }
+///
+/// fn main() -> std::process::ExitCode {
+///     dps_harness::main(run)
+/// }
+/// ```
+pub fn main<A: clap::Parser, E: Into<anyhow::Error>>(run: impl FnOnce(&A) -> Result<(), E>) -> ExitCode {
+    let args = crate::parse_args::<A>();
+    finish(A::command().get_name(), run(&args).map_err(Into::into))
+}
+
 /// The end of a program's `main`: success (0); bad input, printed by rank 0 (2); or a
 /// failure, printed with the rank that had it (1).
 ///

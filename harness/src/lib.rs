@@ -25,7 +25,7 @@ pub mod output;
 mod stats;
 
 pub use cli::{launch_rank, parse_args, wait_for_rank_0_to_print};
-pub use exit::{finish, input, BadInput};
+pub use exit::{finish, input, main, BadInput};
 pub use memory::{check_memory, format_bytes};
 pub use options::Repeat;
 pub use output::OutputFile;

@@ -29,8 +29,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let args: Args = dps_harness::parse_args();
-    dps_harness::finish("flood", run(&args).map_err(Into::into))
+    dps_harness::main(run)
 }
 
 fn run(args: &Args) -> Result<(), dps::Error> {

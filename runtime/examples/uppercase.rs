@@ -50,8 +50,7 @@ impl dps::Merge<()> for Collect {
 }
 
 fn main() -> std::process::ExitCode {
-    let args: Args = dps_harness::parse_args();
-    dps_harness::finish("uppercase", run(&args).map_err(Into::into))
+    dps_harness::main(run)
 }
 
 fn run(args: &Args) -> Result<(), dps::Error> {
