@@ -2,7 +2,8 @@
 # Installs every system package the project needs on Debian 12 (idempotent: about a
 # second when everything is already there). WITH_SLURM=1 adds Slurm and munge.
 set -euo pipefail
-PKGS=(openmpi-bin libopenmpi-dev libopenblas-dev libclang1-14 libclang-common-14-dev
+# libhwloc-dev and libudev-dev: hwlocality links hwloc statically, and static hwloc needs libudev.
+PKGS=(openmpi-bin libopenmpi-dev libopenblas-dev libhwloc-dev libudev-dev libclang1-14 libclang-common-14-dev
       build-essential pkg-config fonts-dejavu-core)
 [[ "${WITH_SLURM:-0}" == 1 ]] && PKGS+=(slurmctld slurmd slurm-client munge)
 missing=()

@@ -5,6 +5,8 @@
 //! * `dps-bench overlap [--json]`: the gain of a pipelined graph over the same work done
 //!   communication-then-computation, against the paper's potential gain.
 //!
+//! * `dps-bench topology [--ranks] [--bind cores]`: the machine as hwloc sees it and, under
+//!   mpirun with `--ranks`, where each rank's threads may run (see `topology`).
 //! * `dps-bench table`: JSON lines on stdin to a markdown table.
 //! * `dps-bench sweep [EXPERIMENT…]`: the experiments of `bench/experiments.toml`, with
 //!   tables beside the published numbers and plots (see `sweep`).
@@ -16,6 +18,7 @@ mod launch;
 mod overlap;
 mod sweep;
 mod table;
+mod topology;
 mod transport;
 
 use std::process::ExitCode;
@@ -72,6 +75,9 @@ enum Command {
     },
     /// Reads JSON lines (as printed with --json) on stdin and prints a markdown table.
     Table,
+    /// The machine as hwloc sees it: packages, cores, hardware threads, caches, NUMA nodes;
+    /// with --ranks (under mpirun) each rank's binding and its threads' CPUs.
+    Topology(topology::Options),
     /// Runs named experiments of bench/experiments.toml and writes their tables and plots.
     Sweep(sweep::SweepArgs),
 }
@@ -110,6 +116,7 @@ fn run(command: Command) -> Result<()> {
         }
         Command::OverlapWorker { opts } => overlap::worker(&opts),
         Command::Table => table::print_from_stdin(),
+        Command::Topology(opts) => topology::run(&opts),
         Command::Sweep(args) => sweep::run(&args),
     }
 }

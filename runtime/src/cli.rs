@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use crate::transport::watchdog;
-use crate::{Error, Runtime};
+use crate::{Bind, Error, Runtime};
 
 /// The runtime's own options: add them to a program's arguments with
 /// `#[command(flatten)] runtime: dps::RuntimeArgs`, then start with [`RuntimeArgs::start`].
@@ -18,6 +18,10 @@ pub struct RuntimeArgs {
     /// or hung). Overrides DPS_STALL_TIMEOUT; 0 disables; default 60.
     #[arg(long, value_name = "SECS", value_parser = stall_seconds, allow_hyphen_values = true)]
     pub stall_timeout: Option<f64>,
+    /// Pin each rank's workers and progress thread to its share of the node's cores
+    /// (`cores`), or leave them to the OS (`none`). Overrides DPS_BIND; default none.
+    #[arg(long, value_enum, value_name = "cores|none")]
+    pub bind: Option<Bind>,
 }
 
 /// Checks a `--stall-timeout` value when the command line is parsed.
@@ -30,14 +34,19 @@ impl RuntimeArgs {
     /// Initialises MPI and the runtime ([`Runtime::init`]) with these options.
     ///
     /// # Errors
-    /// As [`Runtime::init`], and if `--stall-timeout` is out of range.
+    /// As [`Runtime::init`] (`--bind` and `--stall-timeout` override `DPS_BIND` and
+    /// `DPS_STALL_TIMEOUT`), and if `--stall-timeout` is out of range.
     pub fn start(&self) -> Result<Runtime, Error> {
         let stall_timeout = match self.stall_timeout {
             Some(secs) => watchdog::parse_stall_timeout(&secs.to_string())
                 .map_err(|e| Error::new(crate::ErrorKind::Usage, format!("--stall-timeout {secs}: {e}")))?,
             None => watchdog::stall_timeout_from_env()?,
         };
-        let mut rt = Runtime::init_watching(stall_timeout)?;
+        let bind = match self.bind {
+            Some(bind) => bind,
+            None => Bind::from_env()?,
+        };
+        let mut rt = Runtime::init_watching(stall_timeout, bind)?;
         if let Some(path) = &self.trace {
             rt.trace_as(path, "--trace")?;
         }

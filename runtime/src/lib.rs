@@ -32,9 +32,15 @@
 //!
 //! See `runtime/examples/` for programs that run under `mpirun`.
 
+#![warn(clippy::undocumented_unsafe_blocks)]
+
+mod activity;
+mod binding;
+mod bulk_vec;
 #[cfg(feature = "cli")]
 mod cli;
 mod collection;
+mod collectives;
 mod engine;
 mod error;
 mod failure;
@@ -45,11 +51,15 @@ mod ops;
 mod pool;
 pub mod route;
 mod runtime;
+#[cfg(test)]
+mod stress;
 mod token;
 mod trace;
 mod transport;
 mod wire;
 
+pub use binding::Bind;
+pub use bulk_vec::{BulkElem, BulkVec};
 #[cfg(feature = "cli")]
 pub use cli::RuntimeArgs;
 pub use collection::Collection;
@@ -59,4 +69,4 @@ pub use node::{branch, Either, Node, Path, DEFAULT_WINDOW, MAX_WINDOW};
 pub use ops::{Merge, MergeFn, Posted, Stream};
 pub use route::{Route, RouteCtx};
 pub use runtime::{Pending, Runtime};
-pub use token::{Bulk, BulkElem, BulkVec, Token};
+pub use token::{Bulk, Token};

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::token::BulkVec;
+use crate::bulk_vec::BulkVec;
 
 /// Smaller buffers are left to the allocator, which recycles them well.
 pub(crate) const MIN_BYTES: usize = 64 * 1024;
@@ -59,6 +59,13 @@ pub(crate) fn take(kind: u8, len: usize, bytes: usize) -> Option<BulkVec> {
     }
     pool.bytes -= bytes;
     Some(v)
+}
+
+/// A vector of `count` elements of the type tagged `kind`: a recycled one if one is free (its
+/// contents are then unspecified), else zeroed; `None` if `kind` is no element type.
+pub(crate) fn alloc(kind: u8, count: usize) -> Option<BulkVec> {
+    let bytes = count * BulkVec::elem_size(kind)?;
+    take(kind, count, bytes).or_else(|| BulkVec::zeroed(kind, count))
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
-//! The per-rank runtime: starts MPI, the worker pool and the progress thread; creates
-//! collections and graphs; runs calls; shuts everything down on every rank.
+//! The per-rank runtime, the crate's front door: starts MPI, the worker pool and the progress
+//! thread; creates collections and graphs; runs calls; shuts everything down on every rank.
+//! What the ranks must agree on goes through the protocols of `collectives`.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -7,11 +8,12 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use crossbeam_channel::Receiver;
-use mpi::topology::{Communicator, SimpleCommunicator};
-use mpi::traits::CommunicatorCollectives;
+use mpi::topology::Communicator;
 
+use crate::binding::{Bind, Binding};
 use crate::collection::{CollInfo, Collection};
-use crate::engine::{self, Control, Ctx, Engine, Payload};
+use crate::collectives;
+use crate::engine::{self, CallResult, Ctx, Engine};
 use crate::error::ErrorKind;
 use crate::failure;
 use crate::graph::{self, Graph};
@@ -24,12 +26,8 @@ use crate::{mapping, Error, Token};
 
 /// Default bound on the worker threads of a rank.
 const DEFAULT_MAX_WORKERS: usize = 64;
-/// How long a rank waits for the others to build the same graph before giving up.
-const GRAPH_AGREEMENT_TIMEOUT: Duration = Duration::from_secs(60);
 /// How long a runtime dropped without `shutdown()` waits for the other ranks to do the same.
 const DROP_SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long rank 0 waits for the other ranks' trace events at shutdown.
-const TRACE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The DPS runtime of one rank. Every rank creates the same collections and graphs in the
 /// same order (SPMD); any rank may then run graphs with [`call`](Runtime::call) or
@@ -49,9 +47,9 @@ const TRACE_TIMEOUT: Duration = Duration::from_secs(30);
 /// ```
 pub struct Runtime {
     engine: Arc<Engine>,
-    /// The ready queue the workers take scheduled threads from.
-    ready: Receiver<Option<Arc<engine::Cell>>>,
     workers: Mutex<Vec<JoinHandle<()>>>,
+    /// Where the workers and the progress thread run (`--bind`, `DPS_BIND`).
+    binding: Arc<Binding>,
     transport: Option<Arc<dyn Transport>>,
     universe: Option<mpi::environment::Universe>,
     /// Where rank 0 writes the trace, if tracing.
@@ -68,7 +66,7 @@ impl std::fmt::Debug for Runtime {
 /// A call started with [`Runtime::start`]; [`wait`](Pending::wait) for its output.
 #[must_use = "a started call must be waited for"]
 pub struct Pending<O> {
-    rx: Receiver<Result<Payload, String>>,
+    rx: Receiver<CallResult>,
     decode: fn(crate::wire::WireToken) -> AnyToken,
     _out: std::marker::PhantomData<fn() -> O>,
 }
@@ -108,32 +106,39 @@ impl Runtime {
     /// runtime on this rank.
     ///
     /// On more than one rank, a rank that stops answering for `DPS_STALL_TIMEOUT` seconds
-    /// (default 60; 0 disables) ends the job with a message naming it.
+    /// (default 60; 0 disables) ends the job with a message naming it. `DPS_BIND=cores` pins
+    /// each rank's threads to its share of the node's cores (see [`Runtime::binding`]).
     ///
     /// # Errors
-    /// If `DPS_STALL_TIMEOUT` is not a number of seconds, or MPI cannot be initialised with
-    /// a threading level that allows a progress thread.
+    /// If `DPS_STALL_TIMEOUT` is not a number of seconds, `DPS_BIND` is neither `cores` nor
+    /// `none`, or MPI cannot be initialised with a threading level that allows a progress
+    /// thread.
     pub fn init() -> Result<Runtime, Error> {
-        Runtime::init_watching(watchdog::stall_timeout_from_env()?)
+        Runtime::init_watching(watchdog::stall_timeout_from_env()?, Bind::from_env()?)
     }
 
-    /// As [`Runtime::init`], with the stall timeout given (`None`: no watchdog).
-    pub(crate) fn init_watching(stall_timeout: Option<Duration>) -> Result<Runtime, Error> {
+    /// As [`Runtime::init`], with the stall timeout (`None`: no watchdog) and binding given.
+    pub(crate) fn init_watching(stall_timeout: Option<Duration>, bind: Bind) -> Result<Runtime, Error> {
         let (universe, _) = mpi::initialize_with_threading(mpi::Threading::Multiple)
             .ok_or_else(|| Error::new(ErrorKind::Mpi, "dps: MPI was already initialised in this process"))?;
-        Runtime::start_on(universe, stall_timeout)
+        Runtime::start_on(universe, stall_timeout, bind)
     }
 
     /// Starts the runtime on an MPI universe the application initialised itself (for example
     /// to run raw MPI code first). It must grant `Threading::Multiple` or `Serialized`.
     ///
     /// # Errors
-    /// If the threading level is too low, or `DPS_STALL_TIMEOUT` is not a number of seconds.
+    /// If the threading level is too low, `DPS_STALL_TIMEOUT` is not a number of seconds or
+    /// `DPS_BIND` is neither `cores` nor `none`.
     pub fn from_universe(universe: mpi::environment::Universe) -> Result<Runtime, Error> {
-        Runtime::start_on(universe, watchdog::stall_timeout_from_env()?)
+        Runtime::start_on(universe, watchdog::stall_timeout_from_env()?, Bind::from_env()?)
     }
 
-    fn start_on(universe: mpi::environment::Universe, stall_timeout: Option<Duration>) -> Result<Runtime, Error> {
+    fn start_on(
+        universe: mpi::environment::Universe,
+        stall_timeout: Option<Duration>,
+        bind: Bind,
+    ) -> Result<Runtime, Error> {
         let level = mpi::environment::threading_support();
         if level < mpi::Threading::Serialized {
             return Err(Error::new(
@@ -143,10 +148,13 @@ impl Runtime {
         }
         let world = universe.world();
         let (rank, ranks) = (world.rank() as usize, world.size() as usize);
-        let hosts = gather_host_names(&world);
-        let ranks_on_node = world.split_shared(0).size() as usize;
+        let hosts = collectives::gather_host_names(&world);
+        let node = world.split_shared(0);
+        let ranks_on_node = node.size() as usize;
+        let binding = Arc::new(Binding::new(bind, node.rank() as usize, ranks_on_node)?);
         failure::install_hook(rank, ranks > 1);
         let mut rt = Runtime::start_engine(rank, ranks, hosts);
+        rt.binding = binding;
         if ranks > 1 {
             let comm = world.duplicate();
             let weak = Arc::downgrade(&rt.engine);
@@ -157,9 +165,9 @@ impl Runtime {
             });
             let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
             let share = CoreShare {
-                busy_workers: rt.engine.busy_workers.clone(),
-                dozing: rt.engine.progress_dozing.clone(),
+                activity: rt.engine.activity.clone(),
                 cores: (cores / ranks_on_node).max(1),
+                binding: rt.binding.clone(),
             };
             let transport: Arc<dyn Transport> = Arc::new(MpiTransport::start(comm, deliver, share, stall_timeout));
             rt.engine.set_transport(Some(transport.clone()));
@@ -177,12 +185,11 @@ impl Runtime {
     }
 
     fn start_engine(rank: usize, ranks: usize, hosts: Vec<String>) -> Runtime {
-        let (ready_tx, ready) = crossbeam_channel::unbounded();
-        let engine = Arc::new(Engine::new(rank, ranks, hosts, ready_tx));
+        let engine = Arc::new(Engine::new(rank, ranks, hosts));
         Runtime {
             engine,
-            ready,
             workers: Mutex::default(),
+            binding: Arc::new(Binding::none()),
             transport: None,
             universe: None,
             trace: None,
@@ -192,14 +199,15 @@ impl Runtime {
 
     /// Starts workers until there is one per local DPS thread (up to `max_workers()`).
     fn add_workers(&self) {
-        let wanted = self.engine.local_threads().min(max_workers());
+        let wanted = self.engine.registry.local_threads().min(max_workers());
         let mut workers = self.workers.lock().unwrap();
         while workers.len() < wanted {
-            let (engine, ready) = (self.engine.clone(), self.ready.clone());
+            let engine = self.engine.clone();
             let worker = std::thread::Builder::new()
                 .name(format!("dps-worker-{}", workers.len()))
-                .spawn(move || engine::worker_loop(engine, ready))
+                .spawn(move || engine::worker_loop(engine))
                 .expect("dps: cannot spawn a worker thread");
+            self.binding.pin(&worker);
             workers.push(worker);
         }
     }
@@ -212,6 +220,17 @@ impl Runtime {
     /// Number of ranks in the job.
     pub fn ranks(&self) -> usize {
         self.engine.ranks
+    }
+
+    /// Where this rank's workers and progress thread run: `"none"` (the OS places them), or
+    /// with `--bind cores` / `DPS_BIND=cores` the rank's share of the node's cores, such as
+    /// `"cores 0-0 (PUs 0; rank 0 of 2 on this node)"`. Programs put it in their records.
+    ///
+    /// ```
+    /// assert_eq!(dps::Runtime::single().binding(), "none");
+    /// ```
+    pub fn binding(&self) -> &str {
+        self.binding.describe()
     }
 
     /// True on rank 0.
@@ -239,35 +258,13 @@ impl Runtime {
             Some(Err(e)) => Some(format!("{label} {}: {e}", path.display())),
             _ => None,
         };
-        let error = self.agree_with_root(error, |c| match c {
-            Control::TraceReady { error } => Some(error.clone()),
-            _ => None,
-        });
+        let error = collectives::agree_on_trace_file(&self.engine, error);
         if let Some(e) = error {
             return Err(Error::new(ErrorKind::Io, e));
         }
         self.engine.tracer.enable(self.engine.rank);
         self.trace = file.and_then(Result::ok);
         Ok(())
-    }
-
-    /// Rank 0's `verdict`, on every rank: rank 0 sends it as `Control::TraceReady`, which
-    /// the others `pick`; `None` means all is well.
-    fn agree_with_root(
-        &self,
-        verdict: Option<String>,
-        pick: impl FnMut(&Control) -> Option<Option<String>>,
-    ) -> Option<String> {
-        if self.is_root() {
-            for r in 1..self.ranks() {
-                self.engine.send_control(r, Control::TraceReady { error: verdict.clone() });
-            }
-            return verdict;
-        }
-        let timeout = Some(GRAPH_AGREEMENT_TIMEOUT);
-        self.engine
-            .wait_control(timeout, pick)
-            .unwrap_or_else(|| Some(format!("rank 0 did not answer within {timeout:?}: every rank must call trace_to")))
     }
 
     /// Creates a thread collection named `name`, mapped onto ranks by `mapping` (see the
@@ -285,12 +282,12 @@ impl Runtime {
         let ranks = mapping::parse(mapping, &self.engine.hosts)
             .map_err(|e| Error::mapping(format!("collection \"{name}\": {e}")))?;
         let info = Arc::new(CollInfo {
-            id: self.engine.collections(),
+            id: self.engine.registry.collections(),
             name: name.to_string(),
             mapping: mapping.to_string(),
             ranks,
         });
-        self.engine.add_collection(info.clone(), |i| Box::new(init(i)));
+        self.engine.registry.add_collection(self.engine.rank, info.clone(), |i| Box::new(init(i)));
         self.add_workers();
         Ok(Collection::new(info))
     }
@@ -311,56 +308,12 @@ impl Runtime {
     /// If the graph does not validate (a merge without a split, a split never merged, a
     /// node with two successors) or the ranks disagree.
     pub fn graph<I: Token, O: Token>(&self, name: &str, path: impl Into<Path<I, O>>) -> Result<Graph<I, O>, Error> {
-        let id = self.engine.graph_count();
+        let id = self.engine.registry.graph_count();
         let imp = Arc::new(graph::build(id, name, path.into())?);
         // Registered before agreeing: once rank 0 has agreed, tokens may arrive at once.
-        self.engine.add_graph(imp.clone());
-        self.agree_on_graph(id as u32, &imp.description)?;
+        self.engine.registry.add_graph(imp.clone());
+        collectives::agree_on_graph(&self.engine, id as u32, &imp.description)?;
         Ok(Graph::new(imp))
-    }
-
-    fn agree_on_graph(&self, id: u32, description: &str) -> Result<(), Error> {
-        if self.ranks() == 1 {
-            return Ok(());
-        }
-        let timeout = Some(GRAPH_AGREEMENT_TIMEOUT);
-        if !self.is_root() {
-            let from = self.rank() as u32;
-            self.engine.send_control(0, Control::Fingerprint { graph: id, from, description: description.to_string() });
-            let verdict = self.engine.wait_control(timeout, |c| match c {
-                Control::Verdict { graph, error } if *graph == id => Some(error.clone()),
-                _ => None,
-            });
-            return match verdict {
-                Some(None) => Ok(()),
-                Some(Some(e)) => Err(Error::graph(e)),
-                None => Err(Error::graph(format!("graph #{id}: rank 0 did not confirm it within {timeout:?}: all ranks must build the same graphs in the same order"))),
-            };
-        }
-        let mut error = None;
-        for _ in 1..self.ranks() {
-            let got = self.engine.wait_control(timeout, |c| match c {
-                Control::Fingerprint { graph, from, description } if *graph == id => Some((*from, description.clone())),
-                _ => None,
-            });
-            match got {
-                Some((from, d)) if d != description && error.is_none() => {
-                    error = Some(format!(
-                        "ranks built different graphs: graph #{id} on rank {from} differs from rank 0: {}",
-                        graph::first_difference(&d, description)
-                    ))
-                }
-                Some(_) => {}
-                None => {
-                    error = Some(format!("graph #{id}: not every rank built it within {timeout:?}: all ranks must build the same graphs in the same order"));
-                    break;
-                }
-            }
-        }
-        for r in 1..self.ranks() {
-            self.engine.send_control(r, Control::Verdict { graph: id, error: error.clone() });
-        }
-        error.map_or(Ok(()), |e| Err(Error::graph(e)))
     }
 
     /// Runs `graph` on `input` and waits for its output.
@@ -374,7 +327,7 @@ impl Runtime {
     /// Starts `graph` on `input` without waiting; several calls may run at once.
     pub fn start<I: Token, O: Token>(&self, graph: &Graph<I, O>, input: I) -> Pending<O> {
         let g = &graph.imp;
-        let (call, rx) = self.engine.new_call();
+        let (call, rx) = self.engine.calls.new_call();
         let ctx = Ctx { call_rank: self.engine.rank as u32, call, frames: Vec::new() };
         let entry: &Entry<usize> = &g.entry;
         self.engine.forward(g, Some(entry), Box::new(input), ctx);
@@ -395,30 +348,7 @@ impl Runtime {
         if self.finished {
             return Ok(());
         }
-        let (rank, ranks) = (self.engine.rank, self.engine.ranks);
-        let gave_up = || {
-            Error::new(
-                ErrorKind::Failed,
-                format!("dps: rank {rank}: the other ranks did not shut down within {timeout:?}"),
-            )
-        };
-        if ranks > 1 {
-            if rank == 0 {
-                for _ in 1..ranks {
-                    self.engine
-                        .wait_control(timeout, |c| matches!(c, Control::Done { .. }).then_some(()))
-                        .ok_or_else(gave_up)?;
-                }
-                for r in 1..ranks {
-                    self.engine.send_control(r, Control::Shutdown);
-                }
-            } else {
-                self.engine.send_control(0, Control::Done { from: rank as u32 });
-                self.engine
-                    .wait_control(timeout, |c| matches!(c, Control::Shutdown).then_some(()))
-                    .ok_or_else(gave_up)?;
-            }
-        }
+        collectives::shut_down_together(&self.engine, timeout)?;
         self.finished = true;
         let trace_result = self.collect_trace();
         self.stop_workers();
@@ -435,22 +365,7 @@ impl Runtime {
         if !self.engine.tracer.is_enabled() {
             return Ok(());
         }
-        let (rank, ranks) = (self.engine.rank, self.engine.ranks);
-        let mine = self.engine.tracer.take();
-        if rank != 0 {
-            self.engine.send_control(0, Control::Trace { from: rank as u32, events: mine });
-            return Ok(());
-        }
-        let mut all = vec![mine];
-        for _ in 1..ranks {
-            match self.engine.wait_control(Some(TRACE_TIMEOUT), |c| match c {
-                Control::Trace { events, .. } => Some(events.clone()),
-                _ => None,
-            }) {
-                Some(events) => all.push(events),
-                None => break,
-            }
-        }
+        let Some(all) = collectives::gather_traces(&self.engine, self.engine.tracer.take()) else { return Ok(()) };
         match self.trace.take() {
             Some(file) => file.write(&all).map_err(|e| Error::new(ErrorKind::Io, format!("dps: trace: {e}"))),
             None => Ok(()),
@@ -488,22 +403,4 @@ impl Drop for Runtime {
         self.finished = true;
         self.stop_workers();
     }
-}
-
-fn host_name() -> String {
-    mpi::environment::processor_name()
-        .map(|s| s.trim_end_matches('\0').to_string())
-        .unwrap_or_else(|_| "localhost".into())
-}
-
-/// Every rank's host name, gathered on all ranks (before the progress thread starts).
-fn gather_host_names(world: &SimpleCommunicator) -> Vec<String> {
-    const LEN: usize = 256;
-    let mut mine = [0u8; LEN];
-    let name = host_name();
-    let n = name.len().min(LEN);
-    mine[..n].copy_from_slice(&name.as_bytes()[..n]);
-    let mut all = vec![0u8; LEN * world.size() as usize];
-    world.all_gather_into(&mine[..], &mut all[..]);
-    all.chunks(LEN).map(|c| String::from_utf8_lossy(c).trim_end_matches('\0').to_string()).collect()
 }

@@ -11,7 +11,8 @@ use serde::ser::Serializer;
 use serde::{Deserialize, Serialize};
 use std::ops::{Deref, DerefMut};
 
-use crate::{pool, wire};
+use crate::bulk_vec::{self, BulkElem};
+use crate::pool;
 
 /// A value that can flow through a DPS graph.
 ///
@@ -25,60 +26,6 @@ use crate::{pool, wire};
 /// ```
 pub trait Token: Serialize + DeserializeOwned + Send + 'static {}
 impl<T: Serialize + DeserializeOwned + Send + 'static> Token for T {}
-
-/// Element types a [`Bulk`] vector may hold.
-pub trait BulkElem: bytemuck::Pod + Send + Sync + Serialize + DeserializeOwned + 'static {
-    /// Wraps a vector of this type into the type-tagged form the transport carries.
-    #[doc(hidden)]
-    fn into_any_vec(v: Vec<Self>) -> BulkVec;
-    /// Takes the vector back out, or returns `None` if the tag is another type.
-    #[doc(hidden)]
-    fn from_any(v: BulkVec) -> Option<Vec<Self>>;
-    /// The tag sent on the wire.
-    #[doc(hidden)]
-    const KIND: u8;
-}
-
-macro_rules! bulk_kinds {
-    ($($variant:ident($t:ty) = $kind:expr),* $(,)?) => {
-        /// A received bulk vector, tagged with its element type.
-        #[doc(hidden)]
-        #[derive(Debug)]
-        pub enum BulkVec { $($variant(Vec<$t>)),* }
-
-        impl BulkVec {
-            /// A vector of `count` elements of the type tagged `kind`, recycled if possible
-            /// (its contents are then unspecified), else zeroed.
-            pub(crate) fn alloc(kind: u8, count: usize) -> Option<BulkVec> {
-                match kind {
-                    $($kind => Some(BulkVec::$variant(Bulk::<$t>::recycled(count).into_inner())),)*
-                    _ => None,
-                }
-            }
-            /// Size of the vector's elements in bytes.
-            pub(crate) fn byte_len(&self) -> usize {
-                match self { $(BulkVec::$variant(v) => std::mem::size_of_val(v.as_slice())),* }
-            }
-            /// The vector's memory as bytes, to receive into.
-            pub(crate) fn as_bytes_mut(&mut self) -> &mut [u8] {
-                match self { $(BulkVec::$variant(v) => bytemuck::cast_slice_mut(v.as_mut_slice())),* }
-            }
-        }
-
-        $(impl BulkElem for $t {
-            fn into_any_vec(v: Vec<Self>) -> BulkVec { BulkVec::$variant(v) }
-            fn from_any(v: BulkVec) -> Option<Vec<Self>> {
-                match v { BulkVec::$variant(v) => Some(v), #[allow(unreachable_patterns)] _ => None }
-            }
-            const KIND: u8 = $kind;
-        })*
-    };
-}
-
-bulk_kinds! {
-    U8(u8) = 1, U16(u16) = 2, U32(u32) = 3, U64(u64) = 4,
-    I32(i32) = 5, I64(i64) = 6, F32(f32) = 7, F64(f64) = 8,
-}
 
 /// A vector of plain numbers that crosses ranks as raw bytes (one memory copy by MPI, no
 /// encoding). Use it for matrix blocks, image tiles and any other large numeric payload.
@@ -164,21 +111,21 @@ impl<T: BulkElem> Serialize for Bulk<T> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         // Inside the transport a large bulk goes out of band and only its index is encoded;
         // anywhere else (JSON, a file) the vector is encoded normally.
-        if !wire::encoding_with_bulks() {
+        if !bulk_vec::encoding_with_bulks() {
             return self.0.serialize(s);
         }
         let bytes: &[u8] = bytemuck::cast_slice(&self.0);
         if bytes.len() < INLINE_BYTES {
             return (INLINE, RawBytes(bytes)).serialize(s);
         }
-        let index = wire::register_outgoing_bulk(bytes, T::KIND, self.0.len()).expect("encoding with bulks");
+        let index = bulk_vec::register_outgoing(bytes, T::KIND, self.0.len()).expect("encoding with bulks");
         (index, RawBytes(&[])).serialize(s)
     }
 }
 
 impl<'de, T: BulkElem> Deserialize<'de> for Bulk<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        if !wire::decoding_with_bulks() {
+        if !bulk_vec::decoding_with_bulks() {
             return Vec::<T>::deserialize(d).map(Bulk);
         }
         let (index, inline) = <(u32, ByteBuf)>::deserialize(d)?;
@@ -191,7 +138,7 @@ impl<'de, T: BulkElem> Deserialize<'de> for Bulk<T> {
             bytemuck::cast_slice_mut::<T, u8>(&mut v).copy_from_slice(&inline.0);
             return Ok(Bulk(v));
         }
-        let any = wire::take_incoming_bulk(index)
+        let any = bulk_vec::take_incoming(index)
             .ok_or_else(|| serde::de::Error::custom(format!("bulk payload #{index} missing from message")))?;
         T::from_any(any).map(Bulk).ok_or_else(|| serde::de::Error::custom("bulk payload has another element type"))
     }

@@ -10,18 +10,10 @@
 //! nbulk x (u8 kind, u64 count)]`.
 
 use std::any::Any;
-use std::cell::RefCell;
 
-use crate::token::{BulkVec, Token};
-
-/// A bulk vector being sent: raw view of memory owned by `WireToken::keep`.
-#[derive(Debug)]
-pub(crate) struct BulkRef {
-    pub(crate) ptr: *const u8,
-    pub(crate) len: usize,
-    pub(crate) kind: u8,
-    pub(crate) count: usize,
-}
+use crate::bulk_vec::{self, BulkRef, BulkVec};
+use crate::pool;
+use crate::token::Token;
 
 /// An encoded token. Outgoing: `keep` owns the memory `bulks_out` points into.
 /// Incoming: `bulks_in` holds the received vectors.
@@ -33,8 +25,10 @@ pub(crate) struct WireToken {
     pub(crate) keep: Option<Box<dyn Any + Send>>,
 }
 
-// SAFETY: the raw pointers in `bulks_out` point into the heap buffers of `keep`, which moves
-// with the struct and is only dropped after the sends reading them have completed.
+// SAFETY: the raw pointers in `bulks_out` are the only fields that are not `Send`. They point
+// into the heap buffers of `keep` (which is `Send`), move with it to the one thread that reads
+// them (the progress thread), and are only read while `keep` is alive: it is dropped after the
+// sends reading them have completed (see `transport::mpi::as_static`).
 unsafe impl Send for WireToken {}
 
 impl std::fmt::Debug for WireToken {
@@ -43,49 +37,20 @@ impl std::fmt::Debug for WireToken {
     }
 }
 
-thread_local! {
-    static OUTGOING: RefCell<Option<Vec<BulkRef>>> = const { RefCell::new(None) };
-    static INCOMING: RefCell<Option<Vec<Option<BulkVec>>>> = const { RefCell::new(None) };
-}
-
-pub(crate) fn register_outgoing_bulk(bytes: &[u8], kind: u8, count: usize) -> Option<u32> {
-    OUTGOING.with(|o| {
-        let mut o = o.borrow_mut();
-        let list = o.as_mut()?;
-        list.push(BulkRef { ptr: bytes.as_ptr(), len: bytes.len(), kind, count });
-        Some((list.len() - 1) as u32)
-    })
-}
-
-pub(crate) fn encoding_with_bulks() -> bool {
-    OUTGOING.with(|o| o.borrow().is_some())
-}
-
-pub(crate) fn decoding_with_bulks() -> bool {
-    INCOMING.with(|i| i.borrow().is_some())
-}
-
-pub(crate) fn take_incoming_bulk(index: u32) -> Option<BulkVec> {
-    INCOMING.with(|i| i.borrow_mut().as_mut()?.get_mut(index as usize)?.take())
-}
-
 /// Encodes a token of type `T` (boxed as `Any`) for another rank.
 pub(crate) fn encode<T: Token>(token: Box<dyn Any + Send>) -> WireToken {
     let token = token.downcast::<T>().expect("dps: token type does not match the node's input type");
-    OUTGOING.with(|o| *o.borrow_mut() = Some(Vec::new()));
     // One pass (`serialize_into`): `bincode::serialize` would visit the token twice.
     let mut bytes = Vec::new();
-    let result = bincode::serialize_into(&mut bytes, &*token);
-    let bulks_out = OUTGOING.with(|o| o.borrow_mut().take()).unwrap_or_default();
+    let (result, bulks_out) = bulk_vec::stage_outgoing(|| bincode::serialize_into(&mut bytes, &*token));
     result.unwrap_or_else(|e| panic!("dps: cannot encode token {}: {e}", std::any::type_name::<T>()));
     WireToken { bytes, bulks_out, bulks_in: Vec::new(), keep: Some(token) }
 }
 
 /// Decodes a received token as type `T`.
 pub(crate) fn decode<T: Token>(wire: WireToken) -> Box<dyn Any + Send> {
-    INCOMING.with(|i| *i.borrow_mut() = Some(wire.bulks_in.into_iter().map(Some).collect()));
-    let value = bincode::deserialize::<T>(&wire.bytes);
-    INCOMING.with(|i| *i.borrow_mut() = None);
+    let bytes = &wire.bytes;
+    let value = bulk_vec::stage_incoming(wire.bulks_in, || bincode::deserialize::<T>(bytes));
     match value {
         Ok(v) => Box::new(v),
         Err(e) => panic!("dps: cannot decode token {}: {e}", std::any::type_name::<T>()),
@@ -134,7 +99,7 @@ pub(crate) fn parse_packet(packet: &[u8]) -> Result<Vec<InFrame>, String> {
             for _ in 0..nbulk {
                 let kind = r.u8()?;
                 let count = u64::from_le_bytes(r.bytes(8)?.try_into().unwrap()) as usize;
-                bulks_in.push(BulkVec::alloc(kind, count).ok_or(format!("unknown bulk kind {kind}"))?);
+                bulks_in.push(pool::alloc(kind, count).ok_or(format!("unknown bulk kind {kind}"))?);
             }
             Some(WireToken { bytes, bulks_out: Vec::new(), bulks_in, keep: None })
         } else {

@@ -94,6 +94,22 @@ pub fn advance(
     scratch: &mut Scratch,
     pause: &mut dyn FnMut(usize),
 ) {
+    advance_on(Isa::best(), g, src, dst, sweep, scratch, pause)
+}
+
+/// [`advance`] compiled for `isa` (tests run every variant the CPU has).
+///
+/// # Panics
+/// As [`advance`], and if this CPU cannot run `isa`.
+pub fn advance_on(
+    isa: Isa,
+    g: &Geometry,
+    src: &[u64],
+    dst: &mut [u64],
+    sweep: &Sweep,
+    scratch: &mut Scratch,
+    pause: &mut dyn FnMut(usize),
+) {
     let Sweep { rows, depth, .. } = sweep;
     if rows.is_empty() || *depth == 0 {
         return;
@@ -106,20 +122,68 @@ pub fn advance(
     scratch.s0.resize(g.words + 2, 0);
     scratch.s1.resize(g.words + 2, 0);
     scratch.levels.resize((depth - 1) * 3 * g.words, 0);
-    #[cfg(target_arch = "x86_64")]
-    {
-        if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512vl") {
-            // SAFETY: the CPU has the features `advance_avx512` is compiled for.
-            unsafe { advance_avx512(g, src, dst, sweep, scratch, pause) };
-            return;
+    match isa {
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx512 => {
+            assert!(isa.is_available(), "this CPU lacks a feature of the AVX-512 kernel");
+            // SAFETY: the assertion above checked every feature `advance_avx512` enables.
+            unsafe { advance_avx512(g, src, dst, sweep, scratch, pause) }
         }
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU has the features `advance_avx2` is compiled for.
-            unsafe { advance_avx2(g, src, dst, sweep, scratch, pause) };
-            return;
+        #[cfg(target_arch = "x86_64")]
+        Isa::Avx2 => {
+            assert!(isa.is_available(), "this CPU lacks a feature of the AVX2 kernel");
+            // SAFETY: the assertion above checked every feature `advance_avx2` enables.
+            unsafe { advance_avx2(g, src, dst, sweep, scratch, pause) }
+        }
+        _ => advance_portable(g, src, dst, sweep, scratch, pause),
+    }
+}
+
+/// The instruction sets the kernel is compiled for. The code is the same portable Rust in
+/// each; compiled with wider vectors enabled, the compiler vectorises the word loops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Isa {
+    /// AVX-512 (F, VL, BW, DQ) with AVX2 and BMI2.
+    Avx512,
+    /// AVX2 with BMI2.
+    Avx2,
+    /// Whatever the target is compiled for by default.
+    Portable,
+}
+
+impl Isa {
+    /// Every variant, best first.
+    pub const ALL: [Isa; 3] = [Isa::Avx512, Isa::Avx2, Isa::Portable];
+
+    /// Whether this CPU has every feature the variant is compiled with (each one that its
+    /// `target_feature` attribute enables, not only the first).
+    pub fn is_available(self) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            match self {
+                Isa::Avx512 => {
+                    has!("avx512f")
+                        && has!("avx512vl")
+                        && has!("avx512bw")
+                        && has!("avx512dq")
+                        && has!("avx2")
+                        && has!("bmi2")
+                }
+                Isa::Avx2 => has!("avx2") && has!("bmi2"),
+                Isa::Portable => true,
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            self == Isa::Portable
         }
     }
-    advance_portable(g, src, dst, sweep, scratch, pause)
+
+    /// The best variant this CPU can run.
+    pub fn best() -> Isa {
+        Isa::ALL.into_iter().find(|isa| isa.is_available()).unwrap_or(Isa::Portable)
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -339,9 +403,9 @@ mod tests {
         cells
     }
 
-    /// `depth` generations of a packed world of `height` rows, by one call of [`advance`]
-    /// on a buffer with `depth` ghost rows above and below.
-    fn bit_steps(g: &Geometry, height: usize, cur: &mut [u64], depth: usize) {
+    /// `depth` generations of a packed world of `height` rows, by one call of [`advance_on`]
+    /// with `isa`, on a buffer with `depth` ghost rows above and below.
+    fn bit_steps_on(isa: Isa, g: &Geometry, height: usize, cur: &mut [u64], depth: usize) {
         let n = g.words;
         let mut src = vec![0u64; (height + 2 * depth) * n];
         src[depth * n..(depth + height) * n].copy_from_slice(&cur[n..(height + 1) * n]);
@@ -357,13 +421,44 @@ mod tests {
         let live = if g.wrap { 0..src.len() / n } else { depth..depth + height };
         let sweep = Sweep { rows: depth..depth + height, depth, live };
         let mut computed = 0;
-        advance(g, &src, &mut dst, &sweep, &mut Scratch::default(), &mut |rows| computed += rows);
+        advance_on(isa, g, &src, &mut dst, &sweep, &mut Scratch::default(), &mut |rows| computed += rows);
         assert_eq!(computed, (1..=depth).map(|j| height + 2 * (depth - j)).sum::<usize>());
         cur[n..(height + 1) * n].copy_from_slice(&dst[depth * n..(depth + height) * n]);
     }
 
+    fn bit_steps(g: &Geometry, height: usize, cur: &mut [u64], depth: usize) {
+        bit_steps_on(Isa::best(), g, height, cur, depth)
+    }
+
     fn bit_step(g: &Geometry, height: usize, cur: &mut [u64]) {
         bit_steps(g, height, cur, 1)
+    }
+
+    /// Every variant this CPU can run (the portable fallback always) computes the same
+    /// generations as the naive reference, so a machine without AVX-512 gets a tested path.
+    #[test]
+    fn every_instruction_set_variant_matches_the_naive_reference() {
+        let available: Vec<Isa> = Isa::ALL.into_iter().filter(|isa| isa.is_available()).collect();
+        assert!(available.contains(&Isa::Portable) && available.contains(&Isa::best()));
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        for isa in available {
+            for &(width, height, depth) in &[(1, 5, 1), (65, 12, 3), (200, 31, 4)] {
+                for wrap in [false, true] {
+                    let g = Geometry::new(width, wrap);
+                    let mut cells: Vec<u8> = (0..width * height).map(|_| u8::from(rng.gen_bool(0.4))).collect();
+                    let mut packed = pack(&g, height, &cells);
+                    for _ in 0..depth {
+                        cells = naive_step(width, height, wrap, &cells);
+                    }
+                    bit_steps_on(isa, &g, height, &mut packed, depth);
+                    assert_eq!(
+                        unpack(&g, height, &packed),
+                        cells,
+                        "{isa:?} {width}x{height} wrap={wrap} depth {depth}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

@@ -103,7 +103,7 @@ impl ThreadBody {
         match env.header {
             Header::Token { graph, node, ctx, .. } => {
                 let start = std::time::Instant::now();
-                let g = engine.graph(graph);
+                let g = engine.registry.graph(graph);
                 let node = node as usize;
                 let n = &g.nodes[node];
                 let token = env.payload.expect("dps: token message without token").into_token(n.decode);
@@ -128,7 +128,7 @@ impl ThreadBody {
                 n.record_cost(start.elapsed().as_nanos() as u64);
             }
             Header::Close { graph, node, ctx, instance, total, .. } => {
-                let g = engine.graph(graph);
+                let g = engine.registry.graph(graph);
                 self.merge_run(&g, node as usize, instance, ctx).total = Some(total);
                 self.try_finish(engine, &g, node as usize, instance);
             }
@@ -166,7 +166,7 @@ impl ThreadBody {
             closer.name,
             closer.coll.name
         );
-        let instance = engine.new_instance();
+        let instance = engine.calls.new_instance();
         let free = n.window.map(Slots::new);
         let run = OpenRun { graph: g, node, ctx, merge_thread: merge_at as u32, source, free, emitted: 0 };
         self.opens.insert(instance, run);
@@ -250,7 +250,7 @@ impl ThreadBody {
         run.received += 1;
         if frame.slot != NO_SLOT {
             let credit = Header::Credit { to: frame.opener, instance, slot: frame.slot };
-            engine.post(engine.rank_of(frame.opener), credit, None);
+            engine.post(engine.registry.rank_of(frame.opener), credit, None);
         }
         if !posted.is_empty() {
             self.stream_post(engine, g, node, instance, posted, false);

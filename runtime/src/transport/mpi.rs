@@ -15,7 +15,6 @@
 //! of ranks, so that a rank that stops answering ends the job with its name instead of a hang.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -28,6 +27,8 @@ use mpi::traits::CommunicatorCollectives;
 
 use super::watchdog::{Verdict, Watchdog};
 use super::Transport;
+use crate::activity::Activity;
+use crate::binding::Binding;
 use crate::wire::{self, InFrame, WireToken};
 
 const TAG_PACKET: i32 = 1;
@@ -64,19 +65,17 @@ const BUSY_WAIT_MAX: Duration = Duration::from_millis(2);
 /// How busy this rank's workers are, against its share of the node's cores.
 #[derive(Clone, Debug)]
 pub(crate) struct CoreShare {
-    /// Workers running an operation now (kept by the engine).
-    pub(crate) busy_workers: Arc<AtomicUsize>,
-    /// Set by the progress thread while it waits with the workers saturated; a worker that
-    /// goes idle clears it and wakes the thread.
-    pub(crate) dozing: Arc<AtomicBool>,
+    /// Kept by the workers; the progress thread dozes through it (see `activity`).
+    pub(crate) activity: Arc<Activity>,
     /// This rank's cores: the node's cores divided among the node's ranks.
     pub(crate) cores: usize,
+    /// Where the progress thread runs (`crate::binding`).
+    pub(crate) binding: Arc<Binding>,
 }
 
 impl CoreShare {
     fn saturated(&self) -> bool {
-        // SeqCst, against the worker's decrement then `dozing` swap: one of the two sees the other.
-        self.busy_workers.load(Ordering::SeqCst) >= self.cores
+        self.activity.saturated(self.cores)
     }
 }
 
@@ -115,6 +114,7 @@ impl MpiTransport {
     ) -> Self {
         let (tx, rx) = crossbeam_channel::unbounded();
         let comm = SendComm(comm);
+        let binding = share.binding.clone();
         let thread = std::thread::Builder::new()
             .name("dps-progress".into())
             .spawn(move || {
@@ -122,6 +122,7 @@ impl MpiTransport {
                 Progress::new(comm.0, rx, deliver, share, stall_timeout).run()
             })
             .expect("dps: cannot spawn the progress thread");
+        binding.pin(&thread);
         MpiTransport { tx, thread: Mutex::new(Some(thread)) }
     }
 }
@@ -279,7 +280,7 @@ impl Progress {
             };
             let woken = self.rx.recv_timeout(wait);
             if dozing {
-                self.share.dozing.store(false, Ordering::SeqCst);
+                self.share.activity.wake_up();
             }
             self.watch();
             match woken {
@@ -328,6 +329,7 @@ impl Progress {
             self.complete_sends();
             std::thread::yield_now();
         }
+        // Leaked together: MPI may still read a buffer that `keep` owns (see `as_static`).
         for (request, keep) in self.sends.drain(..) {
             std::mem::forget(request);
             std::mem::forget(keep);
@@ -335,14 +337,9 @@ impl Progress {
     }
 
     /// Raises the `dozing` flag for a long wait; false (flag down) if a worker went idle
-    /// meanwhile.
+    /// meanwhile (the handshake is in `activity`).
     fn doze(&self) -> bool {
-        self.share.dozing.store(true, Ordering::SeqCst);
-        if self.share.saturated() {
-            return true;
-        }
-        self.share.dozing.store(false, Ordering::SeqCst);
-        false
+        self.share.activity.doze(self.share.cores)
     }
 
     fn queue_frame(&mut self, dest: usize, header: &[u8], token: Option<WireToken>) {
@@ -365,7 +362,9 @@ impl Progress {
             w.sent_to(dest);
         }
         let target = self.comm.process_at_rank(dest as i32);
-        let bytes = as_static(packet.as_ptr(), packet.len());
+        // SAFETY: `packet` is moved into the `Keep::Packet` pushed beside the request; moving a
+        // `Vec` does not move its heap buffer, which is dropped only once the request completed.
+        let bytes = unsafe { as_static(packet.as_ptr(), packet.len()) };
         self.sends.push((target.immediate_send_with_tag(StaticScope, bytes, TAG_PACKET), Keep::Packet(packet)));
         for token in tokens {
             #[allow(clippy::arc_with_non_send_sync)] // only the progress thread holds it
@@ -376,7 +375,10 @@ impl Progress {
                     "dps transport error: a bulk of {} bytes exceeds MPI's 2 GiB message limit",
                     b.len
                 );
-                let bytes = as_static(b.ptr, b.len);
+                // SAFETY: `b` points into the heap buffers of `token.keep` (the token being
+                // sent, see `wire::encode`); the `Arc` pushed beside the request keeps the token,
+                // and so those buffers, alive and unmodified until the request completes.
+                let bytes = unsafe { as_static(b.ptr, b.len) };
                 self.sends
                     .push((target.immediate_send_with_tag(StaticScope, bytes, TAG_BULK), Keep::Token(token.clone())));
             }
@@ -441,9 +443,22 @@ impl Progress {
     }
 }
 
-/// Extends a slice's lifetime for a send request.
-fn as_static(ptr: *const u8, len: usize) -> &'static [u8] {
-    // SAFETY: the memory is owned by the `Keep` stored beside the request and freed only after
-    // the request completes; heap buffers do not move when their owner moves.
+/// Views `len` bytes at `ptr` as a `'static` slice, the lifetime `MPI_Isend` with
+/// [`StaticScope`] asks for: MPI reads the buffer until the request completes, which no
+/// borrow can express.
+///
+/// # Safety
+/// Only the progress thread calls it, to start a send. The caller must guarantee that:
+/// - `ptr` points to `len` initialised bytes of one heap allocation (a `Vec`'s buffer: it
+///   does not move when its owner moves);
+/// - that allocation outlives the send: its owner is stored as the `Keep` beside the
+///   request in `Progress::sends` and dropped only after the request has completed (or is
+///   leaked with it, `complete_last_sends`);
+/// - nobody writes to those bytes until then (the owner is never mutated while kept).
+///
+/// The returned slice must not be used for anything but that one send.
+unsafe fn as_static(ptr: *const u8, len: usize) -> &'static [u8] {
+    // SAFETY: the caller guarantees that `ptr..ptr + len` is one live, initialised and
+    // unaliased-for-writes allocation for as long as the slice is used (see `# Safety`).
     unsafe { std::slice::from_raw_parts(ptr, len) }
 }

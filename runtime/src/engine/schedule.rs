@@ -1,0 +1,325 @@
+//! Scheduling of DPS threads on the worker pool: each thread's input queue, and the protocol
+//! that hands a thread to one worker at a time.
+//!
+//! A DPS thread is a [`Cell`]: a FIFO queue plus a body (the user state, the split and merge
+//! bookkeeping). A cell with queued messages is on the ready queue exactly once, guarded by
+//! its `scheduled` flag: whoever sets the flag from false to true sends the cell to the ready
+//! queue (or runs it at once, [`Scheduler::try_run_here`]); a worker takes it, handles a
+//! batch of its messages, then [`releases`](Scheduler::release) it, scheduling it again if
+//! more arrived. So a thread runs one operation at a time and its state needs no lock of its
+//! own (the body's mutex is never contended: debug builds check it). Generic over the
+//! message and body types so that the stress tests below drive the real protocol.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+
+use crossbeam_channel::{Receiver, Sender};
+
+use crate::activity::Activity;
+
+/// Messages a worker handles from one cell before giving others a turn.
+const BATCH: usize = 64;
+/// Polls of `recv_eagerly` before it blocks. Each poll yields the core: spinning would keep
+/// the thread about to be woken off an oversubscribed core.
+const EAGER_POLLS: u32 = 200;
+
+/// One DPS thread: its input queue and the body that handles the messages, one at a time.
+#[derive(Debug)]
+pub(crate) struct Cell<M, B> {
+    queue: Mutex<VecDeque<M>>,
+    /// True from the moment the cell is sent to the ready queue (or run on the spot) until
+    /// its runner released it with an empty queue.
+    scheduled: AtomicBool,
+    body: Mutex<B>,
+}
+
+impl<M, B> Cell<M, B> {
+    pub(crate) fn new(body: B) -> Self {
+        Cell { queue: Mutex::default(), scheduled: AtomicBool::new(false), body: Mutex::new(body) }
+    }
+
+    /// The body, for the one runner the `scheduled` flag admits.
+    fn body(&self) -> MutexGuard<'_, B> {
+        if cfg!(debug_assertions) {
+            match self.body.try_lock() {
+                Ok(body) => body,
+                Err(TryLockError::Poisoned(p)) => p.into_inner(),
+                Err(TryLockError::WouldBlock) => panic!("dps: a thread was scheduled on two workers at once"),
+            }
+        } else {
+            self.body.lock().unwrap_or_else(|p| p.into_inner())
+        }
+    }
+}
+
+/// An entry of the ready queue: a cell to run, or `None`, which stops one worker.
+type Ready<M, B> = Option<Arc<Cell<M, B>>>;
+
+/// The ready queue of a rank's workers.
+#[derive(Debug)]
+pub(crate) struct Scheduler<M, B> {
+    tx: Sender<Ready<M, B>>,
+    rx: Receiver<Ready<M, B>>,
+}
+
+impl<M, B> Scheduler<M, B> {
+    pub(crate) fn new() -> Self {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        Scheduler { tx, rx }
+    }
+
+    /// Queues `msg` for `cell`, scheduling the cell unless it already is.
+    pub(crate) fn enqueue(&self, cell: &Arc<Cell<M, B>>, msg: M) {
+        cell.queue.lock().unwrap().push_back(msg);
+        between_steps();
+        if !cell.scheduled.swap(true, Ordering::AcqRel) {
+            let _ = self.tx.send(Some(cell.clone()));
+        }
+    }
+
+    /// Handles `msg` with `run` on the calling thread if `cell` is idle (nothing queued, not
+    /// scheduled); gives it back otherwise.
+    pub(crate) fn try_run_here(&self, cell: &Arc<Cell<M, B>>, msg: M, run: impl FnOnce(&mut B, M)) -> Option<M> {
+        let idle = cell.queue.lock().unwrap().is_empty();
+        if !idle || cell.scheduled.swap(true, Ordering::AcqRel) {
+            return Some(msg);
+        }
+        run(&mut cell.body(), msg);
+        self.release(cell);
+        None
+    }
+
+    /// Gives up `cell` after running it, scheduling it again if messages are waiting.
+    fn release(&self, cell: &Arc<Cell<M, B>>) {
+        if !cell.queue.lock().unwrap().is_empty() {
+            let _ = self.tx.send(Some(cell.clone()));
+            return;
+        }
+        between_steps();
+        cell.scheduled.store(false, Ordering::Release);
+        // A message may have arrived between the check and the store: its `enqueue` saw the
+        // flag still up and left the scheduling to us.
+        if !cell.queue.lock().unwrap().is_empty() && !cell.scheduled.swap(true, Ordering::AcqRel) {
+            let _ = self.tx.send(Some(cell.clone()));
+        }
+    }
+
+    /// A worker's loop: runs scheduled cells, `handle` on each message, until it takes a
+    /// `None` ([`Scheduler::stop_one_worker`]). Calls `wake` when it goes idle while the
+    /// progress thread dozes (see `activity`).
+    pub(crate) fn work(&self, activity: &Activity, mut handle: impl FnMut(&mut B, M), wake: impl Fn()) {
+        while let Some(Some(cell)) = recv_eagerly(&self.rx) {
+            activity.begin_op();
+            {
+                let mut body = cell.body();
+                for _ in 0..BATCH {
+                    let Some(msg) = cell.queue.lock().unwrap().pop_front() else { break };
+                    handle(&mut body, msg);
+                }
+            }
+            if activity.end_op() {
+                wake();
+            }
+            self.release(&cell);
+        }
+    }
+
+    /// Makes one worker leave [`Scheduler::work`].
+    pub(crate) fn stop_one_worker(&self) {
+        let _ = self.tx.send(None);
+    }
+}
+
+/// Receives from `rx`, polling briefly before blocking: a thread that sleeps in the kernel
+/// costs a wake-up of several microseconds, which would dominate a token's round trip.
+pub(crate) fn recv_eagerly<T>(rx: &Receiver<T>) -> Option<T> {
+    for _ in 0..EAGER_POLLS {
+        match rx.try_recv() {
+            Ok(v) => return Some(v),
+            Err(crossbeam_channel::TryRecvError::Disconnected) => return None,
+            Err(crossbeam_channel::TryRecvError::Empty) => std::thread::yield_now(),
+        }
+    }
+    rx.recv().ok()
+}
+
+/// Where the stress tests pause a thread for a random time, so that another thread's steps
+/// fall between the steps of `enqueue` and `release` as often as possible. Nothing outside
+/// tests.
+#[inline(always)]
+fn between_steps() {
+    #[cfg(test)]
+    crate::stress::random_pause();
+}
+
+#[cfg(test)]
+mod tests {
+    //! Stress tests of enqueue/run/release: producers (standing in for the progress thread,
+    //! some running cells on the spot) send tokens to cells; each handled token hops on to
+    //! another random cell from inside its handler, so tokens are handed between workers.
+    //! Asserted: every token hop is handled exactly once (none lost, none run twice), each
+    //! cell sees each sender's tokens in order, and no cell runs on two threads at once (the
+    //! debug check in `Cell::body`). Sized to run in a second or two in debug mode.
+
+    use super::*;
+    use crate::stress::Rng;
+    use std::sync::atomic::AtomicU32;
+    use std::sync::Barrier;
+    use std::time::{Duration, Instant};
+
+    const CELLS: usize = 8;
+    const WORKERS: usize = 4;
+    const PRODUCERS: usize = 3;
+    const HOPS: u32 = 3;
+    /// With tokens still to handle, no progress for this long means some are lost (stuck in
+    /// a queue whose cell nobody will run).
+    const STALL: Duration = Duration::from_secs(5);
+
+    /// A token: its id, the hops left, its sender (producer or cell) and its sequence number
+    /// from that sender to this cell.
+    #[derive(Debug)]
+    struct Msg {
+        id: usize,
+        hops: u32,
+        from: usize,
+        seq: u64,
+    }
+
+    struct Body {
+        index: usize,
+        rng: Rng,
+        /// Per sender: the last sequence number received.
+        last_seq: Vec<Option<u64>>,
+        /// Per destination cell: the next sequence number to send.
+        next_seq: Vec<u64>,
+    }
+
+    type TestCell = Cell<Msg, Body>;
+
+    struct World {
+        scheduler: Scheduler<Msg, Body>,
+        cells: Vec<Arc<TestCell>>,
+        /// Per token and hop: how often it was handled.
+        handled: Vec<AtomicU32>,
+    }
+
+    impl World {
+        fn handle(&self, body: &mut Body, msg: Msg) {
+            let last = &mut body.last_seq[msg.from];
+            if let Some(last) = *last {
+                assert!(msg.seq > last, "cell {}: tokens from {} out of order", body.index, msg.from);
+            }
+            *last = Some(msg.seq);
+            self.handled[msg.id * (HOPS as usize + 1) + msg.hops as usize].fetch_add(1, Ordering::SeqCst);
+            body.rng.pause();
+            if msg.hops > 0 {
+                let to = body.rng.below(CELLS as u64) as usize;
+                let seq = body.next_seq[to];
+                body.next_seq[to] += 1;
+                let next = Msg { id: msg.id, hops: msg.hops - 1, from: PRODUCERS + body.index, seq };
+                self.scheduler.enqueue(&self.cells[to], next);
+            }
+        }
+    }
+
+    /// Runs `rounds` rounds; in each, every producer sends `per_round` tokens, and the round
+    /// ends once all their hops are handled. Every round ends with the cells idle: a token
+    /// stranded in a queue would not be picked up by a later token, and stalls the run.
+    fn run(rounds: usize, per_round: usize) {
+        let senders = PRODUCERS + CELLS;
+        let cells = (0..CELLS)
+            .map(|index| {
+                Arc::new(Cell::new(Body {
+                    index,
+                    rng: Rng::new(index as u64 * 31),
+                    last_seq: vec![None; senders],
+                    next_seq: vec![0; CELLS],
+                }))
+            })
+            .collect();
+        let tokens_per_producer = rounds * per_round;
+        let total = PRODUCERS * tokens_per_producer;
+        let handled = (0..total * (HOPS as usize + 1)).map(|_| AtomicU32::new(0)).collect();
+        let world = Arc::new(World { scheduler: Scheduler::new(), cells, handled });
+        let activity = Arc::new(Activity::default());
+        let workers: Vec<_> = (0..WORKERS)
+            .map(|_| {
+                let (world, activity) = (world.clone(), activity.clone());
+                std::thread::spawn(move || world.scheduler.work(&activity, |b, m| world.handle(b, m), || {}))
+            })
+            .collect();
+        let round_start = Arc::new(Barrier::new(PRODUCERS + 1));
+        let producers: Vec<_> = (0..PRODUCERS)
+            .map(|p| {
+                let (world, round_start) = (world.clone(), round_start.clone());
+                std::thread::spawn(move || {
+                    let mut rng = Rng::new(p as u64 * 1013 + 7);
+                    let mut next_seq = [0u64; CELLS];
+                    for i in 0..tokens_per_producer {
+                        if i % per_round == 0 {
+                            round_start.wait();
+                        }
+                        let to = rng.below(CELLS as u64) as usize;
+                        let msg = Msg { id: p * tokens_per_producer + i, hops: HOPS, from: p, seq: next_seq[to] };
+                        next_seq[to] += 1;
+                        let cell = &world.cells[to];
+                        // Producer 0 runs idle cells on the spot, as the progress thread does.
+                        let msg = if p == 0 {
+                            world.scheduler.try_run_here(cell, msg, |b, m| world.handle(b, m))
+                        } else {
+                            Some(msg)
+                        };
+                        if let Some(msg) = msg {
+                            world.scheduler.enqueue(cell, msg);
+                        }
+                        rng.pause();
+                    }
+                })
+            })
+            .collect();
+        let count = || world.handled.iter().map(|h| h.load(Ordering::SeqCst) as usize).sum::<usize>();
+        let mut stalled = None;
+        for round in 0..rounds {
+            round_start.wait();
+            let expected = (round + 1) * PRODUCERS * per_round * (HOPS as usize + 1);
+            let (mut seen, mut since) = (count(), Instant::now());
+            while seen < expected {
+                if since.elapsed() > STALL {
+                    stalled = Some(format!("round {round}: {} of {expected} token hops handled", seen));
+                    break;
+                }
+                std::thread::yield_now();
+                let now = count();
+                if now != seen {
+                    (seen, since) = (now, Instant::now());
+                }
+            }
+            if stalled.is_some() {
+                break;
+            }
+        }
+        assert!(stalled.is_none(), "tokens were lost: {}", stalled.unwrap());
+        for p in producers {
+            p.join().unwrap();
+        }
+        for _ in 0..WORKERS {
+            world.scheduler.stop_one_worker();
+        }
+        for w in workers {
+            w.join().unwrap();
+        }
+        let lost = world.handled.iter().filter(|h| h.load(Ordering::SeqCst) == 0).count();
+        let twice = world.handled.iter().filter(|h| h.load(Ordering::SeqCst) > 1).count();
+        assert_eq!((lost, twice), (0, 0), "{lost} token hops were lost and {twice} run more than once");
+        for cell in &world.cells {
+            assert!(cell.queue.lock().unwrap().is_empty(), "a cell kept messages");
+            assert!(!cell.scheduled.load(Ordering::SeqCst), "an idle cell is still marked scheduled");
+        }
+    }
+
+    #[test]
+    fn no_token_is_lost_or_run_twice_when_workers_hand_tokens_around() {
+        run(500, 2);
+    }
+}
