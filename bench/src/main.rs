@@ -16,7 +16,6 @@
 
 mod launch;
 mod overlap;
-mod stats;
 mod sweep;
 mod table;
 mod topology;
@@ -26,6 +25,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
+use dps_harness::options::Output;
 
 #[derive(Parser, Debug)]
 #[command(name = "dps-bench", about = "Benchmarks of the DPS runtime on two MPI ranks")]
@@ -34,13 +34,16 @@ struct Cli {
     command: Command,
 }
 
+/// `--json` of the benchmarks, which print several records.
+const JSON_HELP: &str = "One JSON object per line instead of a table";
+
 #[derive(Subcommand, Debug)]
 enum Command {
     /// DPS against raw MPI: ping-pong round-trip time and streaming bandwidth per payload size.
+    #[command(mut_arg("json", |a| a.help(JSON_HELP)))]
     Transport {
-        /// One JSON object per line instead of a table.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        output: Output,
         /// Seconds after which the MPI job is killed (1 to 604800).
         #[arg(long, default_value_t = 300)]
         timeout: u64,
@@ -54,10 +57,10 @@ enum Command {
         opts: transport::Options,
     },
     /// Pipelined against phased (communication, then computation) graphs, per block size.
+    #[command(mut_arg("json", |a| a.help(JSON_HELP)))]
     Overlap {
-        /// One JSON object per line instead of a table.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        output: Output,
         /// Seconds after which the MPI job is killed (1 to 604800).
         #[arg(long, default_value_t = 300)]
         timeout: u64,
@@ -97,22 +100,19 @@ const MAX_TIMEOUT_S: u64 = 7 * 24 * 3600;
 
 /// Checks a launcher's `--timeout`.
 fn check_timeout(timeout: u64) -> Result<()> {
-    if !(1..=MAX_TIMEOUT_S).contains(&timeout) {
-        dps_harness::bad_input!("--timeout {timeout} must be between 1 and {MAX_TIMEOUT_S} seconds");
-    }
-    Ok(())
+    dps_harness::options::check_timeout(timeout, MAX_TIMEOUT_S)
 }
 
 fn run(command: Command) -> Result<()> {
     match command {
-        Command::Transport { json, timeout, opts } => {
+        Command::Transport { output, timeout, opts } => {
             check_timeout(timeout)?;
-            transport::launch(&opts, json, timeout)
+            transport::launch(&opts, output.json, timeout)
         }
         Command::TransportWorker { opts } => transport::worker(&opts),
-        Command::Overlap { json, timeout, opts } => {
+        Command::Overlap { output, timeout, opts } => {
             check_timeout(timeout)?;
-            overlap::launch(&opts, json, timeout)
+            overlap::launch(&opts, output.json, timeout)
         }
         Command::OverlapWorker { opts } => overlap::worker(&opts),
         Command::Table => table::print_from_stdin(),

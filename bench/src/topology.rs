@@ -134,7 +134,7 @@ fn describe_machine(topology: &Topology) -> String {
 
 /// One rank's report: its binding and the CPUs its threads may run on.
 fn describe_rank(binding: &str) -> String {
-    let rank = dps::launch_rank().unwrap_or(0);
+    let rank = dps_harness::launch_rank().unwrap_or(0);
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     let mut out = format!("rank {rank} on {}: binding {binding}\n", host.trim());
     for (name, cpus) in thread_affinities() {

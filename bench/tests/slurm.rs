@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use dps_harness::launch::{Job, Launcher};
+
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
 
 /// Stops the cluster when dropped.
@@ -25,6 +27,7 @@ impl Cluster {
         cluster
     }
 
+    /// Runs a Slurm command (sbatch) from the workspace root, which its paths are relative to.
     fn run(&self, program: &str, args: &[&str]) -> std::process::Output {
         Command::new("timeout")
             .args(["-k", "5", "180", program])
@@ -78,23 +81,11 @@ fn sbatch_sweep_and_srun_app_on_a_local_cluster() {
         assert_eq!(table.matches("| ok |").count(), 2, "both rank counts ran under srun:\n{table}\n{log}");
         assert!(run_dir.join("speedup.png").exists());
 
-        let out = cluster.run(
-            "srun",
-            &[
-                "--mpi=pmix",
-                "-n",
-                "2",
-                &format!("{bin}/dps-matmul"),
-                "--n",
-                "64",
-                "--block",
-                "16",
-                "--verify",
-                "--json",
-            ],
-        );
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(out.status.success(), "srun failed: {}", String::from_utf8_lossy(&out.stderr));
+        let matmul = Job::new(format!("{bin}/dps-matmul")).launcher(Launcher::Srun).ranks(2);
+        let matmul = matmul.args(["--n", "64", "--block", "16", "--verify", "--json"]);
+        let out = matmul.env("SLURM_CONF", dir.join("slurm.conf")).timeout_s(180).output().unwrap();
+        let stdout = &out.stdout;
+        assert!(out.status.success(), "srun failed: {}", out.stderr);
         assert!(stdout.contains("\"ranks\":2") && stdout.contains("\"verified\":true"), "{stdout}");
     }
     assert_eq!(daemons_of(&dir), "", "daemons left behind");

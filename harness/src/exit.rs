@@ -7,10 +7,9 @@
 //! every rank that has it, exit code 1. Errors are printed with their causes (`{:#}`) and
 //! never with a backtrace, whatever `RUST_BACKTRACE` says.
 
-use std::fmt;
 use std::process::ExitCode;
 
-pub use dps::launch_rank;
+use crate::cli::{launch_rank, prints_shared_messages, wait_for_rank_0_to_print};
 
 /// Exit code of a run refused because of its input.
 pub const BAD_INPUT: u8 = 2;
@@ -18,7 +17,8 @@ pub const BAD_INPUT: u8 = 2;
 pub const FAILED: u8 = 1;
 
 /// An option, file or size the run cannot use; the message names it and says why.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
 pub struct BadInput(String);
 
 impl BadInput {
@@ -27,14 +27,6 @@ impl BadInput {
         BadInput(message.into())
     }
 }
-
-impl fmt::Display for BadInput {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for BadInput {}
 
 /// Marks the error of an input check as bad input (its message and causes are kept).
 ///
@@ -46,17 +38,6 @@ pub fn input<T>(checked: anyhow::Result<T>) -> anyhow::Result<T> {
     checked.map_err(|e| if is_bad_input(&e) { e } else { BadInput(format!("{e:#}")).into() })
 }
 
-/// Whether this process prints what every rank would print alike.
-fn prints_shared_messages() -> bool {
-    launch_rank().unwrap_or(0) == 0
-}
-
-/// Parses the program's options ([`dps::parse_args`] under the command's name): an option
-/// error is one line printed by rank 0 only (exit code 2); `--help`/`--version` print once.
-pub fn parse_args<A: clap::Parser>() -> A {
-    dps::parse_args(A::command().get_name())
-}
-
 /// True for a [`BadInput`] anywhere in the chain, or a runtime error about the program's
 /// own mapping strings, graphs or options.
 fn is_bad_input(e: &anyhow::Error) -> bool {
@@ -66,6 +47,31 @@ fn is_bad_input(e: &anyhow::Error) -> bool {
                 matches!(d.kind(), dps::ErrorKind::Mapping | dps::ErrorKind::Graph | dps::ErrorKind::Usage)
             })
     })
+}
+
+/// A DPS program's whole `main`: parses its options `A` ([`parse_args`](crate::parse_args)),
+/// runs `run` with them and ends as [`finish`] does, under the command's name.
+///
+/// ```no_run
+/// #[derive(clap::Parser)]
+/// #[command(name = "demo")]
+/// struct Args {
+///     #[arg(long, default_value_t = 1)]
+///     n: usize,
+/// }
+///
+/// fn run(args: &Args) -> anyhow::Result<()> {
+///     println!("{}", args.n);
+///     Ok(())
+/// }
+///
+/// fn main() -> std::process::ExitCode {
+///     dps_harness::main(run)
+/// }
+/// ```
+pub fn main<A: clap::Parser, E: Into<anyhow::Error>>(run: impl FnOnce(&A) -> Result<(), E>) -> ExitCode {
+    let args = crate::parse_args::<A>();
+    finish(A::command().get_name(), run(&args).map_err(Into::into))
 }
 
 /// The end of a program's `main`: success (0); bad input, printed by rank 0 (2); or a
@@ -83,7 +89,7 @@ pub fn finish(program: &str, result: anyhow::Result<()>) -> ExitCode {
         if prints_shared_messages() {
             eprintln!("{program}: {e:#}");
         } else {
-            dps::wait_for_rank_0_to_print();
+            wait_for_rank_0_to_print();
         }
         return ExitCode::from(BAD_INPUT);
     }

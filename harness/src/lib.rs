@@ -1,8 +1,11 @@
-//! What every DPS application shares around the runtime.
+//! What every DPS application, test and benchmark shares around the runtime.
 //!
 //! - [`exit`]: bad input is a [`BadInput`] error, printed once (by rank 0) with exit code
 //!   2 before any work; other failures exit 1 and are printed by every rank that has them.
 //!   [`parse_args`] treats option errors the same way.
+//! - [`options`]: the options programs share (`--json`, `--verify`, `--seed`, `--map`,
+//!   `--reps`/`--warmup`, `--blas-threads`) as `clap` groups to flatten.
+//! - [`median`]: the one median of timing samples.
 //! - [`output`]: an [`OutputFile`] is checked when the run starts (its directory exists
 //!   and is writable) and written to a temporary file that is renamed over the path only
 //!   when every byte is flushed; a failed run leaves no partial file.
@@ -10,16 +13,27 @@
 //!   node has, with the figures, before anything is allocated.
 //! - [`record`]: the fields every app's `--json` record shares ([`Common`]), numbers
 //!   written as text when not finite ([`FiniteOrText`]), and [`print_record`].
+//! - [`launch`]: every job that is started under `mpirun`, `srun` or alone, always inside
+//!   `timeout`: tests, benchmarks and sweeps.
+//! - [`bad_input`]: the bad-input table that each program's tests run.
 
+pub mod bad_input;
+mod cli;
 pub mod exit;
+pub mod launch;
 pub mod memory;
+pub mod options;
 pub mod output;
 pub mod record;
+mod stats;
 
-pub use exit::{finish, input, launch_rank, parse_args, BadInput};
+pub use cli::{launch_rank, parse_args, wait_for_rank_0_to_print};
+pub use exit::{finish, input, main, BadInput};
 pub use memory::{check_memory, format_bytes};
+pub use options::Repeat;
 pub use output::OutputFile;
 pub use record::{print as print_record, Common, FiniteOrText};
+pub use stats::median;
 
 /// Returns early with a [`BadInput`] error: `bad_input!("--n {n} must be positive")`.
 #[macro_export]

@@ -13,7 +13,7 @@ use std::time::Instant;
 use dps::{route, MergeFn, Node};
 
 #[derive(clap::Parser)]
-#[command(allow_negative_numbers = true)] // so that "-1" is a bad value, not an unknown option
+#[command(name = "flood", allow_negative_numbers = true)] // so that "-1" is a bad value, not an unknown option
 struct Args {
     /// Number of tokens the split produces.
     #[arg(long, default_value_t = 1_000_000)]
@@ -29,8 +29,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let args: Args = dps::parse_args("flood");
-    dps::exit_code("flood", run(&args))
+    dps_harness::main(run)
 }
 
 fn run(args: &Args) -> Result<(), dps::Error> {

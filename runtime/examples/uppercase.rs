@@ -10,7 +10,7 @@ use dps::{route, Node};
 use serde::{Deserialize, Serialize};
 
 #[derive(clap::Parser)]
-#[command(allow_negative_numbers = true)] // so that "-1" is a bad value, not an unknown option
+#[command(name = "uppercase", allow_negative_numbers = true)] // so that "-1" is a bad value, not an unknown option
 struct Args {
     /// Mapping of the compute collection (default: one thread per rank).
     #[arg(long, default_value = "all")]
@@ -50,8 +50,7 @@ impl dps::Merge<()> for Collect {
 }
 
 fn main() -> std::process::ExitCode {
-    let args: Args = dps::parse_args("uppercase");
-    dps::exit_code("uppercase", run(&args))
+    dps_harness::main(run)
 }
 
 fn run(args: &Args) -> Result<(), dps::Error> {

@@ -24,7 +24,8 @@ use hwlocality::Topology;
 use crate::error::{Error, ErrorKind};
 
 /// Where a rank's threads run: `--bind` on the command line, or `DPS_BIND`.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum Bind {
     /// No binding: the OS places the threads (the default).
     #[default]

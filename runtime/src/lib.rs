@@ -37,6 +37,7 @@
 mod activity;
 mod binding;
 mod bulk_vec;
+#[cfg(feature = "cli")]
 mod cli;
 mod collection;
 mod collectives;
@@ -59,7 +60,8 @@ mod wire;
 
 pub use binding::Bind;
 pub use bulk_vec::{BulkElem, BulkVec};
-pub use cli::{exit_code, launch_rank, median, parse_args, wait_for_rank_0_to_print, Repeat, RuntimeArgs};
+#[cfg(feature = "cli")]
+pub use cli::RuntimeArgs;
 pub use collection::Collection;
 pub use error::{Error, ErrorKind};
 pub use graph::Graph;

@@ -6,10 +6,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use dps::{route, MergeFn, Node, Runtime};
-use dps_testkit as common;
+use dps_harness::launch as common;
 
 /// Runs `scenario` of this binary on `ranks` ranks with `DPS_BIND=bind` (unset if `None`).
-fn run_on(ranks: usize, bind: Option<&str>, scenario: &str) -> common::Job {
+fn run_on(ranks: usize, bind: Option<&str>, scenario: &str) -> common::Finished {
     let env = bind.map(|b| format!("DPS_BIND={b}"));
     let mut options = vec![];
     if let Some(env) = &env {
@@ -125,7 +125,7 @@ fn scenario_report_affinities() {
     let everywhere = rt.collection("everywhere", "all*2", move |_| binding.clone()).unwrap();
     let split = Node::split("one per thread", &main, route::fixed(0), |_: &mut (), n: usize| 0..n);
     let read = Node::leaf("read affinities", &everywhere, route::by_key(|i: &usize| *i), |binding: &mut String, _| {
-        let rank = dps::launch_rank().unwrap_or(0);
+        let rank = dps_harness::launch_rank().unwrap_or(0);
         let lines = dps_thread_affinities()
             .into_iter()
             .map(|(name, cpus)| format!("affinity {rank}\t{name}\t{cpus}\t{binding}\n"));

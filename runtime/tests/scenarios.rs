@@ -1,7 +1,7 @@
 //! Runtime scenarios on 1, 2 and 4 ranks. Each `scenario_*` test is `#[ignore]`d: the
 //! matching normal test relaunches this test binary under `mpirun` to run it on every rank.
 
-use dps_testkit as common;
+use dps_harness::launch as common;
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -13,7 +13,7 @@ fn only(scenario: &str) -> [&str; 5] {
     ["--ignored", "--exact", scenario, "--nocapture", "--test-threads=1"]
 }
 
-fn run_on(ranks: usize, scenario: &str) -> common::Job {
+fn run_on(ranks: usize, scenario: &str) -> common::Finished {
     common::mpirun(ranks, &std::env::current_exe().unwrap(), &only(scenario))
 }
 

@@ -2,14 +2,14 @@
 //! job that computes for a while is left alone. Each `scenario_*` test is `#[ignore]`d: the
 //! matching normal test relaunches this test binary under `mpirun`.
 
-use dps_testkit as common;
+use dps_harness::launch as common;
 
 use std::time::{Duration, Instant};
 
 use dps::{route, MergeFn, Node, Runtime};
 
 /// Runs `scenario` of this binary on `ranks` ranks with `DPS_STALL_TIMEOUT=timeout`.
-fn run_on(ranks: usize, timeout: &str, scenario: &str) -> common::Job {
+fn run_on(ranks: usize, timeout: &str, scenario: &str) -> common::Finished {
     let env = format!("DPS_STALL_TIMEOUT={timeout}");
     common::mpirun_with(
         ranks,

@@ -9,7 +9,6 @@
 //! arithmetic; lines are limited to [`MAX_LINE`] bytes). Entries must be finite: a NaN or an
 //! infinity would poison every result computed from the matrix.
 
-use std::fmt;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
@@ -18,8 +17,9 @@ use std::path::Path;
 /// enough that a file without line breaks cannot exhaust memory.
 pub const MAX_LINE: usize = 1 << 20;
 
-/// What is wrong with a Matrix Market file, and where.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What is wrong with a Matrix Market file, and where: `file:line: message`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}{}: {message}", .line.map(|l| format!(":{l}")).unwrap_or_default())]
 pub struct Error {
     /// The file (its path, or a name given to [`MatrixFile::from_reader`]).
     pub file: String,
@@ -28,17 +28,6 @@ pub struct Error {
     /// What is wrong.
     pub message: String,
 }
-
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.line {
-            Some(line) => write!(f, "{}:{line}: {}", self.file, self.message),
-            None => write!(f, "{}: {}", self.file, self.message),
-        }
-    }
-}
-
-impl std::error::Error for Error {}
 
 /// How the entries are stored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -111,7 +111,7 @@ fn world(args: &Args) -> Result<(Source, String)> {
         if width == 0 || height == 0 {
             bail!("--random {width} {height}: the world must have at least one cell");
         }
-        let source = Source::Random { width, height, density: args.density, seed: args.seed };
+        let source = Source::Random { width, height, density: args.density, seed: args.seed.seed };
         let from = if args.random.is_some() {
             format!("--random {width} {height}")
         } else {
@@ -203,7 +203,7 @@ impl Input {
     pub(crate) fn check_memory(&self, args: &Args, ranks: usize, bands: usize, depth: usize) -> Result<()> {
         let (w, h) = (self.source.width(), self.source.height());
         let mut rank0 = self.rank0_extra(args, depth);
-        rank0 = rank0.saturating_add(if args.verify { footprint::gathered(w, h) } else { 0 });
+        rank0 = rank0.saturating_add(if args.check.verify { footprint::gathered(w, h) } else { 0 });
         let viewer = match (self.view, &args.view_png) {
             (Some((bw, bh)), Some(_)) => sum(&[footprint::gathered(bw, bh), footprint::png(bw, bh)]),
             (Some((bw, bh)), None) => footprint::gathered(bw, bh),
@@ -225,7 +225,7 @@ impl Input {
     /// reference and an output being written, plus the serial copy of --compare-serial.
     fn rank0_extra(&self, args: &Args, depth: usize) -> u64 {
         let (w, h) = (self.source.width(), self.source.height());
-        let reference = match (args.verify, uses_naive(w, h, self.total_generations)) {
+        let reference = match (args.check.verify, uses_naive(w, h, self.total_generations)) {
             (false, _) => 0,
             (true, true) => sum(&[footprint::bytes(w, h).saturating_mul(2), footprint::serial_world(w, h, 1)]),
             (true, false) => footprint::serial_world(w, h, 1),

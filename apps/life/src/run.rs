@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Result};
 use clap::{Parser, ValueEnum};
 use dps::{Runtime, RuntimeArgs};
-use dps_harness::{bad_input, Common, OutputFile};
+use dps_harness::options::{Check, Output, Seed};
+use dps_harness::{bad_input, median, Common, OutputFile};
 
 use crate::graph::{self, Band, Graphs, Layout, Rect, RegionRequest, Schedule, Step};
 use crate::input::{self, Input};
@@ -45,6 +46,8 @@ pub enum Variant {
 /// `dps-life`: Conway's Game of Life (B3/S23) on DPS, the world cut into horizontal bands.
 #[derive(Parser, Debug)]
 #[command(name = "dps-life", version, about)]
+#[command(mut_arg("seed", |a| a.help("Seed of the random world (and of the viewer's block positions)")))]
+#[command(mut_arg("verify", |a| a.help("Compare the final world with the serial reference")))]
 pub struct Args {
     /// Schedule.
     #[arg(long, value_enum, default_value = "overlap")]
@@ -55,9 +58,9 @@ pub struct Args {
     /// Probability that a cell of the random world is alive.
     #[arg(long, default_value_t = 0.5)]
     pub density: f64,
-    /// Seed of the random world (and of the viewer's block positions).
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub seed: Seed<1>,
     /// A pattern in RLE format (`x = .., y = .., rule = B3/S23`).
     #[arg(long, value_name = "FILE")]
     pub rle: Option<PathBuf>,
@@ -73,6 +76,7 @@ pub struct Args {
     /// Timed generations.
     #[arg(long, default_value_t = 100)]
     pub generations: u64,
+    // Generations, not the runs of `dps_harness::Repeat`.
     /// Untimed generations before the timed ones.
     #[arg(long, default_value_t = 0)]
     pub warmup: u64,
@@ -88,6 +92,7 @@ pub struct Args {
     /// (`simple` and `compare` make one step per call).
     #[arg(long, default_value_t = 8)]
     pub steps_per_call: usize,
+    // Not `dps_harness::options::Map`: the default depends on --view.
     /// Mapping of the band collection (default: one band per rank, the viewer rank excluded).
     #[arg(long)]
     pub map: Option<String>,
@@ -100,16 +105,16 @@ pub struct Args {
     /// Write a PNG every K generations, named after --out (default `life.png`): `life-000010.png`.
     #[arg(long, value_name = "K")]
     pub snapshot_every: Option<u64>,
-    /// Compare the final world with the serial reference.
-    #[arg(long)]
-    pub verify: bool,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub check: Check,
     /// Time the serial kernel on a copy of the world on rank 0, in blocks of generations
     /// alternating with the parallel ones, and report the parallel efficiency against it.
     #[arg(long)]
     pub compare_serial: bool,
-    /// Print one JSON object instead of the human-readable line.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub output: Output,
     /// Region-service client: the last rank hosts no band and requests random WxH blocks
     /// while the simulation runs (the paper's Table 2). Runs --generations without calls,
     /// then --generations with calls.
@@ -124,12 +129,6 @@ pub struct Args {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub runtime: RuntimeArgs,
-}
-
-fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
 }
 
 fn variant_name(v: Variant) -> String {
@@ -207,7 +206,7 @@ pub fn run(args: &Args) -> Result<()> {
                 block: (bw, bh),
                 period: Duration::from_millis(args.view_period_ms),
                 png_dir: args.view_png.clone(),
-                seed: args.seed,
+                seed: args.seed.seed,
             };
             outcome = client.run(&rt, &graphs, &req);
         }
@@ -232,7 +231,7 @@ fn drive(
     let cells = width as f64 * height as f64;
     let g = args.generations;
     let steps_per_call = if args.variant == Variant::Overlap { args.steps_per_call } else { 1 };
-    if args.verify {
+    if args.check.verify {
         // The bands' initial world against the input, counted without them: a pattern
         // that did not make it into the bands fails here, even if the reference lost it too.
         let (bands_hold, input_has) = (rt.call(&graphs.population, ())?, input.source.population());
@@ -243,7 +242,7 @@ fn drive(
     // Every generation the calls run: the warm-up, the timed ones (twice with `compare`,
     // whose `simple` calls count too) and those with the viewer's calls.
     let phases = 1 + u64::from(args.variant == Variant::Compare) + u64::from(client.is_some() && input.view.is_some());
-    let progress = progress_bar(args.warmup.saturating_add(g.saturating_mul(phases)), args.json);
+    let progress = progress_bar(args.warmup.saturating_add(g.saturating_mul(phases)), args.output.json);
     let mut sim = Sim { rt, graphs, args, input, depth, steps_per_call, done: 0, progress };
     let main = if args.variant == Variant::Simple { Schedule::Simple } else { Schedule::Overlap };
     sim.generations(main, args.warmup)?;
@@ -332,7 +331,7 @@ fn drive(
         reference: None,
     };
     let mut outcome = Ok(());
-    if args.verify {
+    if args.check.verify {
         let whole = Rect { x: 0, y: 0, width, height };
         let got = rt.call(&graphs.region, RegionRequest { from: 0, rect: whole })?;
         let observed = Observed {
@@ -359,7 +358,7 @@ fn drive(
     };
     // The record is printed unless the output failed.
     if outcome.is_ok() || record.common.verified == Some(false) {
-        let printed = dps_harness::print_record(&record, args.json);
+        let printed = dps_harness::print_record(&record, args.output.json);
         return outcome.and(printed);
     }
     outcome
@@ -455,7 +454,7 @@ fn run_serial(args: &Args, mut input: Input) -> Result<()> {
         reference: None,
     };
     let mut outcome = Ok(());
-    if args.verify {
+    if args.check.verify {
         let observed = Observed {
             generations: (input.total_generations, input.total_generations),
             width: w,
@@ -479,6 +478,6 @@ fn run_serial(args: &Args, mut input: Input) -> Result<()> {
         }
         output::write(file, format, rect.width, rect.height, &cells)?;
     }
-    let printed = dps_harness::print_record(&record, args.json);
+    let printed = dps_harness::print_record(&record, args.output.json);
     outcome.and(printed)
 }

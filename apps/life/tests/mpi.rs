@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
+use dps_harness::launch::mpirun;
 use dps_life::rle::{self, Pattern};
-use dps_testkit::mpirun;
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-life");
 

@@ -7,10 +7,10 @@ use std::time::Instant;
 
 use anyhow::Result;
 use clap::{Parser, ValueEnum};
-use dps::{median, Repeat, RuntimeArgs};
 use dps_dense::footprint;
 use dps_dense::market::MatrixFile;
-use dps_harness::{bad_input, BadInput, Common, FiniteOrText};
+use dps_harness::options::Timed;
+use dps_harness::{bad_input, median, BadInput, Common, FiniteOrText};
 
 use crate::graph::{Columns, Graphs, Pipelining};
 use crate::kernel::{self, Source};
@@ -30,6 +30,9 @@ pub enum Variant {
 /// `dps-lu`: P·A = L·U with partial pivoting, by blocks of columns.
 #[derive(Parser, Debug)]
 #[command(name = "dps-lu", version, about)]
+#[command(mut_arg("map", |a| a.help("Mapping of the column collection (one thread per rank by default)")))]
+#[command(mut_arg("seed", |a| a.help("Seed of the random matrix (not with --file)").conflicts_with("file")))]
+#[command(mut_arg("verify", |a| a.help("Check the HPL scaled residual (< 16) and the pivots against a serial dgetrf")))]
 pub struct Args {
     /// Matrix order (random matrix; not with --file).
     #[arg(long, default_value_t = 1024, conflicts_with = "file")]
@@ -43,33 +46,13 @@ pub struct Args {
     /// A Matrix Market file (`array` or `coordinate`, `real general`, square) to factor.
     #[arg(long)]
     pub file: Option<PathBuf>,
-    /// Mapping of the column collection (one thread per rank by default).
-    #[arg(long, default_value = "all")]
-    pub map: String,
     #[command(flatten)]
     #[allow(missing_docs)]
-    pub repeat: Repeat,
-    /// OpenBLAS threads of the `serial` variant.
-    #[arg(long, default_value_t = 1)]
-    pub blas_threads: usize,
-    /// Seed of the random matrix (not with --file).
-    #[arg(long, default_value_t = 42, conflicts_with = "file")]
-    pub seed: u64,
-    /// Check the HPL scaled residual (< 16) and the pivots against a serial dgetrf.
-    #[arg(long)]
-    pub verify: bool,
-    /// Print one JSON object instead of the human-readable line.
-    #[arg(long)]
-    pub json: bool,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub runtime: RuntimeArgs,
+    pub run: Timed<42>,
 }
 
 /// The default block width, clamped to the matrix order.
 pub const DEFAULT_BLOCK: usize = 128;
-/// The most OpenBLAS threads `--blas-threads` accepts.
-pub const MAX_BLAS_THREADS: usize = 1024;
 
 /// Checks the options that do not depend on the matrix.
 fn check_options(args: &Args) -> Result<()> {
@@ -79,13 +62,7 @@ fn check_options(args: &Args) -> Result<()> {
     if args.block == Some(0) {
         bad_input!("--block 0: the block width must be at least 1");
     }
-    if !(1..=MAX_BLAS_THREADS).contains(&args.blas_threads) {
-        bad_input!("--blas-threads {} must be between 1 and {MAX_BLAS_THREADS}", args.blas_threads);
-    }
-    dps_harness::input(args.repeat.check().map_err(Into::into))?;
-    if args.repeat.warmup.checked_add(args.repeat.reps).is_none() {
-        bad_input!("--warmup {} plus --reps {} runs overflow", args.repeat.warmup, args.repeat.reps);
-    }
+    args.run.check()?;
     Ok(())
 }
 
@@ -118,17 +95,14 @@ fn memory_need(args: &Args, n: usize, r: usize, file_bytes: u64) -> (u64, u64) {
     let other = source.saturating_add(owned).saturating_add(panels);
     // --verify on rank 0: the gathered factors (with the copies of its own blocks), the
     // matrix again, and the factors of the reference dgetrf.
-    let verify = if args.verify { m.saturating_mul(3).saturating_add(owned) } else { 0 };
+    let verify = if args.run.check.verify { m.saturating_mul(3).saturating_add(owned) } else { 0 };
     (other.saturating_add(verify), other)
 }
 
 /// Reads or describes the matrix after checking the options and the memory it needs.
 fn source(args: &Args) -> Result<(usize, usize, Source)> {
     check_options(args)?;
-    if let Some(path) = &args.runtime.trace {
-        // The runtime writes the trace after the run: a bad path must fail before it.
-        dps_harness::OutputFile::create("--trace", path)?;
-    }
+    dps_harness::options::check_trace(&args.run.runtime)?;
     let file = match &args.file {
         Some(path) => Some(MatrixFile::open(path).map_err(|e| BadInput::new(format!("--file {e}")))?),
         None => None,
@@ -143,7 +117,7 @@ fn source(args: &Args) -> Result<(usize, usize, Source)> {
     dps_harness::check_memory(&what, rank0, other)?;
     let src = match file {
         Some(file) => Source::Given(Arc::new(file.read().map_err(|e| BadInput::new(format!("--file {e}")))?)),
-        None => Source::Random(args.seed),
+        None => Source::Random(args.run.seed.seed),
     };
     Ok((n, r, src))
 }
@@ -182,9 +156,9 @@ pub fn run(args: &Args) -> Result<()> {
     let (n, r, src) = source(args)?;
     let variant = args.variant.to_possible_value().expect("every variant has a name").get_name().to_string();
     if args.variant == Variant::Serial {
-        dps_dense::blas::set_threads(args.blas_threads);
+        dps_dense::blas::set_threads(args.run.blas.blas_threads);
         let mut times = Vec::new();
-        for _ in 0..args.repeat.runs() {
+        for _ in 0..args.run.repeat.runs() {
             let mut a = src.matrix(n);
             let t = Instant::now();
             let (_, info) = kernel::serial(&mut a, n);
@@ -193,14 +167,15 @@ pub fn run(args: &Args) -> Result<()> {
                 return Err(singular(info));
             }
         }
-        let common = Common::new("lu", &variant, 1, args.blas_threads, median(&times[args.repeat.warmup..]), None);
-        return dps_harness::print_record(&Record::new(common, n, r, args.repeat.reps), args.json);
+        let common =
+            Common::new("lu", &variant, 1, args.run.blas.blas_threads, median(&times[args.run.repeat.warmup..]), None);
+        return dps_harness::print_record(&Record::new(common, n, r, args.run.repeat.reps), args.run.output.json);
     }
     let how = if args.variant == Variant::Stream { Pipelining::Stream } else { Pipelining::MergeSplit };
-    let rt = args.runtime.start()?;
+    let rt = args.run.runtime.start()?;
     let main = rt.collection("main", "0", |_| ())?;
-    let threads = rt.threads_in(&args.map)?;
-    let columns = rt.collection("columns", &args.map, |t| Columns::new(n, r, src.clone(), t, threads))?;
+    let threads = rt.threads_in(&args.run.map.map)?;
+    let columns = rt.collection("columns", &args.run.map.map, |t| Columns::new(n, r, src.clone(), t, threads))?;
     let panels = rt.collection("panels", "all", |_| ())?;
     let graphs = Graphs::build(&rt, (n, r), &main, &columns, &panels, how)?;
     let mut outcome = Ok(());
@@ -208,7 +183,7 @@ pub fn run(args: &Args) -> Result<()> {
         let mut times = Vec::new();
         let mut info = 0;
         let mut ipiv = Vec::new();
-        for rep in 0..args.repeat.runs() {
+        for rep in 0..args.run.repeat.runs() {
             if rep > 0 {
                 rt.call(&graphs.reload, ())?;
             }
@@ -217,12 +192,12 @@ pub fn run(args: &Args) -> Result<()> {
             (ipiv, info) = rt.call(&graphs.finish, ())?;
             times.push(t.elapsed().as_secs_f64());
         }
-        let common =
-            Common::new("lu", &variant, rt.ranks(), threads, median(&times[args.repeat.warmup..]), None).bound_by(&rt);
-        let mut record = Record::new(common, n, r, args.repeat.reps);
+        let common = Common::new("lu", &variant, rt.ranks(), threads, median(&times[args.run.repeat.warmup..]), None)
+            .bound_by(&rt);
+        let mut record = Record::new(common, n, r, args.run.repeat.reps);
         if info > 0 {
             outcome = Err(singular(info));
-        } else if args.verify {
+        } else if args.run.check.verify {
             let lu = rt.call(&graphs.gather, ())?;
             let check = kernel::check(&src.matrix(n), n, &lu, &ipiv);
             record.residual = Some(FiniteOrText(check.residual));
@@ -232,7 +207,7 @@ pub fn run(args: &Args) -> Result<()> {
                 outcome = Err(anyhow::anyhow!(failure(&check)));
             }
         }
-        let printed = dps_harness::print_record(&record, args.json);
+        let printed = dps_harness::print_record(&record, args.run.output.json);
         outcome = outcome.and(printed);
     }
     rt.shutdown()?;

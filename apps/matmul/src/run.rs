@@ -5,9 +5,10 @@ use std::time::Instant;
 
 use anyhow::{bail, Result};
 use clap::{Parser, ValueEnum};
-use dps::{median, Repeat, Runtime, RuntimeArgs};
+use dps::Runtime;
 use dps_dense::footprint;
-use dps_harness::{bad_input, Common, FiniteOrText};
+use dps_harness::options::Timed;
+use dps_harness::{bad_input, median, Common, FiniteOrText};
 
 use crate::graph::{self, Graphs, Master};
 use crate::kernel;
@@ -31,6 +32,8 @@ pub enum Variant {
 /// `dps-matmul`: C = A·B for random n×n matrices, split into blocks.
 #[derive(Parser, Debug)]
 #[command(name = "dps-matmul", version, about)]
+#[command(mut_arg("seed", |a| a.help("Seed of the random matrices")))]
+#[command(mut_arg("verify", |a| a.help("Compare the product with one serial dgemm (relative Frobenius error ≤ 10·n·ε)")))]
 pub struct Args {
     /// Matrix order.
     #[arg(long, default_value_t = 1024)]
@@ -44,34 +47,14 @@ pub struct Args {
     /// Algorithm.
     #[arg(long, value_enum, default_value = "pipelined")]
     pub variant: Variant,
-    /// Mapping of the worker collection (one thread per rank by default).
-    #[arg(long, default_value = "all")]
-    pub map: String,
     /// Jobs in flight at most (default: 2 per worker; at least 1).
     #[arg(long)]
     pub window: Option<usize>,
     #[command(flatten)]
     #[allow(missing_docs)]
-    pub repeat: Repeat,
-    /// OpenBLAS threads of the `serial` variant.
-    #[arg(long, default_value_t = 1)]
-    pub blas_threads: usize,
-    /// Seed of the random matrices.
-    #[arg(long, default_value_t = 42)]
-    pub seed: u64,
-    /// Compare the product with one serial dgemm (relative Frobenius error ≤ 10·n·ε).
-    #[arg(long)]
-    pub verify: bool,
-    /// Print one JSON object instead of the human-readable line.
-    #[arg(long)]
-    pub json: bool,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub runtime: RuntimeArgs,
+    pub run: Timed<42>,
 }
 
-/// The most OpenBLAS threads `--blas-threads` accepts.
-pub const MAX_BLAS_THREADS: usize = 1024;
 /// The default block size, clamped to n.
 pub const DEFAULT_BLOCK: usize = 256;
 
@@ -99,13 +82,7 @@ impl Args {
         if self.window == Some(0) {
             bad_input!("--window 0: at least one job must be in flight");
         }
-        if !(1..=MAX_BLAS_THREADS).contains(&self.blas_threads) {
-            bad_input!("--blas-threads {} must be between 1 and {MAX_BLAS_THREADS}", self.blas_threads);
-        }
-        dps_harness::input(self.repeat.check().map_err(Into::into))?;
-        if self.repeat.warmup.checked_add(self.repeat.reps).is_none() {
-            bad_input!("--warmup {} plus --reps {} runs overflow", self.repeat.warmup, self.repeat.reps);
-        }
+        self.run.check()?;
         Ok(bs)
     }
 
@@ -130,7 +107,7 @@ impl Args {
         };
         // The master: A, B, C, and the strips it cuts from A and B; --verify fetches C and
         // recomputes A, B and the serial product.
-        let master = m.saturating_mul(if self.verify { 9 } else { 5 });
+        let master = m.saturating_mul(if self.run.check.verify { 9 } else { 5 });
         (master.saturating_add(other), other)
     }
 }
@@ -149,17 +126,14 @@ pub fn run(args: &Args) -> Result<()> {
     let bs = args.block_size()?;
     let (rank0, other) = args.memory_need(bs);
     dps_harness::check_memory(&format!("--n {}", args.n), rank0, other)?;
-    if let Some(path) = &args.runtime.trace {
-        // The runtime writes the trace after the run: a bad path must fail before it.
-        dps_harness::OutputFile::create("--trace", path)?;
-    }
+    dps_harness::options::check_trace(&args.run.runtime)?;
     let n = args.n;
     if args.variant == Variant::Serial {
         return run_serial(args, bs);
     }
-    let rt = args.runtime.start()?;
-    let main = rt.collection("main", "0", |_| Master::new(n, bs, args.seed))?;
-    let workers = rt.collection("workers", &args.map, |_| graph::worker(n))?;
+    let rt = args.run.runtime.start()?;
+    let main = rt.collection("main", "0", |_| Master::new(n, bs, args.run.seed.seed))?;
+    let workers = rt.collection("workers", &args.run.map.map, |_| graph::worker(n))?;
     let window = args.window.unwrap_or(2 * workers.len());
     let graphs = Graphs::build(&rt, &main, &workers, window)?;
     if rt.is_root() {
@@ -173,8 +147,8 @@ fn report(args: &Args, rt: &Runtime, g: &Graphs, bs: usize, threads: usize) -> R
     let n = args.n;
     let mut seconds = Vec::new();
     let (mut phased, mut pipelined, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
-    for rep in 0..args.repeat.runs() {
-        if rep == args.repeat.warmup {
+    for rep in 0..args.run.repeat.runs() {
+        if rep == args.run.repeat.warmup {
             (seconds, phased, pipelined, ratios) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         }
         match args.variant {
@@ -200,7 +174,7 @@ fn report(args: &Args, rt: &Runtime, g: &Graphs, bs: usize, threads: usize) -> R
     }
     let variant = format!("{:?}", args.variant).to_lowercase();
     let common = Common::new("matmul", &variant, rt.ranks(), threads, median(&seconds), None).bound_by(rt);
-    let mut record = Record::new(common, n, bs, Some(kernel::blocks(n, bs)), args.repeat.reps);
+    let mut record = Record::new(common, n, bs, Some(kernel::blocks(n, bs)), args.run.repeat.reps);
     if !ratios.is_empty() {
         let ratio = median(&ratios);
         record.comm_comp_ratio = Some(ratio);
@@ -212,39 +186,39 @@ fn report(args: &Args, rt: &Runtime, g: &Graphs, bs: usize, threads: usize) -> R
         record.pipelined_s = Some(p);
         record.reduction = Some(1.0 - p / f);
     }
-    if args.verify {
+    if args.run.check.verify {
         let c = rt.call(&g.fetch, ())?;
-        let (sa, sb) = kernel::seeds(args.seed);
+        let (sa, sb) = kernel::seeds(args.run.seed.seed);
         let (err, ok) = kernel::error_against_serial(&c, &kernel::matrix(n, sa), &kernel::matrix(n, sb), n);
         record.error = Some(FiniteOrText(err));
         record.common.verified = Some(ok);
         if !ok {
-            dps_harness::print_record(&record, args.json)?;
+            dps_harness::print_record(&record, args.run.output.json)?;
             bail!(
                 "verification failed: relative error {err:.3e} is not within 10·n·ε = {:.3e}",
                 10.0 * n as f64 * f64::EPSILON
             );
         }
     }
-    dps_harness::print_record(&record, args.json)
+    dps_harness::print_record(&record, args.run.output.json)
 }
 
 fn run_serial(args: &Args, bs: usize) -> Result<()> {
     let n = args.n;
-    dps_dense::blas::set_threads(args.blas_threads);
-    let (sa, sb) = kernel::seeds(args.seed);
+    dps_dense::blas::set_threads(args.run.blas.blas_threads);
+    let (sa, sb) = kernel::seeds(args.run.seed.seed);
     let (a, b) = (kernel::matrix(n, sa), kernel::matrix(n, sb));
     let seconds = median(
-        &(0..args.repeat.runs())
+        &(0..args.run.repeat.runs())
             .map(|_| {
                 let t = Instant::now();
                 std::hint::black_box(kernel::serial(&a, &b, n));
                 t.elapsed().as_secs_f64()
             })
-            .skip(args.repeat.warmup)
+            .skip(args.run.repeat.warmup)
             .collect::<Vec<_>>(),
     );
     // The serial product is the reference itself: nothing to verify.
-    let common = Common::new("matmul", "serial", 1, args.blas_threads, seconds, None);
-    dps_harness::print_record(&Record::new(common, n, bs, None, args.repeat.reps), args.json)
+    let common = Common::new("matmul", "serial", 1, args.run.blas.blas_threads, seconds, None);
+    dps_harness::print_record(&Record::new(common, n, bs, None, args.run.repeat.reps), args.run.output.json)
 }

@@ -1,7 +1,7 @@
 //! `dps-matmul` under mpirun: every variant equals the serial dgemm (to rounding) on 1, 2 and
 //! 4 ranks, for orders the block size does not divide (bad options: tests/bad_input.rs).
 
-use dps_testkit::mpirun;
+use dps_harness::launch::mpirun;
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-matmul");
 

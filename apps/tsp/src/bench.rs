@@ -1,6 +1,7 @@
 //! `dps-tsp bench`: every instance of a directory (and optional random ones) solved with
 //! `--verify` (variant `fast` unless `--extra` says otherwise) on 1 and on 2 ranks, each run
-//! launched as this executable under `scripts/mpirun` inside a `timeout`, one after the
+//! launched as this executable under `scripts/mpirun` inside a `timeout`
+//! ([`dps_harness::launch`]), one after the
 //! other in the same invocation (`--repeat` times, median kept); writes a markdown table
 //! with nodes, seconds, proven optimality and the speedup of the last rank count over the
 //! first. Times include the first tour (local search), which runs on rank 0 alone.
@@ -12,10 +13,10 @@
 use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
+use dps_harness::launch::Job;
 use dps_harness::{BadInput, OutputFile};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -25,9 +26,6 @@ use crate::tsplib::{Instance, MAX_CITIES};
 
 /// Most ranks one run of the bench may have.
 pub const MAX_RANKS: usize = 64;
-
-/// The workspace's mpirun wrapper (Open MPI's environment for root and oversubscription).
-const MPIRUN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/mpirun");
 
 /// Options of `dps-tsp bench`.
 #[derive(clap::Args, Debug, Clone)]
@@ -179,27 +177,26 @@ fn child_error(stderr: &str) -> String {
 /// Runs one solve on `ranks` ranks and returns its JSON record.
 fn run_one(ranks: usize, case: &Case, b: &BenchArgs) -> Result<Record> {
     let exe = std::env::current_exe().context("cannot locate the dps-tsp executable")?;
-    let out = Command::new("timeout")
-        .args(["-k", "5", &b.timeout.to_string(), MPIRUN, "-n", &ranks.to_string()])
-        .arg(&exe)
+    let out = Job::new(exe)
+        .ranks(ranks)
         .args(&case.args)
         .args(["--json", "--verify"])
         .args(b.extra.split_whitespace())
-        .output()
-        .with_context(|| format!("cannot run {MPIRUN}"))?;
+        .timeout_s(b.timeout)
+        .output()?;
     if !out.status.success() {
         let what = format!("{} on {ranks} ranks", case.name);
-        let stderr = String::from_utf8_lossy(&out.stderr);
+        if out.timed_out() {
+            bail!("{what} timed out after {} s (--timeout)", b.timeout);
+        }
         match out.status.code() {
-            Some(124) => bail!("{what} timed out after {} s (--timeout)", b.timeout),
-            Some(2) => return Err(BadInput::new(format!("{what}: {}", child_error(&stderr))).into()),
-            _ => bail!("{what} failed ({}): {}", out.status, child_error(&stderr)),
+            Some(2) => return Err(BadInput::new(format!("{what}: {}", child_error(&out.stderr))).into()),
+            _ => bail!("{what} failed ({}): {}", out.status, child_error(&out.stderr)),
         }
     }
-    let stdout = String::from_utf8_lossy(&out.stdout);
     let what = || format!("{} on {ranks} ranks", case.name);
     let line =
-        stdout.lines().rev().find(|l| l.starts_with('{')).with_context(|| format!("{}: no JSON line", what()))?;
+        out.stdout.lines().rev().find(|l| l.starts_with('{')).with_context(|| format!("{}: no JSON line", what()))?;
     serde_json::from_str(line).with_context(|| format!("{}: its JSON record", what()))
 }
 

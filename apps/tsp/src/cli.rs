@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
+use dps_harness::options::{Check, Output, Seed};
 use dps_harness::{Common, OutputFile};
 
 use crate::deadline::Deadline;
@@ -19,6 +20,8 @@ use crate::{dp, heuristic, plot, tour_io, BadInput};
 /// Travelling salesman branch and bound on DPS (thesis ch. 10).
 #[derive(Parser, Debug)]
 #[command(name = "dps-tsp", args_conflicts_with_subcommands = true)]
+#[command(mut_arg("seed", |a| a.help("Seed of `--random` (and of the local search's kicks)")))]
+#[command(mut_arg("verify", |a| a.help("Check the tour independently (and against the dynamic program for n <= 12)")))]
 pub struct Cli {
     /// `bench`: the TSPLIB table on 1 and 2 ranks.
     #[command(subcommand)]
@@ -63,9 +66,9 @@ pub struct SolveArgs {
     /// Instead of a file: N random cities in [0, 1000)² (EUC_2D).
     #[arg(long, value_name = "N", conflicts_with = "file", allow_negative_numbers = true)]
     pub random: Option<usize>,
-    /// Seed of `--random` (and of the local search's kicks).
-    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
-    pub seed: u64,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub seed: Seed<1>,
     /// Search strategy.
     #[arg(long, value_enum, default_value_t = Variant::Fast)]
     pub variant: Variant,
@@ -93,12 +96,12 @@ pub struct SolveArgs {
     /// all stop); the tour is then not proven optimal.
     #[arg(long, value_name = "SECONDS", allow_negative_numbers = true)]
     pub time_limit: Option<f64>,
-    /// Print one JSON object on rank 0.
-    #[arg(long)]
-    pub json: bool,
-    /// Check the tour independently (and against the dynamic program for n <= 12).
-    #[arg(long)]
-    pub verify: bool,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub output: Output,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub check: Check,
     /// Write the tour in TSPLIB `.tour` format.
     #[arg(long, value_name = "FILE")]
     pub tour_out: Option<PathBuf>,
@@ -193,7 +196,7 @@ fn load(args: &SolveArgs) -> Result<Instance> {
             if n > MAX_CITIES {
                 dps_harness::bad_input!("--random {n}: at most {MAX_CITIES} cities are supported");
             }
-            Instance::random(n, args.seed)
+            Instance::random(n, args.seed.seed)
         }
         (Some(file), None) => {
             let fits = |n: usize| check_run_memory(&format!("DIMENSION {n}"), n, args);
@@ -215,10 +218,7 @@ struct Outputs {
 
 impl Outputs {
     fn create(args: &SolveArgs) -> Result<Outputs> {
-        // The runtime writes the trace itself; its path is checked here, before the run.
-        if let Some(trace) = &args.runtime.trace {
-            drop(OutputFile::create("--trace", trace)?);
-        }
+        dps_harness::options::check_trace(&args.runtime)?;
         let open =
             |option: &str, path: &Option<PathBuf>| path.as_ref().map(|p| OutputFile::create(option, p)).transpose();
         Ok(Outputs { tour: open("--tour-out", &args.tour_out)?, plot: open("--plot", &args.plot)? })
@@ -285,7 +285,7 @@ fn solve<K: Kernel>(
     let (upper, tour) = match args.variant {
         Variant::Fast => {
             let kicks = args.kicks.unwrap_or(20usize.saturating_mul(inst.n));
-            heuristic::initial_tour(inst, kicks, args.seed, deadline)
+            heuristic::initial_tour(inst, kicks, args.seed.seed, deadline)
         }
         Variant::Thesis => (i64::MAX, Vec::new()),
     };
@@ -305,7 +305,7 @@ fn report(
     outputs: Outputs,
 ) -> Result<()> {
     let (s, seconds, initial) = (&t.solution, t.seconds, t.initial);
-    let verified = args.verify.then(|| verify(inst, s));
+    let verified = args.check.verify.then(|| verify(inst, s));
     if let Some(Err(e)) = &verified {
         eprintln!("dps-tsp: verification failed: {e}");
     }
@@ -328,7 +328,7 @@ fn report(
         initial_length: (initial != i64::MAX).then_some(initial),
         tour: s.tour.clone(),
     };
-    dps_harness::print_record(&record, args.json)?;
+    dps_harness::print_record(&record, args.output.json)?;
     if verified == Some(false) {
         // A failed run leaves no output file: the temporary files are removed on drop.
         anyhow::bail!("the tour failed verification");

@@ -2,48 +2,20 @@
 //! so a hang fails its test): agreement with the dynamic program, bad files, termination
 //! when the optimum is found early, and the output files.
 
-use std::path::PathBuf;
-use std::process::Command;
-use std::sync::Mutex;
+use std::path::{Path, PathBuf};
 
+use dps_harness::launch::Finished;
 use dps_tsp::{dp, tsplib::Instance};
 
-/// Jobs run one at a time: parallel `mpirun`s on 2 cores would only slow each other down.
-static ONE_JOB_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-const JOB_TIMEOUT_S: &str = "120";
-
-struct Job {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-fn mpirun(ranks: usize, args: &[&str]) -> Job {
-    let _one = ONE_JOB_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/mpirun");
-    let out = Command::new("timeout")
-        .args(["-k", "5", JOB_TIMEOUT_S])
-        .arg(script)
-        .args(["-n", &ranks.to_string()])
-        .arg(env!("CARGO_BIN_EXE_dps-tsp"))
-        .args(args)
-        .env("RUST_BACKTRACE", "0")
-        .output()
-        .expect("cannot run timeout/mpirun");
-    let job = Job {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
-    assert_ne!(job.code, Some(124), "job timed out after {JOB_TIMEOUT_S} s (hang): {args:?}\n{}", job.stderr);
-    job
+/// `dps-tsp args` on `ranks` ranks (through the harness's launcher, under its timeout).
+fn mpirun(ranks: usize, args: &[&str]) -> Finished {
+    dps_harness::launch::mpirun(ranks, Path::new(env!("CARGO_BIN_EXE_dps-tsp")), args)
 }
 
 /// The JSON record of a successful run.
 fn record(ranks: usize, args: &[&str]) -> serde_json::Value {
     let job = mpirun(ranks, args);
-    assert_eq!(job.code, Some(0), "{ranks} ranks {args:?}: {}", job.stderr);
+    assert_eq!(job.status.code(), Some(0), "{ranks} ranks {args:?}: {}", job.stderr);
     let line = job.stdout.lines().find(|l| l.starts_with('{')).unwrap_or_else(|| panic!("no JSON in {}", job.stdout));
     serde_json::from_str(line).unwrap()
 }
@@ -109,14 +81,14 @@ fn bad_files_give_the_documented_errors() {
         let path = temp_file(name, text);
         for ranks in [1, 2] {
             let job = mpirun(ranks, &[path.to_str().unwrap()]);
-            assert_eq!(job.code, Some(2), "{name} on {ranks} ranks: {}", job.stderr);
+            assert_eq!(job.status.code(), Some(2), "{name} on {ranks} ranks: {}", job.stderr);
             assert!(job.stderr.contains(message), "{name}: expected \"{message}\" in:\n{}", job.stderr);
             assert!(job.stdout.is_empty(), "no work may have been done: {}", job.stdout);
         }
         std::fs::remove_file(path).ok();
     }
     let job = mpirun(1, &["/nonexistent/x.tsp"]);
-    assert_eq!(job.code, Some(2));
+    assert_eq!(job.status.code(), Some(2));
     assert!(job.stderr.contains("/nonexistent/x.tsp"), "{}", job.stderr);
 }
 

@@ -17,7 +17,7 @@ use mpi::topology::Communicator;
 use serde::{Deserialize, Serialize};
 
 use crate::launch;
-use crate::stats::median;
+use dps_harness::median;
 
 /// The blocks of one run hold about this many bytes in total...
 const TOTAL_BYTES: usize = 256 << 20;
@@ -130,9 +130,7 @@ fn block_count(block: usize) -> usize {
 /// The launcher: one `mpirun -n 2` of `overlap-worker`, then prints its records.
 pub(crate) fn launch(opts: &Options, json: bool, timeout_s: u64) -> Result<()> {
     opts.check()?;
-    let mut args = vec!["overlap-worker".to_string()];
-    args.extend(opts.to_args());
-    launch::run_and_print::<Record>(2, &args, timeout_s, json)
+    launch::run_and_print::<Record>(2, "overlap-worker", opts.to_args(), timeout_s, json)
 }
 
 /// The worker, on exactly two ranks; rank 0 prints the records.

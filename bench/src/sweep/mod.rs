@@ -11,11 +11,11 @@ mod table;
 
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use dps_harness::launch::{Job, Launcher};
 use dps_harness::{BadInput, OutputFile};
 use serde::Serialize;
 
@@ -111,7 +111,7 @@ pub(crate) fn run(args: &SweepArgs) -> Result<()> {
         return crate::print_out(&list);
     }
     let selected = file.select(&args.names)?;
-    let launcher = Launcher::choose(args.launcher.as_deref())?;
+    let launcher = choose_launcher(args.launcher.as_deref())?;
     let bin_dir = std::env::current_exe()?.parent().context("no executable directory")?.to_path_buf();
     for e in &selected {
         if !bin_dir.join(&e.app).is_file() {
@@ -176,31 +176,14 @@ fn timestamp() -> String {
     jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ").to_string()
 }
 
-/// How MPI runs are started.
-#[derive(Debug)]
-enum Launcher {
-    Mpirun,
-    Srun,
-}
-
-impl Launcher {
-    fn choose(name: Option<&str>) -> Result<Self> {
-        match name {
-            Some("mpirun") => Ok(Launcher::Mpirun),
-            Some("srun") => Ok(Launcher::Srun),
-            Some(other) => dps_harness::bad_input!("--launcher must be mpirun or srun, not {other:?}"),
-            None if std::env::var_os("SLURM_JOB_ID").is_some() => Ok(Launcher::Srun),
-            None => Ok(Launcher::Mpirun),
-        }
-    }
-
-    fn command(&self, ranks: usize) -> Vec<String> {
-        match self {
-            Launcher::Mpirun => {
-                vec![concat!(env!("CARGO_MANIFEST_DIR"), "/../scripts/mpirun").into(), "-n".into(), ranks.to_string()]
-            }
-            Launcher::Srun => vec!["srun".into(), "--mpi=pmix".into(), "-n".into(), ranks.to_string()],
-        }
+/// The launcher of the experiments' MPI runs: `--launcher`, or srun inside a Slurm
+/// allocation and mpirun elsewhere.
+fn choose_launcher(name: Option<&str>) -> Result<Launcher> {
+    match name {
+        Some("mpirun") => Ok(Launcher::Mpirun),
+        Some("srun") => Ok(Launcher::Srun),
+        Some(other) => dps_harness::bad_input!("--launcher must be mpirun or srun, not {other:?}"),
+        None => Ok(Launcher::detect()),
     }
 }
 
@@ -242,7 +225,7 @@ fn run_experiment(
                 Some(s) => s,
                 None => {
                     let args: Vec<String> = reference.iter().cloned().chain(config::command_line(&shared)).collect();
-                    measure(e, None, &app, &args, &shared, 1, raw, &progress)?.seconds
+                    measure(e, Launcher::None, &app, &args, &shared, 1, raw, &progress)?.seconds
                 }
             };
             progress.inc(1);
@@ -250,7 +233,7 @@ fn run_experiment(
         }
         for &ranks in &e.ranks {
             let args: Vec<String> = e.args.iter().cloned().chain(point_args.clone()).collect();
-            let launch = (e.launcher == "mpi").then(|| launcher.command(ranks));
+            let launch = if e.launcher == "mpi" { *launcher } else { Launcher::None };
             let mut row = measure(e, launch, &app, &args, point, ranks, raw, &progress)?;
             row.oversubscribed = matches!(launcher, Launcher::Mpirun) && e.launcher == "mpi" && ranks > cores();
             progress.inc(1);
@@ -265,7 +248,7 @@ fn run_experiment(
 #[allow(clippy::too_many_arguments)]
 fn measure(
     e: &Experiment,
-    launch: Option<Vec<String>>,
+    launch: Launcher,
     app: &Path,
     args: &[String],
     point: &Point,
@@ -280,15 +263,10 @@ fn measure(
     for rep in 0..e.repeat {
         let run = format!("{label} ranks={ranks} run {}/{}", rep + 1, e.repeat);
         progress.set_message(format!("{} {run}", e.name));
-        let mut cmd = Command::new("timeout");
-        cmd.args(["-k", "5", &e.timeout_s.to_string()]);
-        if let Some(l) = &launch {
-            cmd.args(l);
-        }
-        cmd.arg(app).args(args).arg("--json");
+        let job = Job::new(app).launcher(launch).ranks(ranks).args(args).arg("--json").timeout_s(e.timeout_s);
         let started = Instant::now();
-        let out = cmd.output().with_context(|| format!("cannot start {}", app.display()))?;
-        let stdout = String::from_utf8_lossy(&out.stdout);
+        let out = job.output()?;
+        let stdout = &out.stdout;
         let record = stdout
             .lines()
             .rev()
@@ -299,11 +277,11 @@ fn measure(
                 writeln!(raw, "{}", serde_json::json!({"params": params, "ranks": ranks, "record": r}))?;
                 runs.push(r);
             }
-            (code, _) => {
-                let stderr = String::from_utf8_lossy(&out.stderr);
-                let why = match code {
-                    Some(124) | Some(137) => format!("timed out after {} s", e.timeout_s),
-                    _ => stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no output").to_string(),
+            (_, _) => {
+                let why = if out.timed_out() {
+                    format!("timed out after {} s", e.timeout_s)
+                } else {
+                    out.stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no output").to_string()
                 };
                 status = format!("failed: {why}");
                 writeln!(raw, "{}", serde_json::json!({"params": params, "ranks": ranks, "error": status}))?;

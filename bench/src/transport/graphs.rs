@@ -7,7 +7,7 @@ use anyhow::{ensure, Result};
 use dps::{route, Bulk, Graph, MergeFn, Node, Runtime};
 
 use super::{calibration_messages, stream_messages, PINGPONG_ITERS, PINGPONG_TIME};
-use crate::stats::median;
+use dps_harness::median;
 
 const WARMUP: usize = 5;
 

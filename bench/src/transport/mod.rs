@@ -138,9 +138,7 @@ fn gbps(messages: usize, bytes: usize, seconds: f64) -> f64 {
 /// The launcher: one `mpirun -n 2` of `transport-worker`, then prints its records.
 pub(crate) fn launch(opts: &Options, json: bool, timeout_s: u64) -> Result<()> {
     opts.check()?;
-    let mut args = vec!["transport-worker".to_string()];
-    args.extend(opts.to_args());
-    launch::run_and_print::<Record>(2, &args, timeout_s, json)
+    launch::run_and_print::<Record>(2, "transport-worker", opts.to_args(), timeout_s, json)
 }
 
 /// The worker, on exactly two ranks: raw MPI first, then DPS; rank 0 prints the records.

@@ -9,7 +9,7 @@ use mpi::topology::{Communicator, Process, SimpleCommunicator};
 use mpi::traits::{CommunicatorCollectives, Root};
 
 use super::{calibration_messages, stream_messages, PINGPONG_ITERS, PINGPONG_TIME};
-use crate::stats::median;
+use dps_harness::median;
 
 const WARMUP: usize = 5;
 const CALIBRATION: usize = 5;
