@@ -167,6 +167,10 @@ pub fn parse(text: &str) -> Result<(Pattern, usize), RleError> {
                 continue;
             }
             let run = count.take().unwrap_or(1);
+            if run == 0 {
+                // "0$" would go back to the start of the same row, and "0o" means nothing.
+                return Err(err(n, format!("a run count of 0 before {c:?}")));
+            }
             match c {
                 'b' | '.' | 'o' | 'A' => {
                     if y >= height {
@@ -341,6 +345,16 @@ mod tests {
     use proptest::prelude::*;
 
     const GOSPER: &str = "#N Gosper glider gun\nx = 36, y = 9, rule = B3/S23\n24bo$22bobo$12b2o6b2o12b2o$11bo3bo4b2o12b2o$2o8bo5bo3b2o$2o8bo3bob2o4b\nobo$10bo5bo7bo$11bo3bo$12b2o!\n";
+
+    /// Found by the property test: "0$" went back to the start of the row, so a row's runs
+    /// were out of order and cells could be set twice.
+    #[test]
+    fn a_run_count_of_zero_is_an_error() {
+        for text in ["x = 5, y = 2\no3bo0$bo!", "x = 5, y = 1\n0o!"] {
+            let e = parse(text).unwrap_err();
+            assert!(e.to_string().contains("run count of 0"), "{e}");
+        }
+    }
 
     #[test]
     fn parses_the_gosper_gun() {
