@@ -123,7 +123,13 @@ fn describe_machine(topology: &Topology) -> String {
             Some(ObjectAttributes::NUMANode(numa)) => numa.local_memory().map_or(0, |m| m.get()),
             _ => 0,
         };
-        let _ = writeln!(out, "NUMA node {}: {}, PUs {}", node.logical_index(), bytes(memory), pus(node));
+        let _ = writeln!(
+            out,
+            "NUMA node {}: {}, PUs {}",
+            node.logical_index(),
+            dps_harness::format_bytes(memory),
+            pus(node)
+        );
     }
     let _ = writeln!(out, "allowed PUs (cgroup, cpuset): {}", list(&topology.allowed_cpuset()));
     if let Ok(set) = topology.cpu_binding(CpuBindingFlags::PROCESS) {
@@ -217,30 +223,16 @@ fn ranges(numbers: impl Iterator<Item = usize>) -> String {
 
 fn cache_size(cache: &TopologyObject) -> String {
     match cache.attributes() {
-        Some(ObjectAttributes::Cache(c)) => c.size().map_or("size unknown".into(), |s| bytes(s.get())),
+        Some(ObjectAttributes::Cache(c)) => {
+            c.size().map_or("size unknown".into(), |s| dps_harness::format_bytes(s.get()))
+        }
         _ => "size unknown".into(),
-    }
-}
-
-/// `bytes` in KiB, MiB or GiB.
-fn bytes(bytes: u64) -> String {
-    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if value.fract() == 0.0 {
-        format!("{value} {}", UNITS[unit])
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{bytes, natural, ranges};
+    use super::{natural, ranges};
 
     #[test]
     fn numbers_print_as_ranges() {
@@ -251,8 +243,6 @@ mod tests {
 
     #[test]
     fn sizes_and_names_read_naturally() {
-        assert_eq!(bytes(32 * 1024), "32 KiB");
-        assert_eq!(bytes(1536 * 1024), "1.5 MiB");
         assert!(natural("dps-worker-9") < natural("dps-worker-10"));
     }
 }

@@ -68,7 +68,7 @@ pub fn check_memory(what: &str, rank0: u64, other: u64) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `bytes` in the largest binary unit that keeps it at least 1: "1.5 GiB", "512 B".
+/// `bytes` in the largest binary unit that keeps it at least 1: "1.5 GiB", "32 KiB", "512 B".
 pub fn format_bytes(bytes: u64) -> String {
     if bytes == u64::MAX {
         return "more than 16 EiB".to_string();
@@ -82,6 +82,8 @@ pub fn format_bytes(bytes: u64) -> String {
     }
     if unit == 0 {
         format!("{bytes} B")
+    } else if value.fract() == 0.0 {
+        format!("{value} {}", units[unit])
     } else {
         format!("{value:.1} {}", units[unit])
     }
@@ -95,6 +97,7 @@ mod tests {
     fn formats_sizes() {
         assert_eq!(format_bytes(512), "512 B");
         assert_eq!(format_bytes(3 << 29), "1.5 GiB");
+        assert_eq!(format_bytes(32 * 1024), "32 KiB");
         assert_eq!(format_bytes(u64::MAX), "more than 16 EiB");
     }
 

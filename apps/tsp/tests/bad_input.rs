@@ -161,7 +161,7 @@ fn bad_input_table() {
             case(&[&dims[4]], 2, &["DIMENSION \"x\""]),
             case(&[&twice], 2, &["line 2", "DIMENSION given twice"]),
             case(&[&asym], 2, &["not symmetric"]),
-            case(&["/dev/zero"], 2, &["/dev/zero", "more than 1.0 GiB"]),
+            case(&["/dev/zero"], 2, &["/dev/zero", "more than 1 GiB"]),
             // G. Numeric options at 0, negative, huge, not a number.
             case(&["--random", "0"], 2, &["--random 0"]),
             case(&["--random", "2"], 2, &["--random 2"]),
