@@ -343,12 +343,7 @@ fn drive(
         };
         // Against the generations asked for, not those counted on the way: a run that
         // skipped some cannot agree with a reference that skipped as many.
-        let verdict = verify(&input.source, args.wrap, input.total_generations, &observed);
-        record.common.verified = Some(verdict.is_ok());
-        match verdict {
-            Ok(reference) => record.reference = Some(reference.into()),
-            Err(why) => outcome = Err(anyhow::anyhow!("verification failed: {why}")),
-        }
+        outcome = record_verdict(verify(&input.source, args.wrap, input.total_generations, &observed), &mut record);
     }
     let outcome = match (out, outcome) {
         (Some((file, format)), Ok(())) => sim.write(file, format),
@@ -462,12 +457,7 @@ fn run_serial(args: &Args, mut input: Input) -> Result<()> {
             cells: world.slab.rows(),
             population,
         };
-        let verdict = verify(&input.source, args.wrap, input.total_generations, &observed);
-        record.common.verified = Some(verdict.is_ok());
-        match verdict {
-            Ok(reference) => record.reference = Some(reference.into()),
-            Err(why) => outcome = Err(anyhow::anyhow!("verification failed: {why}")),
-        }
+        outcome = record_verdict(verify(&input.source, args.wrap, input.total_generations, &observed), &mut record);
     }
     if let (Some((file, format)), Ok(())) = (input.out.take(), &outcome) {
         let rect = input.rect;
@@ -480,4 +470,16 @@ fn run_serial(args: &Args, mut input: Input) -> Result<()> {
     }
     let printed = dps_harness::print_record(&record, args.output.json);
     outcome.and(printed)
+}
+
+/// Puts a verification's verdict in the record; a failed one becomes the run's error.
+fn record_verdict(verdict: Result<&'static str, String>, record: &mut Record) -> Result<()> {
+    record.common.verified = Some(verdict.is_ok());
+    match verdict {
+        Ok(reference) => {
+            record.reference = Some(reference.into());
+            Ok(())
+        }
+        Err(why) => Err(anyhow::anyhow!("verification failed: {why}")),
+    }
 }
