@@ -1,6 +1,7 @@
 //! Thread collections: named sets of threads, each with its own user state, mapped onto ranks.
 
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// What every rank knows about a collection.
@@ -9,8 +10,33 @@ pub(crate) struct CollInfo {
     pub(crate) id: usize,
     pub(crate) name: String,
     pub(crate) mapping: String,
-    /// Rank of each thread.
+    /// Rank of each thread when the collection was created.
     pub(crate) ranks: Vec<usize>,
+    /// Where this rank believes each thread lives now: `epoch << 32 | rank`, where `epoch`
+    /// counts the thread's moves (see `engine::migration`); a view is only replaced by a
+    /// newer one.
+    pub(crate) owners: Vec<AtomicU64>,
+}
+
+impl CollInfo {
+    pub(crate) fn new(id: usize, name: String, mapping: String, ranks: Vec<usize>) -> Self {
+        let owners = ranks.iter().map(|&r| AtomicU64::new(r as u64)).collect();
+        CollInfo { id, name, mapping, ranks, owners }
+    }
+
+    /// The rank this rank believes hosts thread `index` (a stale belief is corrected by
+    /// forwarding: see `engine::migration`).
+    pub(crate) fn rank_of(&self, index: usize) -> usize {
+        (self.owners[index].load(Ordering::Acquire) & u64::from(u32::MAX)) as usize
+    }
+
+    /// Records that thread `index` lives on `rank` since its move number `epoch`, unless a
+    /// newer move is already known.
+    pub(crate) fn relocate(&self, index: usize, rank: usize, epoch: u32) {
+        let new = (u64::from(epoch) << 32) | rank as u64;
+        let _ = self.owners[index]
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |old| ((old >> 32) < u64::from(epoch)).then_some(new));
+    }
 }
 
 /// A collection of threads whose state has type `S`. Create one with
@@ -35,9 +61,11 @@ impl<S> Collection<S> {
         false
     }
 
-    /// The rank hosting thread `index`.
+    /// The rank hosting thread `index`, as far as this rank knows: threads of a movable
+    /// collection may have moved since (see [`Runtime::migrate`](crate::Runtime::migrate));
+    /// on the rank that moved them it is exact once the move returned.
     pub fn rank_of(&self, index: usize) -> usize {
-        self.info.ranks[index]
+        self.info.rank_of(index)
     }
 
     /// The collection's name.

@@ -13,7 +13,7 @@ use mpi::topology::Communicator;
 use crate::binding::{Bind, Binding};
 use crate::collection::{CollInfo, Collection};
 use crate::collectives;
-use crate::engine::{self, CallResult, Ctx, Engine};
+use crate::engine::{self, CallResult, Ctx, Engine, StateCodec};
 use crate::error::ErrorKind;
 use crate::failure;
 use crate::graph::{self, Graph};
@@ -199,7 +199,13 @@ impl Runtime {
 
     /// Starts workers until there is one per local DPS thread (up to `max_workers()`).
     fn add_workers(&self) {
-        let wanted = self.engine.registry.local_threads().min(max_workers());
+        self.add_workers_at_least(0);
+    }
+
+    /// As `add_workers`, with at least `threads` workers (up to `max_workers()`): a rank may
+    /// come to host every thread of a movable collection.
+    fn add_workers_at_least(&self, threads: usize) {
+        let wanted = self.engine.registry.local_threads().max(threads).min(max_workers());
         let mut workers = self.workers.lock().unwrap();
         while workers.len() < wanted {
             let engine = self.engine.clone();
@@ -281,15 +287,78 @@ impl Runtime {
     ) -> Result<Collection<S>, Error> {
         let ranks = mapping::parse(mapping, &self.engine.hosts)
             .map_err(|e| Error::mapping(format!("collection \"{name}\": {e}")))?;
-        let info = Arc::new(CollInfo {
-            id: self.engine.registry.collections(),
-            name: name.to_string(),
-            mapping: mapping.to_string(),
-            ranks,
-        });
+        let id = self.engine.registry.collections();
+        let info = Arc::new(CollInfo::new(id, name.to_string(), mapping.to_string(), ranks));
         self.engine.registry.add_collection(self.engine.rank, info.clone(), |i| Box::new(init(i)));
         self.add_workers();
         Ok(Collection::new(info))
+    }
+
+    /// As [`Runtime::collection`], for a collection whose threads can move to other ranks
+    /// while the program runs ([`Runtime::migrate`], [`Runtime::remap`]): the state is
+    /// serializable (put large arrays in [`Bulk`](crate::Bulk)s, which move as raw bytes).
+    /// Every rank starts enough workers to host all of its threads.
+    ///
+    /// ```
+    /// let rt = dps::Runtime::single();
+    /// let cells = rt.movable_collection("cells", "0*2", |i| vec![i as u64; 3]).unwrap();
+    /// rt.remap(&cells, "0 0").unwrap();
+    /// assert!(rt.migrate(&cells, 1, 1).is_err(), "a one-rank job has no rank 1");
+    /// rt.shutdown().unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// If the mapping string is malformed or names a rank or host that does not exist.
+    pub fn movable_collection<S: Token>(
+        &self,
+        name: &str,
+        mapping: &str,
+        init: impl Fn(usize) -> S,
+    ) -> Result<Collection<S>, Error> {
+        let coll = self.collection(name, mapping, init)?;
+        let codec = StateCodec { encode: crate::wire::encode::<S>, decode: crate::wire::decode::<S> };
+        self.engine.codecs.register(coll.info.id as u32, codec);
+        self.add_workers_at_least(coll.len());
+        Ok(coll)
+    }
+
+    /// Moves thread `index` of `coll` (its state, and the tokens queued for it) to rank
+    /// `to`, and returns once it has arrived. Any rank may call it, while graphs run or
+    /// between calls; routes keep naming the thread by its index and tokens reach it
+    /// wherever it lives (tokens already on their way are forwarded). A thread moves
+    /// between two of its operations, once it has no split, stream or merge instance under
+    /// way. Tokens that overtake each other across a move may arrive in another order.
+    ///
+    /// # Errors
+    /// Before anything moves: if `to` is not a rank of the job ([`ErrorKind::Mapping`]),
+    /// `index` is out of range or the collection was not created with
+    /// [`Runtime::movable_collection`] ([`ErrorKind::Usage`]). If the move does not
+    /// complete within two minutes ([`ErrorKind::Failed`]).
+    pub fn migrate<S>(&self, coll: &Collection<S>, index: usize, to: usize) -> Result<(), Error> {
+        self.engine.move_threads(&coll.info, &[(index, to)])
+    }
+
+    /// Moves the threads of `coll` so that it is mapped as `mapping` says (a mapping string
+    /// as for [`Runtime::collection`], with as many threads), and returns once all have
+    /// arrived. Typically called between two calls of a graph.
+    ///
+    /// # Errors
+    /// Before anything moves: if the mapping is malformed, names a rank that does not exist
+    /// or has another number of threads ([`ErrorKind::Mapping`]), or the collection cannot
+    /// move ([`ErrorKind::Usage`]); as [`Runtime::migrate`] otherwise.
+    pub fn remap<S>(&self, coll: &Collection<S>, mapping: &str) -> Result<(), Error> {
+        let name = coll.name();
+        let ranks = mapping::parse(mapping, &self.engine.hosts)
+            .map_err(|e| Error::mapping(format!("remap of collection \"{name}\": {e}")))?;
+        if ranks.len() != coll.len() {
+            return Err(Error::mapping(format!(
+                "remap of collection \"{name}\": mapping \"{mapping}\" has {} threads, the collection {}",
+                ranks.len(),
+                coll.len()
+            )));
+        }
+        let moves: Vec<(usize, usize)> = ranks.into_iter().enumerate().collect();
+        self.engine.move_threads(&coll.info, &moves)
     }
 
     /// The number of threads a collection mapped by `mapping` would have.

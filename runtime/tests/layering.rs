@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// The modules that may use each other although they share a layer (see the README).
-const SAME_LAYER_UNIT: &[&str] = &["engine", "engine::thread", "engine::registry"];
+const SAME_LAYER_UNIT: &[&str] = &["engine", "engine::thread", "engine::registry", "engine::migration"];
 
 struct Row {
     layer: u32,

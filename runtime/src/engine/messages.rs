@@ -72,6 +72,27 @@ pub(crate) enum Header {
         instance: InstanceId,
         slot: u32,
     },
+    /// Rank `requester` asks thread `to` to move to rank `dest` (move `id` of the
+    /// requester); see `engine::migration`.
+    Move {
+        to: ThreadAddr,
+        dest: u32,
+        requester: u32,
+        id: u64,
+    },
+    /// Thread `to`'s state (the payload), moving in; its `epoch`-th move.
+    Install {
+        to: ThreadAddr,
+        epoch: u32,
+        requester: u32,
+        id: u64,
+    },
+    /// Thread `thread` lives on `rank` since its `epoch`-th move.
+    Located {
+        thread: ThreadAddr,
+        rank: u32,
+        epoch: u32,
+    },
     /// The output of call `call` of graph `graph`.
     Reply {
         graph: u32,
@@ -95,6 +116,8 @@ pub(crate) enum Control {
     Trace { from: u32, events: String },
     /// Rank 0 to all: whether it can write the trace file (`None`) or what is wrong.
     TraceReady { error: Option<String> },
+    /// To the requester of move `id`: the thread has arrived.
+    Moved { id: u64 },
 }
 
 /// A token, moved (same rank) or encoded (from another rank).

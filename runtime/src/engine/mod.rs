@@ -9,6 +9,7 @@
 //! | `calls` | call slots and their failure, call and instance ids |
 //! | `control` | the queue of control messages the collective protocols wait on |
 //! | `messages` | what ranks and threads send each other |
+//! | `migration` | moving a thread's state to another rank while the job runs |
 //!
 //! A rank has one worker per cell it hosts (up to a bound), so a long operation on one cell
 //! never delays another. The one exception to "workers run cells": a token that arrives from
@@ -18,6 +19,7 @@
 mod calls;
 mod control;
 mod messages;
+mod migration;
 mod registry;
 mod schedule;
 mod thread;
@@ -26,10 +28,12 @@ use std::sync::{Arc, RwLock};
 
 pub(crate) use calls::CallResult;
 pub(crate) use messages::{Control, Ctx, Header, InstanceId, Payload, ThreadAddr};
+pub(crate) use migration::StateCodec;
 pub(crate) use schedule::recv_eagerly;
 
 use calls::Calls;
 use control::ControlQueue;
+use migration::Codecs;
 use registry::Registry;
 use schedule::{Cell, Scheduler};
 use thread::ThreadBody;
@@ -60,6 +64,8 @@ pub(crate) struct Engine {
     pub(crate) registry: Registry,
     pub(crate) calls: Calls,
     pub(crate) control: ControlQueue,
+    /// How to move the state of each movable collection (see `migration`).
+    pub(crate) codecs: Codecs,
     scheduler: Scheduler<Envelope, ThreadBody>,
     /// The workers' activity, read by the transport's back-off (see `activity`).
     pub(crate) activity: Arc<Activity>,
@@ -76,6 +82,7 @@ impl Engine {
             registry: Registry::default(),
             calls: Calls::new(rank),
             control: ControlQueue::default(),
+            codecs: Codecs::default(),
             scheduler: Scheduler::new(),
             activity: Arc::default(),
             transport: RwLock::new(None),
@@ -122,10 +129,12 @@ impl Engine {
     /// handing it to a worker costs a wake-up that dominates short operations.
     fn dispatch(&self, header: Header, payload: Option<Payload>, may_run_here: bool) {
         match header {
-            Header::Token { to, .. } | Header::Close { to, .. } | Header::Credit { to, .. } => {
-                let Some(cell) = self.registry.cell(to) else {
-                    panic!("dps: rank {} received a message for thread {to:?}, which it does not host", self.rank)
-                };
+            Header::Token { to, .. }
+            | Header::Close { to, .. }
+            | Header::Credit { to, .. }
+            | Header::Move { to, .. }
+            | Header::Install { to, .. } => {
+                let cell = self.cell_for(&header, to);
                 let env = Envelope { header, payload };
                 let env = if may_run_here && self.is_short(&env.header) {
                     self.scheduler.try_run_here(&cell, env, |body, env| body.handle(self, env))
@@ -138,6 +147,7 @@ impl Engine {
             }
             Header::Reply { call, .. } => self.calls.reply(call, payload.expect("dps: reply without token")),
             Header::Control(c) => self.control.push(c),
+            Header::Located { thread, rank, epoch } => self.located(thread, rank, epoch),
         }
     }
 

@@ -53,9 +53,23 @@ impl Registry {
         self.cells.read().unwrap().get(&addr).cloned()
     }
 
-    /// The rank that hosts thread `addr`.
+    /// The rank that hosts thread `addr`, as far as this rank knows (see `migration`).
     pub(crate) fn rank_of(&self, addr: ThreadAddr) -> usize {
-        self.colls.read().unwrap()[addr.coll as usize].ranks[addr.index as usize]
+        self.colls.read().unwrap()[addr.coll as usize].rank_of(addr.index as usize)
+    }
+
+    /// Collection number `id`.
+    pub(crate) fn collection(&self, id: u32) -> Arc<CollInfo> {
+        self.colls.read().unwrap()[id as usize].clone()
+    }
+
+    /// The cell of thread `addr`, created with `make` if this rank never hosted it (a thread
+    /// moving in for the first time).
+    pub(crate) fn cell_or_insert(&self, addr: ThreadAddr, make: impl FnOnce() -> ThreadBody) -> Arc<ThreadCell> {
+        if let Some(cell) = self.cell(addr) {
+            return cell;
+        }
+        self.cells.write().unwrap().entry(addr).or_insert_with(|| Arc::new(ThreadCell::new(make()))).clone()
     }
 
     pub(crate) fn add_graph(&self, g: Arc<GraphImpl>) {

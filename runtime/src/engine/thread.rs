@@ -11,6 +11,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use super::messages::{Frame, NO_SLOT};
+use super::migration::{self, Moving};
 use super::{Ctx, Engine, Envelope, Header, InstanceId, ThreadAddr};
 use crate::failure::in_op;
 use crate::graph::GraphImpl;
@@ -18,11 +19,13 @@ use crate::node::{AnyState, AnyToken, Entry, OpImpl, SplitIter};
 use crate::route::RouteCtx;
 
 pub(crate) struct ThreadBody {
-    addr: ThreadAddr,
+    pub(super) addr: ThreadAddr,
     name: Arc<str>,
-    state: Box<AnyState>,
+    pub(super) state: Box<AnyState>,
     opens: HashMap<InstanceId, OpenRun>,
     merges: HashMap<InstanceId, MergeRun>,
+    /// Whether the thread is here or has moved away (`migration`).
+    pub(super) moving: Moving,
 }
 
 /// An instance this thread opened and is still producing tokens for.
@@ -96,10 +99,31 @@ struct MergeRun {
 
 impl ThreadBody {
     pub(crate) fn new(addr: ThreadAddr, name: String, state: Box<AnyState>) -> Self {
-        ThreadBody { addr, name: name.into(), state, opens: HashMap::new(), merges: HashMap::new() }
+        ThreadBody {
+            addr,
+            name: name.into(),
+            state,
+            opens: HashMap::new(),
+            merges: HashMap::new(),
+            moving: Moving::default(),
+        }
+    }
+
+    /// True when no split, stream or merge instance is under way on this thread: its state
+    /// is then all there is to it, and it may move.
+    pub(super) fn is_quiet(&self) -> bool {
+        self.opens.is_empty() && self.merges.is_empty()
     }
 
     pub(crate) fn handle(&mut self, engine: &Engine, env: Envelope) {
+        // A thread that moved away forwards; a move request or an arriving state is handled there.
+        if let Some(env) = migration::arrive(self, engine, env) {
+            self.handle_here(engine, env);
+        }
+        migration::after_message(self, engine);
+    }
+
+    fn handle_here(&mut self, engine: &Engine, env: Envelope) {
         match env.header {
             Header::Token { graph, node, ctx, .. } => {
                 let start = std::time::Instant::now();
@@ -141,7 +165,11 @@ impl ThreadBody {
                     self.pump(engine, instance);
                 }
             }
-            Header::Reply { .. } | Header::Control(_) => unreachable!("dps: not a thread message"),
+            Header::Reply { .. }
+            | Header::Control(_)
+            | Header::Located { .. }
+            | Header::Move { .. }
+            | Header::Install { .. } => unreachable!("dps: not an operation's message"),
         }
     }
 
@@ -216,7 +244,7 @@ impl ThreadBody {
                 instance,
                 total: run.emitted,
             };
-            engine.post(c.coll.ranks[run.merge_thread as usize], header, None);
+            engine.post(c.coll.rank_of(run.merge_thread as usize), header, None);
         }
     }
 
@@ -353,7 +381,7 @@ impl Engine {
                 );
                 let to = ThreadAddr { coll: n.coll.id as u32, index: index as u32 };
                 let header = Header::Token { to, graph: g.id as u32, node: *node as u32, ctx };
-                self.post(n.coll.ranks[index], header, Some((token, n.encode)));
+                self.post(n.coll.rank_of(index), header, Some((token, n.encode)));
             }
         }
     }
