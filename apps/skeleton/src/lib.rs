@@ -1,0 +1,8 @@
+//! Skeletonization of binary images as a parallel cellular automaton (the thesis's ch. 8):
+//! the thinning rule of eq. (8-1), bit-parallel, with its serial reference (`kernel`); the
+//! image cut into cells, each a DPS thread whose state can move between ranks (`cells`);
+//! the static distribution of eq. (8-2) and the load balancing by cell migration
+//! (`balance`); the graph (`graph`); input and output images (`images`); and the runner the
+//! CLI calls (`run`).
+
+pub mod kernel;
