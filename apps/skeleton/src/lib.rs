@@ -5,4 +5,5 @@
 //! (`balance`); the graph (`graph`); input and output images (`images`); and the runner the
 //! CLI calls (`run`).
 
+pub mod cells;
 pub mod kernel;
