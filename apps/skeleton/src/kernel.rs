@@ -97,10 +97,26 @@ impl Plane {
         if y < 0 || y as usize >= self.height {
             return;
         }
-        for i in 0..n {
-            let px = x + i as isize;
-            if px >= 0 && (px as usize) < self.width {
-                self.set(px as usize, y as usize, bits[i / 64] >> (i % 64) & 1 == 1);
+        if x < 0 || x as usize + n > self.width {
+            // Clipped: pixel by pixel (only frames that reach past the image's edge).
+            for i in 0..n {
+                let px = x + i as isize;
+                if px >= 0 && (px as usize) < self.width {
+                    self.set(px as usize, y as usize, bits[i / 64] >> (i % 64) & 1 == 1);
+                }
+            }
+            return;
+        }
+        let row = self.row_mut(y as usize);
+        for (i, &v) in bits.iter().enumerate().take(n.div_ceil(64)) {
+            let len = (n - 64 * i).min(64);
+            let mask = if len == 64 { u64::MAX } else { (1u64 << len) - 1 };
+            let v = v & mask;
+            let at = x as usize + 64 * i;
+            let (q, r) = (at / 64, (at % 64) as u32);
+            row[q] = (row[q] & !(mask << r)) | (v << r);
+            if r as usize + len > 64 {
+                row[q + 1] = (row[q + 1] & !(mask >> (64 - r))) | (v >> (64 - r));
             }
         }
     }

@@ -5,5 +5,7 @@
 //! (`balance`); the graph (`graph`); input and output images (`images`); and the runner the
 //! CLI calls (`run`).
 
+pub mod balance;
 pub mod cells;
+pub mod images;
 pub mod kernel;
