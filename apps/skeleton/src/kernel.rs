@@ -124,7 +124,7 @@ impl Plane {
     /// `n` pixels of row `y` from column `x` (white outside the image), packed.
     pub fn get_bits(&self, x: isize, y: isize, n: usize) -> Vec<u64> {
         let mut out: Vec<u64> = (0..n.div_ceil(64)).map(|i| self.get64(x + 64 * i as isize, y)).collect();
-        if n % 64 != 0 {
+        if !n.is_multiple_of(64) {
             *out.last_mut().unwrap() &= (1u64 << (n % 64)) - 1;
         }
         out

@@ -7,5 +7,9 @@
 
 pub mod balance;
 pub mod cells;
+pub mod graph;
 pub mod images;
 pub mod kernel;
+pub mod master;
+pub mod record;
+pub mod run;

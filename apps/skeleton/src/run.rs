@@ -1,0 +1,233 @@
+//! Command-line options and the runner: checks the input, builds the cells and graphs, runs
+//! the rounds from rank 0 (moving cells between them with `--variant migrate`), verifies
+//! against the serial reference, writes the skeleton and reports.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Result};
+use clap::{Parser, ValueEnum};
+use dps::{Collection, Runtime, RuntimeArgs};
+use dps_harness::options::{Check, Output, Seed};
+use dps_harness::{bad_input, Common, OutputFile};
+use rand::{Rng, SeedableRng};
+
+use crate::balance;
+use crate::cells::{Cell, Grid};
+use crate::graph::{self, Graphs, Round};
+use crate::images::{self, Generate};
+use crate::kernel::{self, Plane};
+use crate::master::Master;
+use crate::record::Record;
+
+/// The largest `--depth`: a round's halo is `2·depth` pixels, read 64 at a time.
+pub const MAX_DEPTH: usize = 32;
+
+/// How cells are placed on ranks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Variant {
+    /// Eq. (8-2) for the whole run.
+    Static,
+    /// Eq. (8-2) at first, then cells migrate from loaded ranks to idle ones between rounds
+    /// (§8.4).
+    Migrate,
+}
+
+/// `dps-skeleton`: skeletonization of a binary image (the thinning rule of the thesis's eq.
+/// (8-1), repeated until nothing changes) as a cellular automaton over cells on DPS, with
+/// dynamic load balancing by cell migration.
+#[derive(Parser, Debug)]
+#[command(name = "dps-skeleton", version, about)]
+#[command(mut_arg("seed", |a| a.help("Seed of the generated image")))]
+#[command(mut_arg("verify", |a| a.help("Compare the skeleton (and the number of passes) with the serial reference")))]
+pub struct Args {
+    /// A PNG image, thresholded to black and white (see --threshold).
+    #[arg(long, value_name = "FILE", conflicts_with = "generate", required_unless_present = "generate")]
+    pub input: Option<PathBuf>,
+    /// A generated image: KIND is blobs, text, skewed (work only in even columns of cells)
+    /// or mixed (every fourth column of cells empty).
+    #[arg(long, num_args = 3, value_names = ["KIND", "W", "H"], allow_hyphen_values = true)]
+    pub generate: Option<Vec<String>>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub seed: Seed<1>,
+    /// --input: pixels whose luminance is at least this are foreground.
+    #[arg(long, default_value_t = 128)]
+    pub threshold: u8,
+    /// --input: the foreground is dark (below --threshold) instead.
+    #[arg(long)]
+    pub dark_foreground: bool,
+    /// Cell side in pixels (the thesis used 128; larger cells cost less bookkeeping).
+    #[arg(long, default_value_t = 256)]
+    pub cell: usize,
+    /// Passes of the rule per round: a cell gets a halo of 2·depth pixels and advances this
+    /// many passes before the next exchange (1 is the thesis's exchange per pass).
+    #[arg(long, default_value_t = 8)]
+    pub depth: usize,
+    /// Where cells run.
+    #[arg(long, value_enum, default_value = "migrate")]
+    pub variant: Variant,
+    /// Also move this many randomly chosen cells (seeded by --seed) to random ranks before
+    /// every round: a test of migration, not a balancing policy.
+    #[arg(long, default_value_t = 0)]
+    pub force_migrations: usize,
+    /// Write the skeleton to this PNG file (255 = foreground).
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub check: Check,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub output: Output,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub runtime: RuntimeArgs,
+}
+
+fn variant_name(v: Variant) -> String {
+    v.to_possible_value().map(|p| p.get_name().to_string()).unwrap_or_default()
+}
+
+/// The checked input: the image, its description, the output file.
+struct Input {
+    image: Plane,
+    what: String,
+    out: Option<OutputFile>,
+}
+
+fn check(args: &Args) -> Result<Input> {
+    if args.depth == 0 || args.depth > MAX_DEPTH {
+        bad_input!("--depth {}: a round runs 1 to {MAX_DEPTH} passes", args.depth);
+    }
+    if args.cell == 0 {
+        bad_input!("--cell 0: a cell needs at least one pixel");
+    }
+    let (image, what) = match (&args.input, &args.generate) {
+        (Some(path), _) => (images::read_png(path, args.threshold, args.dark_foreground)?, path.display().to_string()),
+        (None, Some(values)) => {
+            let g: Generate = images::parse_generate(values).map_err(dps_harness::BadInput::new)?;
+            let bytes = (g.width.div_ceil(64) * 8) as u64 * g.height as u64;
+            // The image, the cells and rank 0's copies of them.
+            dps_harness::check_memory("the image", 4 * bytes, 2 * bytes)?;
+            let what = format!("{} {}x{} seed {}", values[0], g.width, g.height, args.seed.seed);
+            (images::generate(g, args.seed.seed, args.cell), what)
+        }
+        (None, None) => bad_input!("give an image: --input FILE or --generate KIND W H"),
+    };
+    if args.cell > image.width.max(image.height) {
+        bad_input!("--cell {}: larger than the {}x{} image", args.cell, image.width, image.height);
+    }
+    let out = args.out.as_deref().map(|p| OutputFile::create("--out", p)).transpose()?;
+    Ok(Input { image, what, out })
+}
+
+/// Runs the program.
+///
+/// # Errors
+/// Bad options or input (a [`dps_harness::BadInput`], before any work), a failed call, a
+/// failed output, or a failed verification.
+pub fn run(args: &Args) -> Result<()> {
+    let mut input = dps_harness::input(check(args))?;
+    let rt = args.runtime.start()?;
+    let out = input.out.take().filter(|_| rt.is_root());
+    let image = &input.image;
+    let grid = Grid::new(image.width, image.height, args.cell);
+    let main = rt.collection("main", "0", |_| ())?;
+    let cells = rt.movable_collection("cells", &grid.static_mapping(rt.ranks()), |i| Cell::new(&grid, i, image))?;
+    let graphs = graph::build(&rt, &main, &cells)?;
+    let outcome = if rt.is_root() { drive(args, &input, out, &rt, &graphs, &cells, grid) } else { Ok(()) };
+    rt.shutdown()?;
+    outcome
+}
+
+/// Rank 0: the rounds, the migrations between them, the gather, the check and the report.
+fn drive(
+    args: &Args,
+    input: &Input,
+    out: Option<OutputFile>,
+    rt: &Runtime,
+    graphs: &Graphs,
+    cells: &Collection<Cell>,
+    grid: Grid,
+) -> Result<()> {
+    let image = &input.image;
+    let ranks = rt.ranks();
+    let mut forced = rand_chacha::ChaCha8Rng::seed_from_u64(args.seed.seed ^ 0x5eed);
+    let start = Instant::now();
+    let mut master = Master::new(grid, args.depth, image.clone());
+    let mut migrations = 0;
+    loop {
+        let works = master.next_works();
+        if master.rounds > 0 && ranks > 1 {
+            let mut moves = Vec::new();
+            if args.variant == Variant::Migrate {
+                let owner: Vec<usize> = (0..grid.cells()).map(|c| cells.rank_of(c)).collect();
+                moves = balance::plan(&owner, &master.predicted_load(&works), ranks);
+            }
+            for _ in 0..args.force_migrations {
+                moves.push((forced.gen_range(0..grid.cells()), forced.gen_range(0..ranks)));
+            }
+            for (cell, to) in moves {
+                if cells.rank_of(cell) != to {
+                    rt.migrate(cells, cell, to)?;
+                    migrations += 1;
+                }
+            }
+        }
+        let worked: Vec<usize> = works.iter().map(|w| w.cell).collect();
+        let dones = rt.call(&graphs.round, Round { works })?;
+        if !master.absorb(&worked, &dones) {
+            break;
+        }
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    let mut skeleton = Plane::new(image.width, image.height);
+    let pieces = rt.call(&graphs.gather, ())?;
+    if pieces.len() != grid.cells() {
+        bail!("the gather returned {} cells of {}", pieces.len(), grid.cells());
+    }
+    for p in &pieces {
+        let r = grid.rect(p.cell);
+        skeleton.paste(&p.pixels, r.x as isize, r.y as isize);
+    }
+    let pixels = (image.width * image.height) as f64;
+    let mut record = Record {
+        common: Common::new("skeleton", &variant_name(args.variant), ranks, grid.cells(), seconds, None).bound_by(rt),
+        input: input.what.clone(),
+        width: image.width,
+        height: image.height,
+        cell: args.cell,
+        depth: args.depth,
+        iterations: master.passes(),
+        rounds: master.rounds,
+        cell_rounds: master.cell_rounds,
+        migrations,
+        mpix_per_s: pixels / seconds / 1e6,
+        black_before: image.count(),
+        black_after: skeleton.count(),
+        serial_seconds: None,
+        serial_mpix_per_s: None,
+    };
+    let mut verdict = Ok(());
+    if args.check.verify {
+        let start = Instant::now();
+        let (reference, passes) = kernel::skeletonize(image);
+        let serial = start.elapsed().as_secs_f64();
+        (record.serial_seconds, record.serial_mpix_per_s) = (Some(serial), Some(pixels / serial / 1e6));
+        verdict = if reference != skeleton {
+            let wrong = reference.bits.iter().zip(skeleton.bits.iter()).map(|(a, b)| (a ^ b).count_ones()).sum::<u32>();
+            Err(format!("{wrong} pixels differ from the serial reference"))
+        } else if passes != master.passes() {
+            Err(format!("the serial reference took {passes} passes, the cells {}", master.passes()))
+        } else {
+            Ok(())
+        };
+        record.common.verified = Some(verdict.is_ok());
+    }
+    if let Some(out) = out {
+        out.write_and_commit(&images::png_bytes(&skeleton)?)?;
+    }
+    dps_harness::print_record(&record, args.output.json)?;
+    verdict.map_err(|why| anyhow::anyhow!("verification failed: {why}"))
+}
