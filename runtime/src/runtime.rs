@@ -338,6 +338,15 @@ impl Runtime {
         self.engine.move_threads(&coll.info, &[(index, to)])
     }
 
+    /// As [`Runtime::migrate`] for each `(index, rank)` of `moves`, all at once: returns
+    /// once every thread has arrived.
+    ///
+    /// # Errors
+    /// As [`Runtime::migrate`], for any of the moves; nothing moves if one is refused.
+    pub fn migrate_each<S>(&self, coll: &Collection<S>, moves: &[(usize, usize)]) -> Result<(), Error> {
+        self.engine.move_threads(&coll.info, moves)
+    }
+
     /// Moves the threads of `coll` so that it is mapped as `mapping` says (a mapping string
     /// as for [`Runtime::collection`], with as many threads), and returns once all have
     /// arrived. Typically called between two calls of a graph.

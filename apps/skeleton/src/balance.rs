@@ -4,8 +4,10 @@
 //! ahead of the average) with a token circling the nodes, and moves one cell every
 //! IntegrationTime from the node furthest behind to the one furthest ahead. Here the rounds
 //! are lock-step (rank 0 deals each round's work), so what a node's lag measures is known
-//! directly: the time its cells will take in the next round. A cell's predicted load is
-//! the time of its last round if it works in the next one, 0 if it sleeps (a dead cell).
+//! directly: the work its cells will do in the next round. A cell's predicted load is the
+//! work of its last round (before the first, its foreground) if it works in the next one,
+//! 0 if it sleeps (a dead cell). The work is counted in words computed, not measured with a
+//! clock, so the decisions do not depend on the machine's load.
 //! While the most loaded rank (the most negative IdleFactor) carries more than
 //! [`TOLERANCE`] over the least loaded one (the largest IdleFactor, an idle rank above all),
 //! the cell of the loaded rank that best evens the pair moves, if moving it lowers the

@@ -103,22 +103,24 @@ fn fill(p: &mut Plane, x0: isize, y0: isize, x1: isize, y1: isize, inside: impl 
     }
 }
 
-/// About one shape per 3000 pixels: discs, rectangles and thick strokes of 4 to 60 pixels.
+/// About one shape per 6000 pixels: discs of radius 4 to 60, rectangles of 4 to 120
+/// pixels a side and thick strokes, so that cells stay alive for tens of passes (as the
+/// thesis's images did).
 fn blobs(p: &mut Plane, rng: &mut ChaCha8Rng) {
     let (w, h) = (p.width as isize, p.height as isize);
-    for _ in 0..(p.width * p.height / 3000).max(1) {
+    for _ in 0..(p.width * p.height / 6000).max(1) {
         let (cx, cy) = (rng.gen_range(0..w), rng.gen_range(0..h));
         match rng.gen_range(0..3) {
             0 => {
-                let r = rng.gen_range(4..30isize);
+                let r = rng.gen_range(4..60isize);
                 fill(p, cx - r, cy - r, cx + r + 1, cy + r + 1, |x, y| (x - cx).pow(2) + (y - cy).pow(2) <= r * r);
             }
             1 => {
-                let (rw, rh) = (rng.gen_range(4..60isize), rng.gen_range(4..60isize));
+                let (rw, rh) = (rng.gen_range(4..120isize), rng.gen_range(4..120isize));
                 fill(p, cx, cy, cx + rw, cy + rh, |_, _| true);
             }
             _ => {
-                let (len, thick) = (rng.gen_range(20..80isize), rng.gen_range(3..10isize));
+                let (len, thick) = (rng.gen_range(20..160isize), rng.gen_range(3..30isize));
                 let (dx, dy) = (rng.gen_range(-1..=1isize), rng.gen_range(-1..=1isize));
                 for s in 0..len {
                     let (x, y) = (cx + dx * s, cy + dy * s);

@@ -230,29 +230,35 @@ pub fn thin_rows(src: &Plane, dst: &mut Plane, rows: Range<usize>) -> bool {
     let n = src.words;
     let zero = vec![0u64; n];
     let row = |y: isize| if y < 0 || y as usize >= src.height { &zero[..] } else { src.row(y as usize) };
-    let tr_row = |y: isize, out: &mut Vec<u64>| {
-        out.clear();
-        let (up, mid, down) = (row(y - 1), row(y), row(y + 1));
-        out.extend((0..n).map(|i| tr_is_one(&neighbours(up, mid, down, i))));
-    };
-    let (mut tr_prev, mut tr_cur) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    // TR = 1 of the row above (for TR(P2)) and of the current row (for TR(P4), one pixel
+    // to the left: the previous word's is ready when a word needs it). Where a pixel is
+    // white, its TR is never needed (the guard it enters is then true anyway): 0.
+    let (mut tr_prev, mut tr_cur) = (vec![0u64; n], vec![0u64; n]);
     let mut changed = false;
-    if !rows.is_empty() {
-        tr_row(rows.start as isize - 1, &mut tr_prev);
+    if rows.start > 0 {
+        let y = rows.start as isize - 1;
+        let (up, mid, down) = (row(y - 1), row(y), row(y + 1));
+        for (i, tr) in tr_prev.iter_mut().enumerate() {
+            *tr = if mid[i] == 0 { 0 } else { tr_is_one(&neighbours(up, mid, down, i)) };
+        }
     }
     for y in rows {
         let yi = y as isize;
-        tr_row(yi, &mut tr_cur);
         let (up, mid, down) = (row(yi - 1), row(yi), row(yi + 1));
         let out = dst.row_mut(y);
         for i in 0..n {
+            if mid[i] == 0 {
+                // Deletion only: a white word stays white, and is cheap (sparse images,
+                // skeletons, empty cells).
+                (out[i], tr_cur[i]) = (0, 0);
+                continue;
+            }
             let p = neighbours(up, mid, down, i);
-            let tr_p4 = west(tr_cur[i], if i == 0 { 0 } else { tr_cur[i - 1] });
-            let delete = mid[i]
-                & tr_cur[i]
-                & (!(p[0] & p[2] & p[6]) | !tr_prev[i])
-                & (!(p[0] & p[2] & p[4]) | !tr_p4)
-                & nz_2_to_6(&p);
+            let tr = tr_is_one(&p);
+            tr_cur[i] = tr;
+            let tr_p4 = west(tr, if i == 0 { 0 } else { tr_cur[i - 1] });
+            let delete =
+                mid[i] & tr & (!(p[0] & p[2] & p[6]) | !tr_prev[i]) & (!(p[0] & p[2] & p[4]) | !tr_p4) & nz_2_to_6(&p);
             out[i] = mid[i] & !delete;
             changed |= delete != 0;
         }

@@ -4,12 +4,14 @@
 //! Rank 0 keeps the image as the cells' border frames left it (a cell's pixels within
 //! `2·depth` of its edge, which is all that the halos of its neighbours are cut from). A
 //! cell is *dead* for a round, and gets no work, when its last round changed nothing and its
-//! halo is the one it had then: the same input gives the same, unchanged, output. This is
+//! halo is the one it had then (the same input gives the same, unchanged, output), or when
+//! it is all white (for good: an empty cell "requires only one computation step", §8.2.1,
+//! here none). This is
 //! exactly the full-image iteration (the thesis's literal rule, "dead once unchanged", is
 //! not: a neighbour's later deletions can wake a cell up). Thinning only deletes, so a
 //! cell unchanged over a round was unchanged at every pass of it.
 
-use crate::cells::{Done, Frame, Grid, Work};
+use crate::cells::{self, Done, Frame, Grid, Work};
 use crate::kernel::Plane;
 
 /// What rank 0 knows of the cells between rounds.
@@ -22,8 +24,11 @@ pub struct Master {
     last_halo: Vec<Option<Frame>>,
     /// Per cell: whether its last round changed a pixel.
     changed: Vec<bool>,
-    /// Per cell: the time its last round took, ns (0: never ran).
-    nanos: Vec<u64>,
+    /// Per cell: the work of its last round (before the first: its foreground words, times
+    /// the passes of a round), see `cells::work`.
+    work: Vec<u64>,
+    /// Per cell: all white, so dead for good (thinning only deletes).
+    empty: Vec<bool>,
     /// Rounds run.
     pub rounds: u64,
     /// Cell rounds run (living cells, summed over the rounds).
@@ -36,13 +41,20 @@ impl Master {
     /// Before the first round: every cell alive.
     pub fn new(grid: Grid, depth: usize, image: Plane) -> Master {
         let n = grid.cells();
+        let crops: Vec<Plane> = (0..n)
+            .map(|c| {
+                let r = grid.rect(c);
+                image.crop(r.x as isize, r.y as isize, r.w, r.h)
+            })
+            .collect();
         Master {
+            empty: crops.iter().map(|p| p.count() == 0).collect(),
+            work: crops.iter().map(|p| cells::work(p, 0..p.height) * depth as u64).collect(),
             grid,
             depth,
             border: image,
             last_halo: vec![None; n],
             changed: vec![true; n],
-            nanos: vec![0; n],
             rounds: 0,
             cell_rounds: 0,
             last_change: 0,
@@ -57,7 +69,7 @@ impl Master {
             let r = self.grid.rect(cell);
             let (x, y) = (r.x as isize - t as isize, r.y as isize - t as isize);
             let halo = Frame::read(&self.border, x, y, r.w + 2 * t, r.h + 2 * t, t);
-            if !self.changed[cell] && self.last_halo[cell].as_ref() == Some(&halo) {
+            if self.empty[cell] || (!self.changed[cell] && self.last_halo[cell].as_ref() == Some(&halo)) {
                 continue;
             }
             self.last_halo[cell] = Some(halo.clone());
@@ -89,7 +101,8 @@ impl Master {
             let r = self.grid.rect(d.cell);
             d.border.write(&mut self.border, r.x as isize, r.y as isize, r.w, r.h, t);
             self.changed[d.cell] = d.last_change > 0;
-            self.nanos[d.cell] = d.nanos;
+            self.work[d.cell] = d.work;
+            self.empty[d.cell] = d.black == 0;
             if d.last_change > 0 {
                 any = true;
                 self.last_change = self.last_change.max(self.rounds * self.depth as u64 + d.last_change as u64);
@@ -110,17 +123,12 @@ impl Master {
         self.last_change + 1
     }
 
-    /// The predicted load of each cell in the round `works` describes: its last round's
-    /// time if it works (the mean of the measured cells if it never ran), else 0.
+    /// The predicted load of each cell in the round `works` describes: the work of its
+    /// last round if it works in this one, else 0.
     pub fn predicted_load(&self, works: &[Work]) -> Vec<u64> {
-        let measured: Vec<u64> = self.nanos.iter().copied().filter(|&n| n > 0).collect();
-        let mean = if measured.is_empty() { 1 } else { measured.iter().sum::<u64>() / measured.len() as u64 };
         let mut load = vec![0; self.grid.cells()];
         for w in works {
-            load[w.cell] = match self.nanos[w.cell] {
-                0 => mean.max(1),
-                n => n,
-            };
+            load[w.cell] = self.work[w.cell].max(1);
         }
         load
     }

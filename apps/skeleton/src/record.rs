@@ -32,6 +32,11 @@ pub struct Record {
     pub cell_rounds: u64,
     /// Cells moved to another rank.
     pub migrations: usize,
+    /// Time rank 0 spent moving cells, s (part of `seconds`).
+    pub migration_seconds: f64,
+    /// Time rank 0 spent between rounds cutting halos and reading borders, s (part of
+    /// `seconds`).
+    pub bookkeeping_seconds: f64,
     /// Image pixels over `seconds`, millions per second.
     pub mpix_per_s: f64,
     /// Foreground pixels before and after.
@@ -51,7 +56,7 @@ impl fmt::Display for Record {
         let c = &self.common;
         write!(
             f,
-            "skeleton {} {}x{} cells of {} ({}) depth {} ranks={}: {} passes in {} rounds, {:.3} s, {:.1} Mpixel/s, {} migrations, {} -> {} foreground pixels",
+            "skeleton {} {}x{} cells of {} ({}) depth {} ranks={}: {} passes in {} rounds, {:.3} s, {:.1} Mpixel/s, {} migrations ({:.3} s), bookkeeping {:.3} s, {} -> {} foreground pixels",
             c.variant,
             self.width,
             self.height,
@@ -64,6 +69,8 @@ impl fmt::Display for Record {
             c.seconds,
             self.mpix_per_s,
             self.migrations,
+            self.migration_seconds,
+            self.bookkeeping_seconds,
             self.black_before,
             self.black_after
         )?;

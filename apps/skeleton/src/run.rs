@@ -156,10 +156,13 @@ fn drive(
     let mut forced = rand_chacha::ChaCha8Rng::seed_from_u64(args.seed.seed ^ 0x5eed);
     let start = Instant::now();
     let mut master = Master::new(grid, args.depth, image.clone());
-    let mut migrations = 0;
+    let (mut migrations, mut bookkeeping, mut moving) = (0, 0.0, 0.0);
     loop {
+        let t0 = Instant::now();
         let works = master.next_works();
-        if master.rounds > 0 && ranks > 1 {
+        bookkeeping += t0.elapsed().as_secs_f64();
+        let t0 = Instant::now();
+        if ranks > 1 {
             let mut moves = Vec::new();
             if args.variant == Variant::Migrate {
                 let owner: Vec<usize> = (0..grid.cells()).map(|c| cells.rank_of(c)).collect();
@@ -168,16 +171,20 @@ fn drive(
             for _ in 0..args.force_migrations {
                 moves.push((forced.gen_range(0..grid.cells()), forced.gen_range(0..ranks)));
             }
-            for (cell, to) in moves {
-                if cells.rank_of(cell) != to {
-                    rt.migrate(cells, cell, to)?;
-                    migrations += 1;
-                }
-            }
+            // The last move of a cell wins; cells already there stay.
+            let mut target = std::collections::BTreeMap::new();
+            target.extend(moves);
+            let moves: Vec<(usize, usize)> = target.into_iter().filter(|&(c, to)| cells.rank_of(c) != to).collect();
+            rt.migrate_each(cells, &moves)?;
+            migrations += moves.len();
         }
+        moving += t0.elapsed().as_secs_f64();
         let worked: Vec<usize> = works.iter().map(|w| w.cell).collect();
         let dones = rt.call(&graphs.round, Round { works })?;
-        if !master.absorb(&worked, &dones) {
+        let t0 = Instant::now();
+        let changed = master.absorb(&worked, &dones);
+        bookkeeping += t0.elapsed().as_secs_f64();
+        if !changed {
             break;
         }
     }
@@ -203,6 +210,8 @@ fn drive(
         rounds: master.rounds,
         cell_rounds: master.cell_rounds,
         migrations,
+        migration_seconds: moving,
+        bookkeeping_seconds: bookkeeping,
         mpix_per_s: pixels / seconds / 1e6,
         black_before: image.count(),
         black_after: skeleton.count(),
