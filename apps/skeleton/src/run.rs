@@ -57,9 +57,10 @@ pub struct Args {
     /// --input: the foreground is dark (below --threshold) instead.
     #[arg(long)]
     pub dark_foreground: bool,
-    /// Cell side in pixels (the thesis used 128; larger cells cost less bookkeeping).
-    #[arg(long, default_value_t = 256)]
-    pub cell: usize,
+    /// Cell side in pixels (the thesis used 128; larger cells cost less bookkeeping). At most
+    /// the image's larger side; the default is 256, or that side if smaller.
+    #[arg(long)]
+    pub cell: Option<usize>,
     /// Passes of the rule per round: a cell gets a halo of 2·depth pixels and advances this
     /// many passes before the next exchange (1 is the thesis's exchange per pass).
     #[arg(long, default_value_t = 8)]
@@ -89,9 +90,13 @@ fn variant_name(v: Variant) -> String {
     v.to_possible_value().map(|p| p.get_name().to_string()).unwrap_or_default()
 }
 
-/// The checked input: the image, its description, the output file.
+/// Cell side unless --cell says otherwise.
+pub const DEFAULT_CELL: usize = 256;
+
+/// The checked input: the image, its description, the cell side, the output file.
 struct Input {
     image: Plane,
+    cell: usize,
     what: String,
     out: Option<OutputFile>,
 }
@@ -100,9 +105,11 @@ fn check(args: &Args) -> Result<Input> {
     if args.depth == 0 || args.depth > MAX_DEPTH {
         bad_input!("--depth {}: a round runs 1 to {MAX_DEPTH} passes", args.depth);
     }
-    if args.cell == 0 {
+    if args.cell == Some(0) {
         bad_input!("--cell 0: a cell needs at least one pixel");
     }
+    // The generated images align their empty columns of cells to the cells.
+    let align = args.cell.unwrap_or(DEFAULT_CELL);
     let (image, what) = match (&args.input, &args.generate) {
         (Some(path), _) => (images::read_png(path, args.threshold, args.dark_foreground)?, path.display().to_string()),
         (None, Some(values)) => {
@@ -111,15 +118,18 @@ fn check(args: &Args) -> Result<Input> {
             // The image, the cells and rank 0's copies of them.
             dps_harness::check_memory("the image", 4 * bytes, 2 * bytes)?;
             let what = format!("{} {}x{} seed {}", values[0], g.width, g.height, args.seed.seed);
-            (images::generate(g, args.seed.seed, args.cell), what)
+            (images::generate(g, args.seed.seed, align), what)
         }
         (None, None) => bad_input!("give an image: --input FILE or --generate KIND W H"),
     };
-    if args.cell > image.width.max(image.height) {
-        bad_input!("--cell {}: larger than the {}x{} image", args.cell, image.width, image.height);
-    }
+    let side = image.width.max(image.height);
+    let cell = match args.cell {
+        Some(c) if c > side => bad_input!("--cell {c}: larger than the {}x{} image", image.width, image.height),
+        Some(c) => c,
+        None => DEFAULT_CELL.min(side),
+    };
     let out = args.out.as_deref().map(|p| OutputFile::create("--out", p)).transpose()?;
-    Ok(Input { image, what, out })
+    Ok(Input { image, cell, what, out })
 }
 
 /// Runs the program.
@@ -132,7 +142,7 @@ pub fn run(args: &Args) -> Result<()> {
     let rt = args.runtime.start()?;
     let out = input.out.take().filter(|_| rt.is_root());
     let image = &input.image;
-    let grid = Grid::new(image.width, image.height, args.cell);
+    let grid = Grid::new(image.width, image.height, input.cell);
     let main = rt.collection("main", "0", |_| ())?;
     let cells = rt.movable_collection("cells", &grid.static_mapping(rt.ranks()), |i| Cell::new(&grid, i, image))?;
     let graphs = graph::build(&rt, &main, &cells)?;
@@ -204,7 +214,7 @@ fn drive(
         input: input.what.clone(),
         width: image.width,
         height: image.height,
-        cell: args.cell,
+        cell: input.cell,
         depth: args.depth,
         iterations: master.passes(),
         rounds: master.rounds,
