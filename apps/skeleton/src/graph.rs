@@ -10,10 +10,12 @@
 //! Migration happens between two rounds, with `Runtime::migrate`: the cell's pixels move to
 //! the new rank, and the next round's token for it goes there.
 
+use std::sync::Arc;
+
 use dps::{route, Collection, Graph, MergeFn, Node, Runtime};
 use serde::{Deserialize, Serialize};
 
-use crate::cells::{Cell, Done, Work};
+use crate::cells::{Cell, Done, Grid, Work};
 use crate::kernel::Plane;
 
 /// The work of one round: one token per living cell.
@@ -39,13 +41,21 @@ pub struct Graphs {
     pub round: Graph<Round, Vec<Done>>,
     /// Every cell's pixels.
     pub gather: Graph<(), Vec<Piece>>,
+    /// Every cell back to the input's pixels (before a run of `compare` or `--reps`).
+    pub reset: Graph<(), ()>,
 }
 
 /// Builds the graphs (collective: every rank calls it).
 ///
 /// # Errors
 /// If the runtime rejects a graph.
-pub fn build(rt: &Runtime, main: &Collection<()>, cells: &Collection<Cell>) -> Result<Graphs, dps::Error> {
+pub fn build(
+    rt: &Runtime,
+    main: &Collection<()>,
+    cells: &Collection<Cell>,
+    grid: Grid,
+    image: Arc<Plane>,
+) -> Result<Graphs, dps::Error> {
     let deal = Node::split("deal_round", main, route::fixed(0), |_: &mut (), r: Round| r.works);
     let thin = Node::leaf("thin_cell", cells, route::by_key(|w: &Work| w.cell), |c: &mut Cell, w: Work| c.round(&w));
     let collect = Node::merge(
@@ -66,5 +76,12 @@ pub fn build(rt: &Runtime, main: &Collection<()>, cells: &Collection<Cell>) -> R
         MergeFn::new(|_: &mut ()| Vec::new(), |_, acc: &mut Vec<Piece>, p: Piece| acc.push(p), |_, acc| acc),
     );
     let gather = rt.graph("skeleton_gather", ask >> read >> assemble)?;
-    Ok(Graphs { round, gather })
+    // Every rank holds the input image, so a cell is reset where it lives.
+    let ask = Node::split("ask_cells", main, route::fixed(0), move |_: &mut (), _: ()| 0..n);
+    let reset = Node::leaf("reset_cell", cells, route::by_key(|i: &usize| *i), move |c: &mut Cell, i: usize| {
+        *c = Cell::new(&grid, i, &image);
+    });
+    let done = Node::merge("reset_done", main, MergeFn::new(|_: &mut ()| (), |_, _: &mut (), _: ()| {}, |_, _| ()));
+    let reset = rt.graph("skeleton_reset", ask >> reset >> done)?;
+    Ok(Graphs { round, gather, reset })
 }

@@ -43,12 +43,26 @@ pub struct Record {
     pub black_before: u64,
     /// Foreground pixels of the skeleton.
     pub black_after: u64,
+    /// `compare`: both variants, side by side.
+    #[serde(flatten)]
+    pub compare: Option<Compare>,
     /// `--verify`: the serial reference's time, s.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub serial_seconds: Option<f64>,
     /// `--verify`: the serial reference's rate, Mpixel/s.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub serial_mpix_per_s: Option<f64>,
+}
+
+/// `compare`: static distribution against cell migration, in the same job.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Compare {
+    /// Median time of the static runs, s.
+    pub static_seconds: f64,
+    /// Median time of the migrating runs, s.
+    pub migrate_seconds: f64,
+    /// `static_seconds / migrate_seconds`.
+    pub gain: f64,
 }
 
 impl fmt::Display for Record {
@@ -74,6 +88,9 @@ impl fmt::Display for Record {
             self.black_before,
             self.black_after
         )?;
+        if let Some(c) = &self.compare {
+            write!(f, "; static {:.3} s, migrate {:.3} s: gain {:.2}", c.static_seconds, c.migrate_seconds, c.gain)?;
+        }
         if let Some(s) = self.serial_mpix_per_s {
             write!(f, "; serial reference {s:.1} Mpixel/s")?;
         }

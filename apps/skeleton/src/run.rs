@@ -3,13 +3,14 @@
 //! against the serial reference, writes the skeleton and reports.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Result};
 use clap::{Parser, ValueEnum};
 use dps::{Collection, Runtime, RuntimeArgs};
 use dps_harness::options::{Check, Output, Seed};
-use dps_harness::{bad_input, Common, OutputFile};
+use dps_harness::{bad_input, median, Common, OutputFile, Repeat};
 use rand::{Rng, SeedableRng};
 
 use crate::balance;
@@ -18,7 +19,7 @@ use crate::graph::{self, Graphs, Round};
 use crate::images::{self, Generate};
 use crate::kernel::{self, Plane};
 use crate::master::Master;
-use crate::record::Record;
+use crate::record::{Compare, Record};
 
 /// The largest `--depth`: a round's halo is `2·depth` pixels, read 64 at a time.
 pub const MAX_DEPTH: usize = 32;
@@ -31,6 +32,9 @@ pub enum Variant {
     /// Eq. (8-2) at first, then cells migrate from loaded ranks to idle ones between rounds
     /// (§8.4).
     Migrate,
+    /// `static` and `migrate` in turn, in the same job: the gain of migration (the median
+    /// times' ratio); `seconds` is migrate's.
+    Compare,
 }
 
 /// `dps-skeleton`: skeletonization of a binary image (the thinning rule of the thesis's eq.
@@ -72,6 +76,9 @@ pub struct Args {
     /// every round: a test of migration, not a balancing policy.
     #[arg(long, default_value_t = 0)]
     pub force_migrations: usize,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub repeat: Repeat,
     /// Write the skeleton to this PNG file (255 = foreground).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
@@ -102,6 +109,7 @@ struct Input {
 }
 
 fn check(args: &Args) -> Result<Input> {
+    args.repeat.check()?;
     if args.depth == 0 || args.depth > MAX_DEPTH {
         bad_input!("--depth {}: a round runs 1 to {MAX_DEPTH} passes", args.depth);
     }
@@ -141,28 +149,40 @@ pub fn run(args: &Args) -> Result<()> {
     let mut input = dps_harness::input(check(args))?;
     let rt = args.runtime.start()?;
     let out = input.out.take().filter(|_| rt.is_root());
-    let image = &input.image;
+    let image = Arc::new(input.image.clone());
     let grid = Grid::new(image.width, image.height, input.cell);
     let main = rt.collection("main", "0", |_| ())?;
-    let cells = rt.movable_collection("cells", &grid.static_mapping(rt.ranks()), |i| Cell::new(&grid, i, image))?;
-    let graphs = graph::build(&rt, &main, &cells)?;
+    let cells = rt.movable_collection("cells", &grid.static_mapping(rt.ranks()), |i| Cell::new(&grid, i, &image))?;
+    let graphs = graph::build(&rt, &main, &cells, grid, image)?;
     let outcome = if rt.is_root() { drive(args, &input, out, &rt, &graphs, &cells, grid) } else { Ok(()) };
     rt.shutdown()?;
     outcome
 }
 
-/// Rank 0: the rounds, the migrations between them, the gather, the check and the report.
-fn drive(
+/// One skeletonization from the input image.
+struct Pass {
+    seconds: f64,
+    master: Master,
+    migrations: usize,
+    migration_seconds: f64,
+    bookkeeping_seconds: f64,
+}
+
+/// Rank 0: puts the cells back where eq. (8-2) deals them, with the input's pixels, then
+/// runs rounds until the image stops changing, moving cells between rounds as `variant`
+/// (and --force-migrations) says.
+fn skeletonize(
     args: &Args,
-    input: &Input,
-    out: Option<OutputFile>,
+    variant: Variant,
     rt: &Runtime,
     graphs: &Graphs,
     cells: &Collection<Cell>,
     grid: Grid,
-) -> Result<()> {
-    let image = &input.image;
+    image: &Plane,
+) -> Result<Pass> {
     let ranks = rt.ranks();
+    rt.remap(cells, &grid.static_mapping(ranks))?;
+    rt.call(&graphs.reset, ())?;
     let mut forced = rand_chacha::ChaCha8Rng::seed_from_u64(args.seed.seed ^ 0x5eed);
     let start = Instant::now();
     let mut master = Master::new(grid, args.depth, image.clone());
@@ -174,7 +194,7 @@ fn drive(
         let t0 = Instant::now();
         if ranks > 1 {
             let mut moves = Vec::new();
-            if args.variant == Variant::Migrate {
+            if variant == Variant::Migrate {
                 let owner: Vec<usize> = (0..grid.cells()).map(|c| cells.rank_of(c)).collect();
                 moves = balance::plan(&owner, &master.predicted_load(&works), ranks);
             }
@@ -199,6 +219,39 @@ fn drive(
         }
     }
     let seconds = start.elapsed().as_secs_f64();
+    Ok(Pass { seconds, master, migrations, migration_seconds: moving, bookkeeping_seconds: bookkeeping })
+}
+
+/// Rank 0: the runs (`compare`: static and migrate in turn), the gather, the check and the
+/// report.
+fn drive(
+    args: &Args,
+    input: &Input,
+    out: Option<OutputFile>,
+    rt: &Runtime,
+    graphs: &Graphs,
+    cells: &Collection<Cell>,
+    grid: Grid,
+) -> Result<()> {
+    let image = &input.image;
+    let ranks = rt.ranks();
+    let variants: &[Variant] = match args.variant {
+        Variant::Compare => &[Variant::Static, Variant::Migrate],
+        Variant::Static => &[Variant::Static],
+        Variant::Migrate => &[Variant::Migrate],
+    };
+    let (mut times, mut last) = (vec![Vec::new(); variants.len()], None);
+    for run in 0..args.repeat.runs() {
+        for (k, &v) in variants.iter().enumerate() {
+            let pass = skeletonize(args, v, rt, graphs, cells, grid, image)?;
+            if args.repeat.is_timed(run) {
+                times[k].push(pass.seconds);
+            }
+            last = Some(pass);
+        }
+    }
+    let pass = last.expect("at least one run");
+    let seconds = median(times.last().expect("a variant"));
     let mut skeleton = Plane::new(image.width, image.height);
     let pieces = rt.call(&graphs.gather, ())?;
     if pieces.len() != grid.cells() {
@@ -209,6 +262,10 @@ fn drive(
         skeleton.paste(&p.pixels, r.x as isize, r.y as isize);
     }
     let pixels = (image.width * image.height) as f64;
+    let compare = (args.variant == Variant::Compare).then(|| {
+        let (s, m) = (median(&times[0]), median(&times[1]));
+        Compare { static_seconds: s, migrate_seconds: m, gain: s / m }
+    });
     let mut record = Record {
         common: Common::new("skeleton", &variant_name(args.variant), ranks, grid.cells(), seconds, None).bound_by(rt),
         input: input.what.clone(),
@@ -216,15 +273,16 @@ fn drive(
         height: image.height,
         cell: input.cell,
         depth: args.depth,
-        iterations: master.passes(),
-        rounds: master.rounds,
-        cell_rounds: master.cell_rounds,
-        migrations,
-        migration_seconds: moving,
-        bookkeeping_seconds: bookkeeping,
+        iterations: pass.master.passes(),
+        rounds: pass.master.rounds,
+        cell_rounds: pass.master.cell_rounds,
+        migrations: pass.migrations,
+        migration_seconds: pass.migration_seconds,
+        bookkeeping_seconds: pass.bookkeeping_seconds,
         mpix_per_s: pixels / seconds / 1e6,
         black_before: image.count(),
         black_after: skeleton.count(),
+        compare,
         serial_seconds: None,
         serial_mpix_per_s: None,
     };
@@ -237,8 +295,8 @@ fn drive(
         verdict = if reference != skeleton {
             let wrong = reference.bits.iter().zip(skeleton.bits.iter()).map(|(a, b)| (a ^ b).count_ones()).sum::<u32>();
             Err(format!("{wrong} pixels differ from the serial reference"))
-        } else if passes != master.passes() {
-            Err(format!("the serial reference took {passes} passes, the cells {}", master.passes()))
+        } else if passes != pass.master.passes() {
+            Err(format!("the serial reference took {passes} passes, the cells {}", pass.master.passes()))
         } else {
             Ok(())
         };
