@@ -82,6 +82,10 @@ pub struct Args {
     /// Write the skeleton to this PNG file (255 = foreground).
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Only write the input image (generated or thresholded) to this PNG file, and stop:
+    /// for other programs to run on the same image.
+    #[arg(long, value_name = "FILE", conflicts_with = "out")]
+    pub write_input: Option<PathBuf>,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub check: Check,
@@ -136,7 +140,9 @@ fn check(args: &Args) -> Result<Input> {
         Some(c) => c,
         None => DEFAULT_CELL.min(side),
     };
-    let out = args.out.as_deref().map(|p| OutputFile::create("--out", p)).transpose()?;
+    let out = args.out.as_deref().or(args.write_input.as_deref());
+    let option = if args.out.is_some() { "--out" } else { "--write-input" };
+    let out = out.map(|p| OutputFile::create(option, p)).transpose()?;
     Ok(Input { image, cell, what, out })
 }
 
@@ -147,6 +153,10 @@ fn check(args: &Args) -> Result<Input> {
 /// failed output, or a failed verification.
 pub fn run(args: &Args) -> Result<()> {
     let mut input = dps_harness::input(check(args))?;
+    if args.write_input.is_some() {
+        let out = input.out.take().expect("checked");
+        return out.write_and_commit(&images::png_bytes(&input.image)?);
+    }
     let rt = args.runtime.start()?;
     let out = input.out.take().filter(|_| rt.is_root());
     let image = Arc::new(input.image.clone());
