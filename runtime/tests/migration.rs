@@ -238,3 +238,53 @@ fn scenario_remap() {
     }
     rt.shutdown().unwrap();
 }
+
+// ---------------------------------------------------------------- a move waits for instances
+
+#[test]
+fn a_thread_moves_only_once_its_instances_are_done() {
+    passes_on_1_2_4("scenario_deferred");
+}
+
+static MERGED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+#[test]
+#[ignore]
+fn scenario_deferred() {
+    use std::sync::atomic::Ordering;
+    let rt = Runtime::init().unwrap();
+    let last = rt.ranks() - 1;
+    // The split and its merge run on thread 0 of a movable collection, on rank 0.
+    let openers = rt.movable_collection("openers", "0", |_| 0u64).unwrap();
+    let workers = rt.collection("workers", "all", |_| ()).unwrap();
+    let split = Node::split("open", &openers, route::fixed(0), |_: &mut u64, n: u64| 0..n).window(4);
+    let slow = Node::leaf("slow", &workers, route::round_robin(), |_: &mut (), x: u64| {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        x
+    });
+    let sum = Node::merge(
+        "sum",
+        &openers,
+        MergeFn::new(
+            |_: &mut u64| 0u64,
+            |_, acc: &mut u64, x: u64| *acc += x,
+            |calls: &mut u64, acc| {
+                *calls += 1;
+                MERGED.store(true, Ordering::SeqCst);
+                (acc, *calls)
+            },
+        ),
+    );
+    let g = rt.graph("deferred", split >> slow >> sum).unwrap();
+    if rt.is_root() {
+        let pending = rt.start(&g, 100);
+        // Asked while the instance is open: the move waits for the merge to finish.
+        rt.migrate(&openers, 0, last).unwrap();
+        assert!(MERGED.load(Ordering::SeqCst), "the thread moved before its instance was merged");
+        assert_eq!(pending.wait().unwrap(), ((0..100).sum::<u64>(), 1));
+        assert_eq!(openers.rank_of(0), last);
+        // The state came along: the next call counts on from 1, on the new rank.
+        assert_eq!(rt.call(&g, 10).unwrap(), ((0..10).sum::<u64>(), 2));
+    }
+    rt.shutdown().unwrap();
+}
