@@ -103,9 +103,18 @@ impl Frame {
         Frame::runs(w, h, t, |dx, dy, n, at| {
             debug_assert_eq!(bits.len(), at);
             let (x, y) = (x + dx as isize, y + dy as isize);
+            let inside = y >= 0 && (y as usize) < image.height && x >= 0 && x as usize + n <= image.width;
             for j in 0..n.div_ceil(64) {
                 let left = n - 64 * j;
-                let word = image.get64(x + 64 * j as isize, y);
+                let word = if inside {
+                    // Inside the image (most runs): two words and a shift.
+                    let row = image.row(y as usize);
+                    let (q, r) = ((x as usize + 64 * j) / 64, (x as usize + 64 * j) % 64);
+                    let hi = if r == 0 { 0 } else { row.get(q + 1).map_or(0, |w| w << (64 - r)) };
+                    (row[q] >> r) | hi
+                } else {
+                    image.get64(x + 64 * j as isize, y)
+                };
                 bits.push(if left >= 64 { word } else { word & ((1u64 << left) - 1) });
             }
         });

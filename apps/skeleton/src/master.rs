@@ -66,10 +66,13 @@ impl Master {
         let t = 2 * self.depth;
         let mut works = Vec::new();
         for cell in 0..self.grid.cells() {
+            if self.empty[cell] {
+                continue;
+            }
             let r = self.grid.rect(cell);
             let (x, y) = (r.x as isize - t as isize, r.y as isize - t as isize);
             let halo = Frame::read(&self.border, x, y, r.w + 2 * t, r.h + 2 * t, t);
-            if self.empty[cell] || (!self.changed[cell] && self.last_halo[cell].as_ref() == Some(&halo)) {
+            if !self.changed[cell] && self.last_halo[cell].as_ref() == Some(&halo) {
                 continue;
             }
             self.last_halo[cell] = Some(halo.clone());
