@@ -54,7 +54,7 @@ pub fn line(points: &[(u64, f64)]) -> Option<Segment> {
     } else {
         (f64::NAN, f64::NAN)
     };
-    if !(l >= 0.0) {
+    if l.is_nan() || l < 0.0 {
         // The constrained optimum lies on l = 0.
         l = 0.0;
         g = swst / swss;
