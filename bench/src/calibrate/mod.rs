@@ -254,21 +254,25 @@ fn summary(p: &Platform, out: &std::path::Path) -> String {
         if h.quick { ", quick" } else { "" }
     );
     if !p.links.is_empty() {
-        s.push_str("| path | carrier | sizes | l (µs) | b (GB/s) | worst fit error |\n|---|---|---|---:|---:|---:|\n");
+        s.push_str(
+            "| path | carrier | sizes | l (µs) | b (GB/s) | fit error (rms, worst) |\n|---|---|---|---:|---:|---:|\n",
+        );
         for link in &p.links {
             let points: Vec<(u64, f64)> = link.sizes.iter().copied().zip(link.times_us.iter().copied()).collect();
-            let error = dps_model::fit::worst_error(&link.fit, &points);
+            let worst = dps_model::fit::worst_error(&link.fit, &points);
+            let rms = dps_model::fit::rms_error(&link.fit, &points);
             for g in &link.fit {
                 let _ = writeln!(
                     s,
-                    "| {} | {} | {}-{} | {:.2} | {:.2} | {:.0}% |",
+                    "| {} | {} | {}-{} | {:.2} | {:.2} | {:.0}%, {:.0}% |",
                     kebab(&link.path),
                     kebab(&link.carrier),
                     dps_harness::format_bytes(g.from_bytes),
                     dps_harness::format_bytes(g.to_bytes),
                     g.latency_us,
                     g.bytes_per_us / 1e3,
-                    error * 100.0
+                    rms * 100.0,
+                    worst * 100.0
                 );
             }
         }
