@@ -24,11 +24,45 @@ pub(super) struct Effort {
 
 const WARMUP: usize = 3;
 
+/// How long rank 0 and its peer exchange small messages before the first measurement: just
+/// after start-up both busy-polling ranks may share a core until the OS moves one, and each
+/// round trip then takes a scheduler time slice (4 ms here).
+const SETTLE: Duration = Duration::from_millis(30);
+
+/// Round trips of one byte until rank 0 has spent [`SETTLE`]; the byte says whether to go on.
+fn settle(world: &SimpleCommunicator, peer: i32) {
+    let rank = world.rank();
+    if rank == 0 {
+        let other = world.process_at_rank(peer);
+        let start = Instant::now();
+        loop {
+            let go = u8::from(start.elapsed() < SETTLE);
+            other.send(&go);
+            let mut echo = 0u8;
+            other.receive_into(&mut echo);
+            if go == 0 {
+                break;
+            }
+        }
+    } else if rank == peer {
+        let other = world.process_at_rank(0);
+        loop {
+            let mut go = 0u8;
+            other.receive_into(&mut go);
+            other.send(&go);
+            if go == 0 {
+                break;
+            }
+        }
+    }
+}
+
 /// Raw MPI ping-pong between rank 0 and `peer`, for every size; collective (every rank
 /// calls it; ranks other than 0 and `peer` only take part in the barriers). Returns the
 /// one-way times in µs, meaningful on rank 0.
 pub(super) fn raw(world: &SimpleCommunicator, peer: i32, sizes: &[usize], effort: Effort) -> Vec<f64> {
     let rank = world.rank();
+    settle(world, peer);
     let mut out = Vec::with_capacity(sizes.len());
     for &bytes in sizes {
         world.barrier();
