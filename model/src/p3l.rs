@@ -150,7 +150,11 @@ pub struct Plan {
 /// Case A's condition (5) only gets easier as `k` grows (both service times fall), so the
 /// smallest grain is found by bisection. In case B the emitter's bound gets easier and
 /// "workers no slower than the emitter" harder as `k` grows (their difference grows as
-/// `g∞N_{1/2}(1/n − 1)/k`), so the only candidate is the smallest grain that meets the bound.
+/// `g∞N_{1/2}(1/n − 1)/k`), so the only candidate is the smallest grain from `k̂` up that meets
+/// the bound. As in the paper, `k̂` (8) is kept and `n` chosen for it; (8) is what one worker
+/// needs, and with more workers a smaller grain may meet the bound with fewer of them (with
+/// `t_f = 400`, `d_0 = 60 000`, `prec = 2`: 31 workers at grain 1 against the plan's 32 at
+/// grain 2), at a service time closer to the bound.
 ///
 /// # Panics
 /// If `n_max` is 0 or `prec` is not positive.
@@ -357,6 +361,40 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn case_b_plans_meet_the_emitter_bound_and_fewer_workers_would_not_keep_up() {
+        for t_f in [10.0, 100.0, 400.0] {
+            for d0 in [60_000.0, 80_000.0, 200_000.0] {
+                for prec in [2.0, 10.0, 50.0] {
+                    let f = Farm { t_f, d0, t_e: 10.0 };
+                    assert_eq!(case(&M, &f), Case::B);
+                    let plan = plan_farm(&M, &f, prec, 1024);
+                    let (n, k) = plan.chosen;
+                    assert!(plan.satisfied && k >= plan.rule.1, "{f:?} prec {prec}: {plan:?}");
+                    let bound = 2.0 * M.g_inf * d0 * (1.0 + 1.0 / prec);
+                    assert!(emitter_service(&M, &f, n, k) < bound, "{f:?}: {plan:?}");
+                    assert!(worker_service(&M, &f, n, k) <= emitter_service(&M, &f, n, k), "{f:?}: {plan:?}");
+                    // With the grain kept at k̂ or above (the paper's rule), one worker fewer is
+                    // slower than the emitter at every grain that meets the bound.
+                    if n > plan.rule.0 {
+                        let fewer = n - 1;
+                        let meets = (plan.rule.1..=4096).filter(|&k| emitter_service(&M, &f, fewer, k) < bound);
+                        let keeps_up = meets
+                            .into_iter()
+                            .any(|k| worker_service(&M, &f, fewer, k) <= emitter_service(&M, &f, fewer, k));
+                        assert!(!keeps_up, "{f:?} prec {prec}: {fewer} workers would do: {plan:?}");
+                    }
+                }
+            }
+        }
+        // With a smaller grain than k̂, fewer workers may do (documented on `plan_farm`).
+        let f = Farm { t_f: 400.0, d0: 60_000.0, t_e: 10.0 };
+        let plan = plan_farm(&M, &f, 2.0, 1024);
+        assert_eq!(plan.chosen, (32, 2));
+        assert!(worker_service(&M, &f, 31, 1) <= emitter_service(&M, &f, 31, 1));
+        assert!(emitter_service(&M, &f, 31, 1) < 18.0);
     }
 
     #[test]

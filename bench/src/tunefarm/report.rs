@@ -56,6 +56,10 @@ pub(super) struct Record {
     hat_over_best: Option<f64>,
     /// The fewest workers whose best measured grain keeps up with T_e (service < T_e), if any.
     measured_min_n: Option<u64>,
+    /// The target the measured (n̂, k̂) must meet (spec §5.3): T_e in case A, 2g∞d_0(1 + 1/prec)
+    /// in case B, µs; and whether it did.
+    target_us: f64,
+    meets_target: Option<bool>,
     /// The median of |model error| over the grid.
     median_abs_model_error: f64,
 }
@@ -93,6 +97,10 @@ impl Record {
         let at_hat = grid.iter().find(|p| (p.n, p.k) == (n_hat, k_hat)).map(|p| p.real_us);
         let measured_min_n = grid.iter().filter(|p| p.real_us < farm.t_e).map(|p| p.n).min();
         let errors: Vec<f64> = grid.iter().map(|p| p.model_error.abs()).collect();
+        let target_us = match plan.case {
+            Case::A => farm.t_e,
+            Case::B => 2.0 * bsp.g_inf * farm.d0 * (1.0 + 1.0 / args.prec),
+        };
         Record {
             bench: "tune-farm",
             item_us: args.item_us,
@@ -114,6 +122,8 @@ impl Record {
             real_at_hat_us: at_hat,
             hat_over_best: at_hat.map(|t| t / best.real_us),
             measured_min_n,
+            target_us,
+            meets_target: at_hat.map(|t| t <= target_us),
             median_abs_model_error: dps_harness::median(&errors),
             grid,
             model,
@@ -181,12 +191,21 @@ impl Record {
             (Some(t), Some(r)) => format!("measured {t:.2} µs per item at (n̂, k̂), {r:.2}× the best"),
             _ => "(n̂, k̂) is outside the measured grid".into(),
         };
+        let verdict = match self.meets_target {
+            Some(true) => "meets",
+            Some(false) => "misses",
+            None => "not measured against",
+        };
+        let min_n = self.measured_min_n.map_or("no n keeps up".into(), |n| format!("fewest workers keeping up: {n}"));
         let _ = writeln!(
             s,
-            "\nmeasured best (n*, k*) = ({}, {}) at {:.2} µs per item; {hat}; median |model error| {:.0}%",
+            "\nmeasured best (n*, k*) = ({}, {}) at {:.2} µs per item; {hat}, which {verdict} the target {:.2} µs; \
+             {min_n} (n̂ = {}); median |model error| {:.0}%",
             self.best_n,
             self.best_k,
             self.best_real_us,
+            self.target_us,
+            self.n_hat,
             self.median_abs_model_error * 100.0
         );
         s

@@ -143,7 +143,7 @@ fn kernel_costs_are_looked_up_and_scaled() {
     let p = sample();
     let gemm = p.kernel("gemm").unwrap();
     assert_eq!(gemm.seconds(&[64, 64, 64], 1.0), Some(2.0e-5));
-    // 128³ is nearer 64 than 256 on a log scale? Equal: 2× either way; the first wins.
+    // 200 is nearer 256 than 64 on a log scale: its rate scales the work.
     let flops = 2.0 * 200f64.powi(3);
     let s = gemm.seconds(&[200, 200, 200], flops).unwrap();
     assert!((s - flops / (33_554_432.0 / 1.0e-3)).abs() < 1e-12, "{s}");
@@ -177,10 +177,13 @@ proptest! {
     fn a_truncated_or_damaged_file_is_an_error(cut in 0usize..4000, at in 0usize..4000, byte in any::<u8>()) {
         let text = sample().to_toml();
         let body = text.trim_end();
-        // Cut inside the content: something measured (or the TOML) is lost.
+        // Cut inside the content: refused, unless nothing was lost (cutting the ".0" off
+        // the last "33554432.0" leaves the same number; found by this test).
         let cut = cut % body.len();
         if let Some(truncated) = body.get(..cut) {
-            prop_assert!(parse(truncated).is_err(), "{truncated}");
+            if let Ok(p) = parse(truncated) {
+                prop_assert_eq!(p, sample(), "{}", truncated);
+            }
         }
         // One byte changed anywhere: parsed or refused, never a panic.
         let mut bytes = text.clone().into_bytes();
