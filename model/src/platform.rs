@@ -182,14 +182,17 @@ impl Kernel {
     }
 
     /// The seconds of a call of shape `dims` doing `work`: the measured time if that shape
-    /// was measured, else `work` at the rate of the point whose first dimension is nearest
-    /// on a log scale.
+    /// was measured, else `work` at the rate of the nearest measured shape (distance: the
+    /// logarithms of the dimensions, so a 4r×r panel is matched to panels, not to squares).
     pub fn seconds(&self, dims: &[u64], work: f64) -> Option<f64> {
         if let Some(p) = self.at(dims) {
             return Some(p.seconds);
         }
-        let key = (*dims.first()? as f64).max(1.0).ln();
-        let distance = |p: &&KernelPoint| (p.dims.first().map_or(1.0, |&d| d as f64).max(1.0).ln() - key).abs();
+        let log = |d: u64| (d.max(1) as f64).ln();
+        let distance = |p: &KernelPoint| -> f64 {
+            p.dims.iter().zip(dims).map(|(&a, &b)| (log(a) - log(b)).powi(2)).sum::<f64>()
+                + (p.dims.len().abs_diff(dims.len()) as f64) * 1e6
+        };
         let nearest = self.points.iter().min_by(|a, b| distance(a).total_cmp(&distance(b)))?;
         Some(work / nearest.rate())
     }

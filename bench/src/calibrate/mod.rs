@@ -307,3 +307,28 @@ fn summary(p: &Platform, out: &std::path::Path) -> String {
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hosts(names: &[&str]) -> Vec<String> {
+        names.iter().map(|h| h.to_string()).collect()
+    }
+
+    #[test]
+    fn paths_are_found_from_host_names() {
+        assert_eq!(peers(&hosts(&["a"])), vec![]);
+        assert_eq!(peers(&hosts(&["a", "a"])), vec![(PathKind::IntraNode, 1)]);
+        assert_eq!(peers(&hosts(&["a", "b"])), vec![(PathKind::InterNode, 1)]);
+        assert_eq!(peers(&hosts(&["a", "b", "b", "a"])), vec![(PathKind::IntraNode, 3), (PathKind::InterNode, 1)]);
+    }
+
+    #[test]
+    fn the_quick_plan_is_a_subset_of_the_full_one() {
+        let (quick, full) = (Plan::new(true), Plan::new(false));
+        assert!(quick.sizes.iter().all(|s| full.sizes.contains(s)));
+        assert_eq!((quick.sizes[0], *full.sizes.last().unwrap()), (1, 64 << 20));
+        assert!(quick.blocks.iter().all(|b| full.blocks.contains(b)));
+    }
+}

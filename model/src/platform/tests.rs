@@ -147,6 +147,19 @@ fn kernel_costs_are_looked_up_and_scaled() {
     let flops = 2.0 * 200f64.powi(3);
     let s = gemm.seconds(&[200, 200, 200], flops).unwrap();
     assert!((s - flops / (33_554_432.0 / 1.0e-3)).abs() < 1e-12, "{s}");
+    // A panel is matched to the panel of the nearest shape, not to a square block.
+    let getrf = Kernel {
+        name: "getrf".into(),
+        dims: "m,n".into(),
+        work_unit: "flop".into(),
+        points: vec![
+            KernelPoint { dims: vec![128, 128], seconds: 1.0, work: 1.0 },
+            KernelPoint { dims: vec![512, 128], seconds: 1.0, work: 4.0 },
+            KernelPoint { dims: vec![256, 256], seconds: 1.0, work: 2.0 },
+        ],
+    };
+    assert_eq!(getrf.seconds(&[600, 128], 8.0), Some(2.0), "the 512x128 panel's rate");
+    assert_eq!(getrf.seconds(&[100, 100], 1.0), Some(1.0), "the 128x128 block's rate");
     let m = p.kernel("median").unwrap_err();
     assert!(m.contains("\"median\"") && m.contains("gemm") && m.contains("dps-bench calibrate"), "{m}");
 }
