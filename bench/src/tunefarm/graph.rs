@@ -68,17 +68,11 @@ fn spin(d: Duration) {
     }
 }
 
-/// Runs `work` through `farm` `reps` times (after one warm-up call of a tenth of the items):
-/// the median seconds of a call.
-pub(super) fn measure(rt: &Runtime, farm: &Graph<Work, u64>, work: Work, reps: usize) -> Result<f64> {
-    let warm = Work { items: (work.items / 10).max(work.k), ..work };
-    ensure!(rt.call(farm, warm)? == warm.items, "the farm lost items");
-    let mut times = Vec::with_capacity(reps);
-    for _ in 0..reps {
-        let start = Instant::now();
-        let done = rt.call(farm, work)?;
-        times.push(start.elapsed().as_secs_f64());
-        ensure!(done == work.items, "the farm returned {done} items instead of {}", work.items);
-    }
-    Ok(dps_harness::median(&times))
+/// Runs `work` through `farm` once: the seconds of the call.
+pub(super) fn run_once(rt: &Runtime, farm: &Graph<Work, u64>, work: Work) -> Result<f64> {
+    let start = Instant::now();
+    let done = rt.call(farm, work)?;
+    let seconds = start.elapsed().as_secs_f64();
+    ensure!(done == work.items, "the farm returned {done} items instead of {}", work.items);
+    Ok(seconds)
 }

@@ -1,7 +1,7 @@
 //! `dps-bench tune-farm --item-us T --payload BYTES [--platform FILE] [--ranks P]`: proposes
 //! a farm's worker count `n̂` and grain `k̂` (items per token) from the P3L cost model
 //! (`dps_model::p3l`) and the platform file, then measures a synthetic DPS farm ([`graph`])
-//! over a small grid of `(n, k)` on the ranks it runs on and prints the model's and the real
+//! over a small grid of `(n, k)` on the ranks it runs on (repetitions in turns over the grid) and prints the model's and the real
 //! service time per item side by side, and the measured best `(n*, k*)` against `(n̂, k̂)`.
 //!
 //! The model's parameters (spec §5.3): `g∞` and `N_{1/2}` from the raw MPI link's fit at the
@@ -243,10 +243,26 @@ pub(crate) fn worker(args: &WorkerArgs) -> Result<()> {
     ns.dedup();
     let farms = ns.iter().map(|&n| Ok((n, graph::build(&rt, n as usize)?))).collect::<Result<Vec<_>>>()?;
     if rt.is_root() {
-        for &(n, k, items) in &points {
+        // A warm-up call per point (a tenth of its items), then the repetitions taken in
+        // turns over the grid, so that a slow spell of the machine is spread over every point
+        // instead of falling on a few.
+        let work = |&(n, k, items): &(u64, u64, u64)| {
             let farm = &farms.iter().find(|f| f.0 == n).expect("a farm per worker count").1;
-            let work = graph::Work { items, k, d0: args.payload, item_ns: args.item_ns };
-            let seconds = graph::measure(&rt, farm, work, args.reps)?;
+            (farm, graph::Work { items, k, d0: args.payload, item_ns: args.item_ns })
+        };
+        for point in &points {
+            let (farm, w) = work(point);
+            graph::run_once(&rt, farm, graph::Work { items: (w.items / 10).max(w.k), ..w })?;
+        }
+        let mut times = vec![Vec::with_capacity(args.reps); points.len()];
+        for _ in 0..args.reps {
+            for (point, times) in points.iter().zip(&mut times) {
+                let (farm, w) = work(point);
+                times.push(graph::run_once(&rt, farm, w)?);
+            }
+        }
+        for (&(n, k, items), times) in points.iter().zip(&times) {
+            let seconds = dps_harness::median(times);
             crate::print_out(&format!("{}\n", serde_json::to_string(&Measured { n, k, items, seconds })?))?;
         }
     }
