@@ -1,7 +1,9 @@
 //! `dps-bench calibrate --out FILE`: measures this platform for the simulator and the tuners
 //! and writes the platform file (format: `dps_model::platform`, documented in bench/README.md).
 //!
-//! Launched on `--ranks` ranks (2 by default). The ranks' host names say which paths exist:
+//! Launched on `--ranks` ranks (2 by default) by `scripts/mpirun`, or by `srun` inside a
+//! Slurm allocation (which spreads them over its nodes). The ranks' host names say which
+//! paths exist:
 //! rank 0 and the first rank on its host (intra-node), rank 0 and the first rank on another
 //! host (inter-node). For each path: ping-pong over message sizes (1 B to 64 MiB; `--quick`:
 //! 1 B to 4 MiB by powers of 4) through raw MPI first, then through DPS tokens, and the fit of
@@ -20,6 +22,7 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
 use clap::Args;
+use dps_harness::launch::Launcher;
 use dps_harness::OutputFile;
 use dps_model::platform::{Carrier, Header, Link, Machine, PathKind, Platform, DPS_VERSION, FORMAT};
 use mpi::topology::Communicator;
@@ -102,7 +105,9 @@ pub(crate) fn launch(args: &Launch, json: bool, timeout_s: u64) -> Result<()> {
         worker.push("--quick".into());
     }
     let mut platform = None;
-    crate::launch::run_workers(args.ranks, &worker, timeout_s, |p: Platform| platform = Some(p))?;
+    crate::launch::run_workers_with(Launcher::detect(), args.ranks, &worker, timeout_s, |p: Platform| {
+        platform = Some(p)
+    })?;
     let mut platform = platform.ok_or_else(|| anyhow!("calibrate: rank 0 printed no measurements"))?;
     platform.seal();
     out.write_and_commit(platform.to_toml().as_bytes())?;

@@ -18,6 +18,7 @@ use std::path::PathBuf;
 
 use anyhow::{anyhow, Result};
 use clap::Args;
+use dps_harness::launch::Launcher;
 use dps_model::p3l::{self, Bsp, Farm};
 use dps_model::platform::{Carrier, Machine, PathKind, Platform};
 use serde::{Deserialize, Serialize};
@@ -218,7 +219,9 @@ pub(crate) fn launch(args: &Launch, json: bool, timeout_s: u64) -> Result<()> {
         points.join(","),
     ];
     let mut measured = Vec::new();
-    crate::launch::run_workers(args.ranks, &worker, timeout_s, |m: Measured| measured.push(m))?;
+    crate::launch::run_workers_with(Launcher::detect(), args.ranks, &worker, timeout_s, |m: Measured| {
+        measured.push(m)
+    })?;
     if measured.len() != points.len() {
         return Err(anyhow!("tune-farm: {} of {} points were measured", measured.len(), points.len()));
     }
