@@ -34,6 +34,8 @@ fn platform(links: bool) -> Platform {
             cpus: machine.cpus,
             ranks: 2,
             quick: true,
+            load_average: 0.0,
+            warnings: vec![],
             measured_hash: String::new(),
         },
         links: if links { vec![link(Carrier::Dps, 5.0), link(Carrier::Mpi, 1.0)] } else { vec![] },

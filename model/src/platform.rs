@@ -72,6 +72,13 @@ pub struct Header {
     pub ranks: u32,
     /// Whether this was a quick calibration (fewer sizes, shorter measurements).
     pub quick: bool,
+    /// The 1-minute load average of rank 0's host when the measurement started
+    /// (`/proc/loadavg`; 0 if unknown): above the CPU count, the machine was shared.
+    pub load_average: f64,
+    /// What the calibration found suspect in its own measurements (a busy machine, a
+    /// latency no shared-memory path has); empty when nothing was.
+    #[serde(default)]
+    pub warnings: Vec<String>,
     /// `fnv1a64:` and 16 hex digits: FNV-1a of the TOML of `links`, `overheads`, `kernels`.
     pub measured_hash: String,
 }

@@ -112,6 +112,9 @@ pub(crate) fn launch(args: &Launch, json: bool, timeout_s: u64) -> Result<()> {
     platform.seal();
     out.write_and_commit(platform.to_toml().as_bytes())?;
     if json {
+        for w in &platform.header.warnings {
+            eprintln!("dps-bench calibrate: warning: {w}; measure again on a quiet machine");
+        }
         crate::print_out(&format!("{}\n", serde_json::to_string(&platform)?))
     } else {
         crate::print_out(&summary(&platform, &args.out))
@@ -146,6 +149,7 @@ pub(crate) fn worker(opts: &Options) -> Result<()> {
     let (universe, _) =
         mpi::initialize_with_threading(mpi::Threading::Multiple).context("MPI was already initialised")?;
     let world = universe.world();
+    let load_average = load_average();
     let hosts = host_names(&world);
     let peers = peers(&hosts);
     let raw: Vec<Vec<f64>> =
@@ -209,17 +213,63 @@ pub(crate) fn worker(opts: &Options) -> Result<()> {
                 cpus: machine.cpus,
                 ranks: hosts.len() as u32,
                 quick: opts.quick,
+                load_average,
+                warnings: Vec::new(),
                 measured_hash: String::new(),
             },
             links,
             overheads,
             kernels,
         };
+        let mut platform = platform;
+        platform.header.warnings = suspicions(&platform);
         crate::print_out(&format!("{}\n", serde_json::to_string(&platform)?))?;
     }
     rt.shutdown()?;
     Ok(())
 }
+
+/// The 1-minute load average (`/proc/loadavg`), 0 if unknown.
+fn load_average() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().and_then(|x| x.parse().ok()))
+        .unwrap_or(0.0)
+}
+
+/// What looks wrong in a calibration: a machine busier than its CPUs, an intra-node latency
+/// no shared-memory path has (above [`INTRA_NODE_LATENCY_US`]: each round trip then waited for
+/// a scheduler time slice), DPS tokens faster than the MPI messages they are made of.
+fn suspicions(p: &Platform) -> Vec<String> {
+    let mut found = Vec::new();
+    let h = &p.header;
+    if h.load_average > f64::from(h.cpus) {
+        found.push(format!(
+            "load average {:.1} on {} CPUs when the measurement started: the machine was shared, the times are pessimistic",
+            h.load_average, h.cpus
+        ));
+    }
+    for link in &p.links {
+        let small = link.time_us(1);
+        if link.path == PathKind::IntraNode && small > INTRA_NODE_LATENCY_US {
+            found.push(format!(
+                "intra-node {} latency {small:.0} µs: shared memory takes a few µs; the ranks waited for CPU time",
+                kebab(&link.carrier)
+            ));
+        }
+    }
+    if let (Some(dps), Some(mpi)) =
+        (p.link(PathKind::IntraNode, Carrier::Dps), p.link(PathKind::IntraNode, Carrier::Mpi))
+    {
+        if mpi.time_us(1) > 2.0 * dps.time_us(1) {
+            found.push("raw MPI slower than DPS tokens for small messages, which DPS sends through MPI".into());
+        }
+    }
+    found
+}
+
+/// Above this one-way time for a 1-byte message, an intra-node measurement is suspect, µs.
+const INTRA_NODE_LATENCY_US: f64 = 100.0;
 
 fn no_overheads(note: &str) -> dps_model::platform::Overheads {
     dps_model::platform::Overheads {
@@ -249,7 +299,12 @@ fn kebab(value: &impl serde::Serialize) -> String {
 /// The human summary: links with their fits, overheads, kernels.
 fn summary(p: &Platform, out: &std::path::Path) -> String {
     let h = &p.header;
-    let mut s = format!(
+    let mut s = String::new();
+    for w in &h.warnings {
+        let _ = writeln!(s, "WARNING: {w}; measure again on a quiet machine");
+    }
+    let _ = write!(
+        s,
         "platform file {}: {} rank(s) on {} ({}, {} CPUs){}\n\n",
         out.display(),
         h.ranks,
@@ -327,6 +382,38 @@ mod tests {
         assert_eq!(peers(&hosts(&["a", "a"])), vec![(PathKind::IntraNode, 1)]);
         assert_eq!(peers(&hosts(&["a", "b"])), vec![(PathKind::InterNode, 1)]);
         assert_eq!(peers(&hosts(&["a", "b", "b", "a"])), vec![(PathKind::IntraNode, 3), (PathKind::InterNode, 1)]);
+    }
+
+    #[test]
+    fn a_busy_machine_and_impossible_latencies_are_flagged() {
+        let times = |l: f64| -> Vec<f64> { [1u64, 1024, 1 << 20].iter().map(|&s| l + s as f64 / 5000.0).collect() };
+        let link_of = |carrier, l| link(PathKind::IntraNode, carrier, 1, &[1, 1024, 1 << 20], times(l)).unwrap();
+        let mut p = Platform {
+            header: Header {
+                format: FORMAT,
+                dps_version: DPS_VERSION.into(),
+                date: "2026-11-24T00:00:00Z".into(),
+                hosts: vec!["h".into()],
+                cpu_model: "c".into(),
+                cpus: 2,
+                ranks: 2,
+                quick: true,
+                load_average: 0.3,
+                warnings: vec![],
+                measured_hash: String::new(),
+            },
+            links: vec![link_of(Carrier::Dps, 5.0), link_of(Carrier::Mpi, 0.5)],
+            overheads: no_overheads("test"),
+            kernels: vec![],
+        };
+        assert_eq!(suspicions(&p), Vec::<String>::new());
+        p.header.load_average = 11.0;
+        p.links[1] = link_of(Carrier::Mpi, 4000.0);
+        let found = suspicions(&p);
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert!(found[0].contains("load average 11.0 on 2 CPUs"), "{found:?}");
+        assert!(found[1].contains("intra-node mpi latency 4000 µs"), "{found:?}");
+        assert!(found[2].contains("raw MPI slower than DPS"), "{found:?}");
     }
 
     #[test]

@@ -225,7 +225,8 @@ pub(crate) fn launch(args: &Launch, json: bool, timeout_s: u64) -> Result<()> {
     if measured.len() != points.len() {
         return Err(anyhow!("tune-farm: {} of {} points were measured", measured.len(), points.len()));
     }
-    let record = report::Record::new(args, &path, inputs, &bsp, &farm, &plan, exhaustive, &measured);
+    let mut record = report::Record::new(args, &path, inputs, &bsp, &farm, &plan, exhaustive, &measured);
+    record.platform_warnings = platform.header.warnings.clone();
     if json {
         crate::print_out(&format!("{}\n", serde_json::to_string(&record)?))
     } else {

@@ -27,6 +27,8 @@ fn sample() -> Platform {
             cpus: 8,
             ranks: 2,
             quick: true,
+            load_average: 0.5,
+            warnings: vec![],
             measured_hash: String::new(),
         },
         links: vec![Link {
