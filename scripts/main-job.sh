@@ -30,4 +30,22 @@ REPS=1 bench/linalg.sh > results/linalg.log 2>&1 || echo "main job: bench/linalg
   echo '```'
   echo "(4 ranks on 2 cores are oversubscribed: correctness, not speed.)"
 } >> results/report.md
+# Issue 14 groundwork (bench/README.md): a quick calibration on 2 ranks (the platform file),
+# then the P3L farm plan against a measured farm, batch (case A) and a fast stream (case B).
+{
+  echo
+  echo "## Platform calibration (quick, 2 ranks) and P3L farm tuning"
+  echo
+  target/release/dps-bench calibrate --quick --out results/platform.toml || echo "(calibrate failed)"
+  for farm in "--item-us 200 --payload 8192" "--item-us 20 --payload 1048576 --te-us 50"; do
+    echo
+    echo "\`dps-bench tune-farm $farm\`:"
+    echo
+    # shellcheck disable=SC2086  # the options are words
+    target/release/dps-bench tune-farm --platform results/platform.toml --seconds 0.1 --max-grain 16 $farm \
+      || echo "(tune-farm failed)"
+  done
+  echo
+  echo "(Model: seed 002's P3L farm on the platform file's link; the simulator column is filled when the simulator exists.)"
+} >> results/report.md
 echo "main job: wrote results/report.md"

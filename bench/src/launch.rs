@@ -3,7 +3,7 @@
 //! to the caller.
 
 use anyhow::{Context, Result};
-use dps_harness::launch::Job;
+use dps_harness::launch::{Job, Launcher};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 
@@ -19,10 +19,25 @@ pub(crate) fn run_workers<T: DeserializeOwned>(
     ranks: usize,
     args: &[String],
     timeout_s: u64,
+    on_record: impl FnMut(T),
+) -> Result<()> {
+    run_workers_with(Launcher::Mpirun, ranks, args, timeout_s, on_record)
+}
+
+/// As [`run_workers`], launched by `launcher` (`srun` spreads the ranks over the nodes of a
+/// Slurm allocation, which is how `calibrate` reaches an inter-node path).
+///
+/// # Errors
+/// As [`run_workers`].
+pub(crate) fn run_workers_with<T: DeserializeOwned>(
+    launcher: Launcher,
+    ranks: usize,
+    args: &[String],
+    timeout_s: u64,
     mut on_record: impl FnMut(T),
 ) -> Result<()> {
     let exe = std::env::current_exe().context("cannot locate the dps-bench executable")?;
-    let job = Job::new(exe).ranks(ranks).args(args).timeout_s(timeout_s);
+    let job = Job::new(exe).launcher(launcher).ranks(ranks).args(args).timeout_s(timeout_s);
     job.stream(|line| match serde_json::from_str::<T>(line) {
         Ok(record) => on_record(record),
         Err(_) => eprintln!("{line}"),

@@ -7,6 +7,12 @@
 //!
 //! * `dps-bench topology [--ranks] [--bind cores]`: the machine as hwloc sees it and, under
 //!   mpirun with `--ranks`, where each rank's threads may run (see `topology`).
+//! * `dps-bench calibrate --out FILE [--quick] [--ranks N]`: measures latency and bandwidth
+//!   (DPS tokens and raw MPI), the CPU cost of transfers and the kernels' costs, and writes
+//!   the platform file the simulator and `tune-farm` read (see `calibrate`).
+//! * `dps-bench tune-farm --item-us T --payload BYTES [--platform FILE] [--ranks P]`: a
+//!   farm's worker count and grain from the P3L cost model, checked on a synthetic farm
+//!   (see `tunefarm`).
 //! * `dps-bench table`: JSON lines on stdin to a markdown table.
 //! * `dps-bench sweep [EXPERIMENT…]`: the experiments of `bench/experiments.toml`, with
 //!   tables beside the published numbers and plots (see `sweep`).
@@ -14,12 +20,14 @@
 //! Each command launches itself once under `scripts/mpirun -n 2` (hidden `*-worker`
 //! subcommands) and prints what rank 0 reports.
 
+mod calibrate;
 mod launch;
 mod overlap;
 mod sweep;
 mod table;
 mod topology;
 mod transport;
+mod tunefarm;
 
 use std::process::ExitCode;
 
@@ -73,6 +81,42 @@ enum Command {
         #[command(flatten)]
         opts: overlap::Options,
     },
+    /// Measures this machine (latency, bandwidth, transfer CPU overheads, kernel costs) and
+    /// writes the platform file the simulator and tune-farm read.
+    #[command(mut_arg("json", |a| a.help("Print the platform file as one JSON line instead of a summary")))]
+    Calibrate {
+        #[command(flatten)]
+        output: Output,
+        /// Seconds after which the MPI job is killed (1 to 604800).
+        #[arg(long, default_value_t = 600)]
+        timeout: u64,
+        #[command(flatten)]
+        args: calibrate::Launch,
+    },
+    /// The worker of `calibrate` (run under mpirun).
+    #[command(hide = true)]
+    CalibrateWorker {
+        #[command(flatten)]
+        opts: calibrate::Options,
+    },
+    /// Proposes a farm's worker count and grain from the P3L cost model and the platform
+    /// file, then measures a synthetic farm over a grid of both.
+    #[command(mut_arg("json", |a| a.help("One JSON record instead of the table")))]
+    TuneFarm {
+        #[command(flatten)]
+        output: Output,
+        /// Seconds after which the MPI job is killed (1 to 604800).
+        #[arg(long, default_value_t = 600)]
+        timeout: u64,
+        #[command(flatten)]
+        args: tunefarm::Launch,
+    },
+    /// The worker of `tune-farm` (run under mpirun).
+    #[command(hide = true)]
+    TuneFarmWorker {
+        #[command(flatten)]
+        args: tunefarm::WorkerArgs,
+    },
     /// Reads JSON lines (as printed with --json) on stdin and prints a markdown table.
     Table,
     /// The machine as hwloc sees it: packages, cores, hardware threads, caches, NUMA nodes;
@@ -115,6 +159,16 @@ fn run(command: Command) -> Result<()> {
             overlap::launch(&opts, output.json, timeout)
         }
         Command::OverlapWorker { opts } => overlap::worker(&opts),
+        Command::Calibrate { output, timeout, args } => {
+            check_timeout(timeout)?;
+            calibrate::launch(&args, output.json, timeout)
+        }
+        Command::CalibrateWorker { opts } => calibrate::worker(&opts),
+        Command::TuneFarm { output, timeout, args } => {
+            check_timeout(timeout)?;
+            tunefarm::launch(&args, output.json, timeout)
+        }
+        Command::TuneFarmWorker { args } => tunefarm::worker(&args),
         Command::Table => table::print_from_stdin(),
         Command::Topology(opts) => topology::run(&opts),
         Command::Sweep(args) => sweep::run(&args),

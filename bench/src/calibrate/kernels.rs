@@ -1,0 +1,133 @@
+//! Kernel cost tables, measured on one core: the BLAS/LAPACK calls of the dense apps through
+//! `dps_dense::blas` (gemm and trsm on r×r blocks, getrf on r×r blocks and on 4r×r panels),
+//! and one band of Life (`dps_life::kernel::advance`) per depth.
+//!
+//! Each call's inputs are restored (outside the timed region) before it runs, so a table
+//! never times denormals or infinities that repeated in-place calls would breed.
+//! The median kernel of apps/filter has a slot in the file format ([`Kernel`] named
+//! `median`) but is not measured yet: that app is being written.
+
+use std::time::{Duration, Instant};
+
+use dps_dense::blas;
+use dps_harness::median;
+use dps_life::kernel::{advance, Geometry, Scratch, Sweep};
+use dps_model::platform::{Kernel, KernelPoint};
+
+/// How long each point is measured.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Effort {
+    /// About this long per point...
+    pub(super) time: Duration,
+    /// ...with at least this many calls.
+    pub(super) min_calls: usize,
+}
+
+/// Times `call` on `data` (after `reset`, untimed) until `effort` is spent; the median
+/// seconds.
+fn time<D: ?Sized>(effort: Effort, data: &mut D, reset: impl Fn(&mut D), call: impl Fn(&mut D)) -> f64 {
+    reset(data);
+    call(data); // warm-up: caches, page faults, BLAS's first-call setup
+    let mut times = Vec::new();
+    let start = Instant::now();
+    while times.len() < effort.min_calls || start.elapsed() < effort.time {
+        reset(data);
+        let t = Instant::now();
+        call(data);
+        times.push(t.elapsed().as_secs_f64());
+    }
+    median(&times)
+}
+
+fn table(name: &str, dims: &str, work_unit: &str, points: Vec<KernelPoint>) -> Kernel {
+    Kernel { name: name.into(), dims: dims.into(), work_unit: work_unit.into(), points }
+}
+
+/// gemm C ← C − A·B on r×r blocks (LU's update, matmul's block product).
+pub(super) fn gemm(blocks: &[usize], effort: Effort) -> Kernel {
+    let points = blocks
+        .iter()
+        .map(|&r| {
+            let (a, b) = (dps_dense::gen::cols_major(1, 0..r, 0..r), dps_dense::gen::cols_major(2, 0..r, 0..r));
+            let mut c = vec![0.0; r * r];
+            let seconds =
+                time(effort, &mut c[..], |c| c.fill(0.0), |c| blas::gemm_col(r, r, r, -1.0, &a, r, &b, r, 1.0, c, r));
+            KernelPoint { dims: vec![r as u64; 3], seconds, work: 2.0 * (r as f64).powi(3) }
+        })
+        .collect();
+    table("gemm", "m,n,k", "flop", points)
+}
+
+/// trsm B ← L⁻¹·B, L unit lower r×r, B r×r (LU's row of U).
+pub(super) fn trsm(blocks: &[usize], effort: Effort) -> Kernel {
+    let points = blocks
+        .iter()
+        .map(|&r| {
+            let l = dps_dense::gen::cols_major(3, 0..r, 0..r);
+            let pristine = dps_dense::gen::cols_major(4, 0..r, 0..r);
+            let mut b = pristine.clone();
+            let seconds = time(
+                effort,
+                &mut b[..],
+                |b| b.copy_from_slice(&pristine),
+                |b| blas::trsm_unit_lower(r, r, &l, r, b, r),
+            );
+            KernelPoint { dims: vec![r as u64; 2], seconds, work: (r as f64).powi(3) }
+        })
+        .collect();
+    table("trsm", "m,n", "flop", points)
+}
+
+/// getrf with partial pivoting of m×r panels, m = r and m = 4r (LU's panel factorisation).
+pub(super) fn getrf(blocks: &[usize], effort: Effort) -> Kernel {
+    let points = blocks
+        .iter()
+        .flat_map(|&r| [(r, r), (4 * r, r)])
+        .map(|(m, n)| {
+            let pristine = dps_dense::gen::cols_major(5, 0..m, 0..n);
+            let mut a = pristine.clone();
+            let seconds = time(effort, &mut a[..], |a| a.copy_from_slice(&pristine), |a| drop(blas::getrf(m, n, a, m)));
+            let (mf, nf) = (m as f64, n as f64);
+            KernelPoint { dims: vec![m as u64, n as u64], seconds, work: mf * nf * nf - nf.powi(3) / 3.0 }
+        })
+        .collect();
+    table("getrf", "m,n", "flop", points)
+}
+
+/// One Life band of `width` × `rows` cells, `depth` generations per pass, for each depth.
+pub(super) fn life(width: usize, rows: usize, depths: &[usize], effort: Effort) -> Kernel {
+    let g = Geometry::new(width, false);
+    let points = depths
+        .iter()
+        .map(|&depth| {
+            let total = rows + 2 * depth;
+            // A random soup (a fixed xorshift stream), every bit past the width clear.
+            let mut state = 0x9E37_79B9_7F4A_7C15u64;
+            let mut src: Vec<u64> = (0..total * g.words)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    state
+                })
+                .collect();
+            for row in src.chunks_mut(g.words) {
+                *row.last_mut().expect("a row has a word") &= g.last_mask();
+            }
+            let (dst, scratch) = (vec![0u64; src.len()], Scratch::default());
+            let sweep = Sweep { rows: depth..depth + rows, depth, live: 0..total };
+            let seconds = time(
+                effort,
+                &mut (dst, scratch),
+                |_| {},
+                |(dst, scratch)| advance(&g, &src, dst, &sweep, scratch, &mut |_| {}),
+            );
+            KernelPoint {
+                dims: vec![width as u64, rows as u64, depth as u64],
+                seconds,
+                work: (width * rows * depth) as f64,
+            }
+        })
+        .collect();
+    table("life", "width,rows,depth", "cell update", points)
+}

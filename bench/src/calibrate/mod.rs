@@ -1,0 +1,426 @@
+//! `dps-bench calibrate --out FILE`: measures this platform for the simulator and the tuners
+//! and writes the platform file (format: `dps_model::platform`, documented in bench/README.md).
+//!
+//! Launched on `--ranks` ranks (2 by default) by `scripts/mpirun`, or by `srun` inside a
+//! Slurm allocation (which spreads them over its nodes). The ranks' host names say which
+//! paths exist:
+//! rank 0 and the first rank on its host (intra-node), rank 0 and the first rank on another
+//! host (inter-node). For each path: ping-pong over message sizes (1 B to 64 MiB; `--quick`:
+//! 1 B to 4 MiB by powers of 4) through raw MPI first, then through DPS tokens, and the fit of
+//! each to `t(s) = l + s/b` (`dps_model::fit`). Then the CPU overheads of transfers with the
+//! first peer ([`overheads`]) and the kernel cost tables on rank 0 ([`kernels`]). Rank 0
+//! prints the result as one JSON line; the launcher seals it (the hash of what was measured)
+//! and writes it whole, or nothing.
+
+mod kernels;
+mod overheads;
+mod pingpong;
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{anyhow, Context, Result};
+use clap::Args;
+use dps_harness::launch::Launcher;
+use dps_harness::OutputFile;
+use dps_model::platform::{Carrier, Header, Link, Machine, PathKind, Platform, DPS_VERSION, FORMAT};
+use mpi::topology::Communicator;
+use mpi::traits::CommunicatorCollectives;
+
+/// Options of the launcher (`calibrate`).
+#[derive(Args, Debug)]
+pub(crate) struct Launch {
+    /// The platform file to write (TOML; written whole or not at all).
+    #[arg(long)]
+    pub(crate) out: PathBuf,
+    /// Ranks to measure on (1: kernels only; more: the paths between rank 0 and the first
+    /// rank on its host and on another host).
+    #[arg(long, default_value_t = 2)]
+    pub(crate) ranks: usize,
+    #[command(flatten)]
+    pub(crate) opts: Options,
+}
+
+/// Options shared by the launcher and the worker.
+#[derive(Args, Clone, Debug)]
+pub(crate) struct Options {
+    /// A quick calibration (a few seconds): fewer sizes and blocks, shorter measurements.
+    #[arg(long)]
+    pub(crate) quick: bool,
+}
+
+/// The most ranks `--ranks` accepts.
+const MAX_RANKS: usize = 4096;
+
+/// What one calibration measures, and how long.
+struct Plan {
+    sizes: Vec<usize>,
+    pingpong: pingpong::Effort,
+    blocks: Vec<usize>,
+    gemm_extra: Option<usize>,
+    kernel: kernels::Effort,
+    life: (usize, usize, Vec<usize>),
+    alpha: (usize, Duration),
+}
+
+impl Plan {
+    fn new(quick: bool) -> Plan {
+        if quick {
+            Plan {
+                sizes: (0..12).map(|i| 1usize << (2 * i)).collect(),
+                pingpong: pingpong::Effort { reps: 3, time: Duration::from_millis(5), min_iters: 5 },
+                blocks: vec![64, 128, 256],
+                gemm_extra: None,
+                kernel: kernels::Effort { time: Duration::from_millis(20), min_calls: 2 },
+                life: (4096, 128, vec![1, 8]),
+                alpha: (2, Duration::from_millis(40)),
+            }
+        } else {
+            Plan {
+                sizes: (0..=26).map(|i| 1usize << i).collect(),
+                pingpong: pingpong::Effort { reps: 5, time: Duration::from_millis(40), min_iters: 10 },
+                // The apps' defaults and the experiments' block sizes.
+                blocks: vec![32, 64, 125, 128, 256, 512, 1024],
+                gemm_extra: Some(2048),
+                kernel: kernels::Effort { time: Duration::from_millis(150), min_calls: 3 },
+                life: (16384, 1024, vec![1, 2, 4, 8]),
+                alpha: (5, Duration::from_millis(150)),
+            }
+        }
+    }
+}
+
+/// The launcher: checks the options and the output path, runs the worker under mpirun,
+/// writes the sealed platform file and prints a summary (`--json`: the file as JSON).
+pub(crate) fn launch(args: &Launch, json: bool, timeout_s: u64) -> Result<()> {
+    if !(1..=MAX_RANKS).contains(&args.ranks) {
+        dps_harness::bad_input!("--ranks {} must be between 1 and {MAX_RANKS}", args.ranks);
+    }
+    let largest = Plan::new(args.opts.quick).sizes.iter().copied().max().unwrap_or(0) as u64;
+    dps_harness::check_memory("calibrate's ping-pong", largest.saturating_mul(4), largest.saturating_mul(4))?;
+    let out = OutputFile::create("--out", &args.out)?;
+    let mut worker = vec!["calibrate-worker".to_string()];
+    if args.opts.quick {
+        worker.push("--quick".into());
+    }
+    let mut platform = None;
+    crate::launch::run_workers_with(Launcher::detect(), args.ranks, &worker, timeout_s, |p: Platform| {
+        platform = Some(p)
+    })?;
+    let mut platform = platform.ok_or_else(|| anyhow!("calibrate: rank 0 printed no measurements"))?;
+    platform.seal();
+    out.write_and_commit(platform.to_toml().as_bytes())?;
+    if json {
+        for w in &platform.header.warnings {
+            eprintln!("dps-bench calibrate: warning: {w}; measure again on a quiet machine");
+        }
+        crate::print_out(&format!("{}\n", serde_json::to_string(&platform)?))
+    } else {
+        crate::print_out(&summary(&platform, &args.out))
+    }
+}
+
+/// Every rank's host name, in rank order.
+fn host_names(world: &mpi::topology::SimpleCommunicator) -> Vec<String> {
+    const WIDTH: usize = 256;
+    let mut mine = [0u8; WIDTH];
+    let name = Machine::this().hostname;
+    let len = name.len().min(WIDTH);
+    mine[..len].copy_from_slice(&name.as_bytes()[..len]);
+    let mut all = vec![0u8; WIDTH * world.size() as usize];
+    world.all_gather_into(&mine[..], &mut all[..]);
+    all.chunks(WIDTH).map(|c| String::from_utf8_lossy(c).trim_end_matches('\0').to_string()).collect()
+}
+
+/// The paths to measure: rank 0 with the first rank on its host, and with the first rank on
+/// another host.
+fn peers(hosts: &[String]) -> Vec<(PathKind, usize)> {
+    let intra = (1..hosts.len()).find(|&r| hosts[r] == hosts[0]).map(|r| (PathKind::IntraNode, r));
+    let inter = (1..hosts.len()).find(|&r| hosts[r] != hosts[0]).map(|r| (PathKind::InterNode, r));
+    intra.into_iter().chain(inter).collect()
+}
+
+/// The worker, on every rank: raw MPI ping-pong, then the runtime, DPS ping-pong, overheads
+/// and kernels; rank 0 prints the platform as one JSON line.
+pub(crate) fn worker(opts: &Options) -> Result<()> {
+    let plan = Plan::new(opts.quick);
+    dps_dense::blas::set_threads(1);
+    let (universe, _) =
+        mpi::initialize_with_threading(mpi::Threading::Multiple).context("MPI was already initialised")?;
+    let world = universe.world();
+    let load_average = load_average();
+    let hosts = host_names(&world);
+    let peers = peers(&hosts);
+    let raw: Vec<Vec<f64>> =
+        peers.iter().map(|&(_, peer)| pingpong::raw(&world, peer as i32, &plan.sizes, plan.pingpong)).collect();
+    drop(world);
+
+    let rt = dps::Runtime::from_universe(universe)?;
+    let echoes = peers.iter().map(|&(_, peer)| pingpong::echo_graph(&rt, peer)).collect::<Result<Vec<_>>>()?;
+    let streams = peers.first().map(|&(_, peer)| overheads::Streams::build(&rt, peer)).transpose()?;
+    if rt.is_root() {
+        let mut links = Vec::new();
+        for ((&(path, peer), raw_times), echo) in peers.iter().zip(&raw).zip(&echoes) {
+            let dps_times = pingpong::dps(&rt, echo, &plan.sizes, plan.pingpong)?;
+            links.push(link(path, Carrier::Dps, peer, &plan.sizes, dps_times)?);
+            links.push(link(path, Carrier::Mpi, peer, &plan.sizes, raw_times.clone())?);
+        }
+        let machine = Machine::this();
+        let overheads = match (&streams, peers.first()) {
+            (Some(streams), Some(&(path, _))) => {
+                let on_node = hosts.iter().filter(|h| **h == hosts[0]).count();
+                // Threads that must run at once on rank 0's host: the kernel, rank 0's progress
+                // thread and worker, and for a peer on the same host its progress thread and worker.
+                let needed = if path == PathKind::IntraNode { 5 } else { 3 };
+                let measurable = machine.cpus as usize >= needed.max(2 * on_node);
+                let note = if measurable {
+                    format!(
+                        "gemm {0}x{0} on rank 0 alone, then during a DPS stream to and from rank {1}",
+                        128, peers[0].1
+                    )
+                } else {
+                    format!(
+                        "not measurable here: {} CPUs for {needed} busy threads ({on_node} ranks on this host), \
+                         so the slowdown is core sharing, not per-message cost; values kept for reference",
+                        machine.cpus
+                    )
+                };
+                overheads::measure(&rt, streams, plan.alpha.0, plan.alpha.1, measurable, note)?
+            }
+            _ => no_overheads("not measured: one rank, no transfers"),
+        };
+        let mut kernels = vec![
+            kernels::gemm(&[plan.blocks.clone(), plan.gemm_extra.into_iter().collect()].concat(), plan.kernel),
+            kernels::trsm(&plan.blocks, plan.kernel),
+            kernels::getrf(&plan.blocks, plan.kernel),
+        ];
+        let (width, rows, depths) = &plan.life;
+        kernels.push(kernels::life(*width, *rows, depths, plan.kernel));
+        let mut distinct: Vec<String> = Vec::new();
+        for h in &hosts {
+            if !distinct.contains(h) {
+                distinct.push(h.clone());
+            }
+        }
+        let platform = Platform {
+            header: Header {
+                format: FORMAT,
+                dps_version: DPS_VERSION.into(),
+                date: jiff::Timestamp::now().to_string(),
+                hosts: distinct,
+                cpu_model: machine.cpu_model,
+                cpus: machine.cpus,
+                ranks: hosts.len() as u32,
+                quick: opts.quick,
+                load_average,
+                warnings: Vec::new(),
+                measured_hash: String::new(),
+            },
+            links,
+            overheads,
+            kernels,
+        };
+        let mut platform = platform;
+        platform.header.warnings = suspicions(&platform);
+        crate::print_out(&format!("{}\n", serde_json::to_string(&platform)?))?;
+    }
+    rt.shutdown()?;
+    Ok(())
+}
+
+/// The 1-minute load average (`/proc/loadavg`), 0 if unknown.
+fn load_average() -> f64 {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().and_then(|x| x.parse().ok()))
+        .unwrap_or(0.0)
+}
+
+/// What looks wrong in a calibration: a machine busier than its CPUs, an intra-node latency
+/// no shared-memory path has (above [`INTRA_NODE_LATENCY_US`]: each round trip then waited for
+/// a scheduler time slice), DPS tokens faster than the MPI messages they are made of.
+fn suspicions(p: &Platform) -> Vec<String> {
+    let mut found = Vec::new();
+    let h = &p.header;
+    if h.load_average > f64::from(h.cpus) {
+        found.push(format!(
+            "load average {:.1} on {} CPUs when the measurement started: the machine was shared, the times are pessimistic",
+            h.load_average, h.cpus
+        ));
+    }
+    for link in &p.links {
+        let small = link.time_us(1);
+        if link.path == PathKind::IntraNode && small > INTRA_NODE_LATENCY_US {
+            found.push(format!(
+                "intra-node {} latency {small:.0} µs: shared memory takes a few µs; the ranks waited for CPU time",
+                kebab(&link.carrier)
+            ));
+        }
+    }
+    if let (Some(dps), Some(mpi)) =
+        (p.link(PathKind::IntraNode, Carrier::Dps), p.link(PathKind::IntraNode, Carrier::Mpi))
+    {
+        if mpi.time_us(1) > 2.0 * dps.time_us(1) {
+            found.push("raw MPI slower than DPS tokens for small messages, which DPS sends through MPI".into());
+        }
+    }
+    found
+}
+
+/// Above this one-way time for a 1-byte message, an intra-node measurement is suspect, µs.
+const INTRA_NODE_LATENCY_US: f64 = 100.0;
+
+fn no_overheads(note: &str) -> dps_model::platform::Overheads {
+    dps_model::platform::Overheads {
+        measurable: false,
+        note: note.into(),
+        alpha_out: 0.0,
+        alpha_in: 0.0,
+        send_us_per_message: 0.0,
+        receive_us_per_message: 0.0,
+        message_bytes: 0,
+    }
+}
+
+/// A measured link with its fit.
+fn link(path: PathKind, carrier: Carrier, peer: usize, sizes: &[usize], times_us: Vec<f64>) -> Result<Link> {
+    let points: Vec<(u64, f64)> = sizes.iter().map(|&s| s as u64).zip(times_us.iter().copied()).collect();
+    let fit = dps_model::fit::fit(&points)
+        .ok_or_else(|| anyhow!("calibrate: no line t = l + s/b fits the {carrier:?} times {times_us:?}"))?;
+    Ok(Link { path, carrier, ranks: [0, peer as u32], sizes: sizes.iter().map(|&s| s as u64).collect(), times_us, fit })
+}
+
+/// A path or carrier as the file writes it (`intra-node`, `dps`).
+fn kebab(value: &impl serde::Serialize) -> String {
+    serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+}
+
+/// The human summary: links with their fits, overheads, kernels.
+fn summary(p: &Platform, out: &std::path::Path) -> String {
+    let h = &p.header;
+    let mut s = String::new();
+    for w in &h.warnings {
+        let _ = writeln!(s, "WARNING: {w}; measure again on a quiet machine");
+    }
+    let _ = write!(
+        s,
+        "platform file {}: {} rank(s) on {} ({}, {} CPUs){}\n\n",
+        out.display(),
+        h.ranks,
+        h.hosts.join(", "),
+        h.cpu_model,
+        h.cpus,
+        if h.quick { ", quick" } else { "" }
+    );
+    if !p.links.is_empty() {
+        s.push_str(
+            "| path | carrier | sizes | l (µs) | b (GB/s) | fit error (rms, worst) |\n|---|---|---|---:|---:|---:|\n",
+        );
+        for link in &p.links {
+            let points: Vec<(u64, f64)> = link.sizes.iter().copied().zip(link.times_us.iter().copied()).collect();
+            let worst = dps_model::fit::worst_error(&link.fit, &points);
+            let rms = dps_model::fit::rms_error(&link.fit, &points);
+            for g in &link.fit {
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {}-{} | {:.2} | {:.2} | {:.0}%, {:.0}% |",
+                    kebab(&link.path),
+                    kebab(&link.carrier),
+                    dps_harness::format_bytes(g.from_bytes),
+                    dps_harness::format_bytes(g.to_bytes),
+                    g.latency_us,
+                    g.bytes_per_us / 1e3,
+                    rms * 100.0,
+                    worst * 100.0
+                );
+            }
+        }
+        s.push('\n');
+    }
+    let o = &p.overheads;
+    let _ = writeln!(
+        s,
+        "overheads: α_out {:.3}, α_in {:.3}; {:.2} µs CPU per {} message sent, {:.2} µs per message received ({})\n",
+        o.alpha_out,
+        o.alpha_in,
+        o.send_us_per_message,
+        dps_harness::format_bytes(o.message_bytes),
+        o.receive_us_per_message,
+        o.note
+    );
+    s.push_str("| kernel | dims | seconds per call | rate |\n|---|---|---:|---:|\n");
+    for k in &p.kernels {
+        for point in &k.points {
+            let dims: Vec<String> = point.dims.iter().map(u64::to_string).collect();
+            let _ = writeln!(
+                s,
+                "| {} | {} = {} | {:.3e} | {:.3e} {}/s |",
+                k.name,
+                k.dims,
+                dims.join(","),
+                point.seconds,
+                point.rate(),
+                k.work_unit
+            );
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hosts(names: &[&str]) -> Vec<String> {
+        names.iter().map(|h| h.to_string()).collect()
+    }
+
+    #[test]
+    fn paths_are_found_from_host_names() {
+        assert_eq!(peers(&hosts(&["a"])), vec![]);
+        assert_eq!(peers(&hosts(&["a", "a"])), vec![(PathKind::IntraNode, 1)]);
+        assert_eq!(peers(&hosts(&["a", "b"])), vec![(PathKind::InterNode, 1)]);
+        assert_eq!(peers(&hosts(&["a", "b", "b", "a"])), vec![(PathKind::IntraNode, 3), (PathKind::InterNode, 1)]);
+    }
+
+    #[test]
+    fn a_busy_machine_and_impossible_latencies_are_flagged() {
+        let times = |l: f64| -> Vec<f64> { [1u64, 1024, 1 << 20].iter().map(|&s| l + s as f64 / 5000.0).collect() };
+        let link_of = |carrier, l| link(PathKind::IntraNode, carrier, 1, &[1, 1024, 1 << 20], times(l)).unwrap();
+        let mut p = Platform {
+            header: Header {
+                format: FORMAT,
+                dps_version: DPS_VERSION.into(),
+                date: "2026-11-24T00:00:00Z".into(),
+                hosts: vec!["h".into()],
+                cpu_model: "c".into(),
+                cpus: 2,
+                ranks: 2,
+                quick: true,
+                load_average: 0.3,
+                warnings: vec![],
+                measured_hash: String::new(),
+            },
+            links: vec![link_of(Carrier::Dps, 5.0), link_of(Carrier::Mpi, 0.5)],
+            overheads: no_overheads("test"),
+            kernels: vec![],
+        };
+        assert_eq!(suspicions(&p), Vec::<String>::new());
+        p.header.load_average = 11.0;
+        p.links[1] = link_of(Carrier::Mpi, 4000.0);
+        let found = suspicions(&p);
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert!(found[0].contains("load average 11.0 on 2 CPUs"), "{found:?}");
+        assert!(found[1].contains("intra-node mpi latency 4000 µs"), "{found:?}");
+        assert!(found[2].contains("raw MPI slower than DPS"), "{found:?}");
+    }
+
+    #[test]
+    fn the_quick_plan_is_a_subset_of_the_full_one() {
+        let (quick, full) = (Plan::new(true), Plan::new(false));
+        assert!(quick.sizes.iter().all(|s| full.sizes.contains(s)));
+        assert_eq!((quick.sizes[0], *full.sizes.last().unwrap()), (1, 64 << 20));
+        assert!(quick.blocks.iter().all(|b| full.blocks.contains(b)));
+    }
+}

@@ -1,0 +1,437 @@
+//! The platform file: what `dps-bench calibrate --out FILE` measured on one machine, for the
+//! simulator and the tuners to predict from.
+//!
+//! A TOML file (format [`FORMAT`]; bench/README.md documents every field) with four parts:
+//!
+//! * `[header]`: the format, the dps version, the date, the machine (host names, CPU model,
+//!   logical CPUs), the ranks it was measured on, and `measured_hash`, a hash of everything
+//!   below it;
+//! * `[[links]]`: per path between ranks (`intra-node`, `inter-node`) and transport (`dps`
+//!   tokens, raw `mpi`), the one-way times measured by ping-pong and their fit `t(s) = l + s/b`
+//!   (one or two segments, see [`crate::fit`]);
+//! * `[overheads]`: the CPU cost of concurrent transfers, `α_out` and `α_in` (spec §3.4:
+//!   `cpu_avail = 1 − α_out·n_out − α_in·n_in`), or why they could not be measured here;
+//! * `[[kernels]]`: cost tables (gemm, trsm, getrf, life; median to come), each point the
+//!   dimensions, the seconds per call and the work per call.
+//!
+//! Loading checks, in order: the file exists and parses; its format and dps version are this
+//! build's; it was measured on this machine (this host among its hosts, same CPU model and
+//! CPU count); it is at most [`MAX_AGE_DAYS`] old and not from the future; its hash matches
+//! what it holds (no hand edits); every value is in range. Each failure is one line that
+//! names the file and the command that makes a new one.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::fit::Segment;
+
+/// The format this build reads and writes.
+pub const FORMAT: u32 = 1;
+
+/// A platform file older than this many days is stale (the machine's software may have
+/// changed since: MPI, BLAS, the kernel).
+pub const MAX_AGE_DAYS: i64 = 90;
+
+/// The dps version of this build (the workspace's version).
+pub const DPS_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The platform file: see the module documentation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Platform {
+    /// Where and when it was measured.
+    pub header: Header,
+    /// Latency and bandwidth per path and transport.
+    #[serde(default)]
+    pub links: Vec<Link>,
+    /// The CPU cost of concurrent transfers.
+    pub overheads: Overheads,
+    /// Kernel cost tables.
+    #[serde(default)]
+    pub kernels: Vec<Kernel>,
+}
+
+/// The header: format, version, date, machine, and the hash of what was measured.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Header {
+    /// The file format, [`FORMAT`].
+    pub format: u32,
+    /// The dps version that measured it.
+    pub dps_version: String,
+    /// When, RFC 3339 (UTC).
+    pub date: String,
+    /// The host of each rank measured, rank 0 first, without repeats.
+    pub hosts: Vec<String>,
+    /// The CPU model (`/proc/cpuinfo`'s `model name`).
+    pub cpu_model: String,
+    /// Logical CPUs of the machine.
+    pub cpus: u32,
+    /// Ranks of the calibration job.
+    pub ranks: u32,
+    /// Whether this was a quick calibration (fewer sizes, shorter measurements).
+    pub quick: bool,
+    /// The 1-minute load average of rank 0's host when the measurement started
+    /// (`/proc/loadavg`; 0 if unknown): above the CPU count, the machine was shared.
+    pub load_average: f64,
+    /// What the calibration found suspect in its own measurements (a busy machine, a
+    /// latency no shared-memory path has); empty when nothing was.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// `fnv1a64:` and 16 hex digits: FNV-1a of the TOML of `links`, `overheads`, `kernels`.
+    pub measured_hash: String,
+}
+
+/// A path between two ranks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PathKind {
+    /// Two ranks on one host (shared memory).
+    IntraNode,
+    /// Two ranks on different hosts (the network).
+    InterNode,
+}
+
+/// What carried the messages.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Carrier {
+    /// DPS tokens (`Bulk<u8>`) through the runtime: what the simulator models.
+    Dps,
+    /// Raw MPI blocking send/receive of byte buffers, beside it.
+    Mpi,
+}
+
+/// One path's measured one-way times and their fit.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Link {
+    /// Intra- or inter-node.
+    pub path: PathKind,
+    /// DPS tokens or raw MPI.
+    pub carrier: Carrier,
+    /// The two ranks measured.
+    pub ranks: [u32; 2],
+    /// Message sizes, bytes, ascending.
+    pub sizes: Vec<u64>,
+    /// One-way time per size (half the median round trip), µs.
+    pub times_us: Vec<f64>,
+    /// The fit: one segment, or two when the protocol switch shows.
+    pub fit: Vec<Segment>,
+}
+
+impl Link {
+    /// The fitted one-way time of an `s`-byte message, µs.
+    pub fn time_us(&self, s: u64) -> f64 {
+        crate::fit::predict(&self.fit, s)
+    }
+}
+
+/// The CPU cost of concurrent transfers, measured as the slowdown of a compute kernel on a
+/// rank while it sends to, or receives from, one peer.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Overheads {
+    /// Whether the values mean what the model needs (see `note`).
+    pub measurable: bool,
+    /// Why not, or how they were measured.
+    pub note: String,
+    /// `α_out`: the fraction of a core one outgoing transfer takes (0 when not measured).
+    pub alpha_out: f64,
+    /// `α_in`: the fraction of a core one incoming transfer takes (0 when not measured).
+    pub alpha_in: f64,
+    /// CPU time per message sent, µs (the kernel's extra time over the messages sent meanwhile).
+    pub send_us_per_message: f64,
+    /// CPU time per message received, µs.
+    pub receive_us_per_message: f64,
+    /// Size of the messages of the measurement, bytes.
+    pub message_bytes: u64,
+}
+
+/// A kernel's cost table.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Kernel {
+    /// `gemm`, `trsm`, `getrf`, `life` (`median`: reserved for apps/filter's kernel).
+    pub name: String,
+    /// What the dimensions of a point are, e.g. `m,n,k` or `width,rows,depth`.
+    pub dims: String,
+    /// The unit of `work`, e.g. `flop` or `cell update`.
+    pub work_unit: String,
+    /// The measured points.
+    pub points: Vec<KernelPoint>,
+}
+
+/// One measured call shape.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelPoint {
+    /// The dimensions, as the kernel's `dims` names them.
+    pub dims: Vec<u64>,
+    /// Seconds per call (median).
+    pub seconds: f64,
+    /// Work per call, in the kernel's `work_unit`.
+    pub work: f64,
+}
+
+impl KernelPoint {
+    /// Work per second.
+    pub fn rate(&self) -> f64 {
+        self.work / self.seconds
+    }
+}
+
+impl Kernel {
+    /// The point measured at exactly `dims`, if any.
+    pub fn at(&self, dims: &[u64]) -> Option<&KernelPoint> {
+        self.points.iter().find(|p| p.dims == dims)
+    }
+
+    /// The seconds of a call of shape `dims` doing `work`: the measured time if that shape
+    /// was measured, else `work` at the rate of the nearest measured shape (distance: the
+    /// logarithms of the dimensions, so a 4r×r panel is matched to panels, not to squares).
+    pub fn seconds(&self, dims: &[u64], work: f64) -> Option<f64> {
+        if let Some(p) = self.at(dims) {
+            return Some(p.seconds);
+        }
+        let log = |d: u64| (d.max(1) as f64).ln();
+        let distance = |p: &KernelPoint| -> f64 {
+            p.dims.iter().zip(dims).map(|(&a, &b)| (log(a) - log(b)).powi(2)).sum::<f64>()
+                + (p.dims.len().abs_diff(dims.len()) as f64) * 1e6
+        };
+        let nearest = self.points.iter().min_by(|a, b| distance(a).total_cmp(&distance(b)))?;
+        Some(work / nearest.rate())
+    }
+}
+
+/// The machine a platform file belongs to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Machine {
+    /// This host's name.
+    pub hostname: String,
+    /// The CPU model.
+    pub cpu_model: String,
+    /// Logical CPUs.
+    pub cpus: u32,
+}
+
+impl Machine {
+    /// This machine, from `/proc` (host name, `model name` and `processor` lines of
+    /// `/proc/cpuinfo`); `unknown` where it cannot be read.
+    pub fn this() -> Machine {
+        let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_string())
+            .unwrap_or_else(|_| "unknown".into());
+        let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+        let field = |line: &str, name: &str| {
+            let (key, value) = line.split_once(':')?;
+            (key.trim() == name).then(|| value.trim().to_string())
+        };
+        let cpu_model = cpuinfo.lines().find_map(|l| field(l, "model name")).unwrap_or_else(|| "unknown".into());
+        let listed = cpuinfo.lines().filter(|l| field(l, "processor").is_some()).count() as u32;
+        let cpus = if listed > 0 { listed } else { std::thread::available_parallelism().map_or(1, |n| n.get() as u32) };
+        Machine { hostname, cpu_model, cpus }
+    }
+}
+
+/// Why a platform file cannot be used. Every message is one line naming the file and the
+/// command that makes a good one.
+#[derive(Debug, thiserror::Error)]
+pub enum PlatformError {
+    /// No such file.
+    #[error("platform file {0}: not found; measure this machine with `dps-bench calibrate --out {0}`")]
+    Missing(PathBuf),
+    /// It cannot be read.
+    #[error("platform file {0}: cannot be read ({1}); make one with `dps-bench calibrate --out {0}`")]
+    Unreadable(PathBuf, String),
+    /// It is not a platform file of this format.
+    #[error("platform file {path}:{line}: {why}; make a new one with `dps-bench calibrate --out {path}`")]
+    Malformed {
+        /// The file.
+        path: PathBuf,
+        /// The line of the fault (1-based; 1 when unknown).
+        line: usize,
+        /// What is wrong.
+        why: String,
+    },
+    /// It was made by another format, dps version, machine, or too long ago.
+    #[error("platform file {path}: {why}; recalibrate with `dps-bench calibrate --out {path}`")]
+    Unusable {
+        /// The file.
+        path: PathBuf,
+        /// What does not match.
+        why: String,
+    },
+}
+
+fn unusable(path: &Path, why: String) -> PlatformError {
+    PlatformError::Unusable { path: path.to_path_buf(), why }
+}
+
+/// The view of a platform file its hash covers: everything measured.
+#[derive(Serialize)]
+struct Measured<'a> {
+    links: &'a [Link],
+    overheads: &'a Overheads,
+    kernels: &'a [Kernel],
+}
+
+/// The comment at the top of every platform file.
+const PREAMBLE: &str = "# DPS platform file, written by `dps-bench calibrate --out FILE`; format documented in\n\
+# bench/README.md. Do not edit: the header's measured_hash covers every value below it.\n";
+
+impl Platform {
+    /// The hash of what this file measured (its `links`, `overheads` and `kernels`).
+    pub fn measured_hash(&self) -> String {
+        use std::hash::Hasher;
+        let text =
+            toml::to_string(&Measured { links: &self.links, overheads: &self.overheads, kernels: &self.kernels })
+                .expect("measurements serialise to TOML");
+        let mut hasher = fnv::FnvHasher::default();
+        hasher.write(text.as_bytes());
+        format!("fnv1a64:{:016x}", hasher.finish())
+    }
+
+    /// Sets the header's hash to what the file now holds (after measuring).
+    pub fn seal(&mut self) {
+        self.header.measured_hash = self.measured_hash();
+    }
+
+    /// The file's text: a comment, then the TOML.
+    pub fn to_toml(&self) -> String {
+        format!("{PREAMBLE}{}", toml::to_string(self).expect("a platform serialises to TOML"))
+    }
+
+    /// Reads and checks the platform file at `path` for this machine, now.
+    ///
+    /// # Errors
+    /// A [`PlatformError`] naming the file and `dps-bench calibrate --out FILE`.
+    pub fn load(path: &Path) -> Result<Platform, PlatformError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(PlatformError::Missing(path.into())),
+            Err(e) => return Err(PlatformError::Unreadable(path.into(), e.to_string())),
+        };
+        Platform::parse(&text, path, &Machine::this(), jiff::Timestamp::now())
+    }
+
+    /// Parses and checks the text of a platform file (`path` names it in errors) for
+    /// `machine` at time `now`. Never panics, whatever the text.
+    ///
+    /// # Errors
+    /// As [`Platform::load`].
+    pub fn parse(text: &str, path: &Path, machine: &Machine, now: jiff::Timestamp) -> Result<Platform, PlatformError> {
+        // toml's messages may span lines: one line, as every refusal is.
+        let malformed = |line: usize, why: String| PlatformError::Malformed {
+            path: path.into(),
+            line,
+            why: why.split_whitespace().collect::<Vec<_>>().join(" "),
+        };
+        let line_of =
+            |e: &toml::de::Error| e.span().map_or(1, |s| 1 + text[..s.start.min(text.len())].matches('\n').count());
+        // The format first: a file of another format need not deserialise as this one.
+        let table: toml::Table =
+            text.parse().map_err(|e: toml::de::Error| malformed(line_of(&e), e.message().to_string()))?;
+        let format = table.get("header").and_then(|h| h.get("format")).and_then(toml::Value::as_integer);
+        match format {
+            None => return Err(malformed(1, "no [header] with a format number: not a platform file".into())),
+            Some(f) if f != i64::from(FORMAT) => {
+                return Err(unusable(path, format!("format {f}, this dps reads format {FORMAT}")))
+            }
+            Some(_) => {}
+        }
+        let platform: Platform = toml::from_str(text).map_err(|e| malformed(line_of(&e), e.message().to_string()))?;
+        platform.check(path, machine, now)?;
+        Ok(platform)
+    }
+
+    /// The checks after parsing: version, machine, date, hash, values.
+    fn check(&self, path: &Path, machine: &Machine, now: jiff::Timestamp) -> Result<(), PlatformError> {
+        let h = &self.header;
+        if h.dps_version != DPS_VERSION {
+            return Err(unusable(path, format!("made by dps {}, this is dps {DPS_VERSION}", h.dps_version)));
+        }
+        if !h.hosts.contains(&machine.hostname) {
+            let hosts = h.hosts.join(", ");
+            return Err(unusable(path, format!("measured on {hosts}, not on this host ({})", machine.hostname)));
+        }
+        if h.cpu_model != machine.cpu_model || h.cpus != machine.cpus {
+            return Err(unusable(
+                path,
+                format!(
+                    "measured on a {} with {} CPUs, this is a {} with {} CPUs",
+                    h.cpu_model, h.cpus, machine.cpu_model, machine.cpus
+                ),
+            ));
+        }
+        let date: jiff::Timestamp =
+            h.date.parse().map_err(|e| unusable(path, format!("date {:?} is not an RFC 3339 time ({e})", h.date)))?;
+        let age_days = (now.as_second() - date.as_second()) / 86_400;
+        if now.as_second() + 86_400 < date.as_second() {
+            return Err(unusable(path, format!("dated {}, in the future", h.date)));
+        }
+        if age_days > MAX_AGE_DAYS {
+            return Err(unusable(
+                path,
+                format!("measured {age_days} days ago ({}), stale after {MAX_AGE_DAYS}", h.date),
+            ));
+        }
+        if h.measured_hash != self.measured_hash() {
+            return Err(unusable(path, "its values do not match its measured_hash (edited or damaged)".into()));
+        }
+        self.check_values().map_err(|why| unusable(path, why))
+    }
+
+    /// Every measured value in range, lengths consistent.
+    fn check_values(&self) -> Result<(), String> {
+        let positive = |x: f64| x.is_finite() && x > 0.0;
+        for link in &self.links {
+            let name = format!("link {:?}/{:?} {:?}", link.path, link.carrier, link.ranks);
+            if link.sizes.len() != link.times_us.len() || link.sizes.is_empty() {
+                return Err(format!("{name}: {} sizes and {} times", link.sizes.len(), link.times_us.len()));
+            }
+            if !link.sizes.windows(2).all(|w| w[0] < w[1]) || !link.times_us.iter().all(|&t| positive(t)) {
+                return Err(format!("{name}: sizes not ascending or a time not positive"));
+            }
+            let good = |g: &Segment| g.latency_us.is_finite() && g.latency_us >= 0.0 && positive(g.bytes_per_us);
+            if link.fit.is_empty() || !link.fit.iter().all(good) {
+                return Err(format!("{name}: no fit, or a latency below 0 or a bandwidth not positive"));
+            }
+        }
+        let o = &self.overheads;
+        let fraction = |a: f64| a.is_finite() && (0.0..=1.0).contains(&a);
+        if !(fraction(o.alpha_out) && fraction(o.alpha_in)) {
+            return Err(format!("overheads: alpha_out {} and alpha_in {} must be in 0..=1", o.alpha_out, o.alpha_in));
+        }
+        for k in &self.kernels {
+            if k.points.is_empty() || !k.points.iter().all(|p| positive(p.seconds) && positive(p.work)) {
+                return Err(format!("kernel {:?}: no points, or a time or work not positive", k.name));
+            }
+        }
+        Ok(())
+    }
+
+    /// The link of `path` and `carrier`, if measured.
+    pub fn link(&self, path: PathKind, carrier: Carrier) -> Option<&Link> {
+        self.links.iter().find(|l| l.path == path && l.carrier == carrier)
+    }
+
+    /// The cost table of kernel `name`.
+    ///
+    /// # Errors
+    /// One line naming the kernel, the kernels the file has, and the command to rerun.
+    pub fn kernel(&self, name: &str) -> Result<&Kernel, String> {
+        self.kernels.iter().find(|k| k.name == name).ok_or_else(|| {
+            let have: Vec<&str> = self.kernels.iter().map(|k| k.name.as_str()).collect();
+            format!(
+                "the platform file has no cost table for kernel {name:?} (it has {}); \
+                 a newer `dps-bench calibrate --out FILE` may measure it",
+                have.join(", ")
+            )
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests;

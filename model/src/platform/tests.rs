@@ -1,0 +1,211 @@
+//! The platform file's round trip, each refusal, and the loader on arbitrary text.
+
+use std::path::Path;
+
+use proptest::prelude::*;
+
+use super::*;
+use crate::fit::Segment;
+
+fn machine() -> Machine {
+    Machine { hostname: "node1".into(), cpu_model: "Test CPU 3000".into(), cpus: 8 }
+}
+
+fn now() -> jiff::Timestamp {
+    "2026-11-24T00:00:00Z".parse().unwrap()
+}
+
+fn sample() -> Platform {
+    let segment = |from, to, l, b| Segment { from_bytes: from, to_bytes: to, latency_us: l, bytes_per_us: b };
+    let mut p = Platform {
+        header: Header {
+            format: FORMAT,
+            dps_version: DPS_VERSION.into(),
+            date: "2026-11-20T12:00:00Z".into(),
+            hosts: vec!["node1".into()],
+            cpu_model: "Test CPU 3000".into(),
+            cpus: 8,
+            ranks: 2,
+            quick: true,
+            load_average: 0.5,
+            warnings: vec![],
+            measured_hash: String::new(),
+        },
+        links: vec![Link {
+            path: PathKind::IntraNode,
+            carrier: Carrier::Dps,
+            ranks: [0, 1],
+            sizes: vec![1, 4096, 1 << 20],
+            times_us: vec![2.5, 4.0, 180.25],
+            fit: vec![segment(1, 4096, 2.4, 3000.0), segment(8192, 1 << 20, 8.0, 6100.5)],
+        }],
+        overheads: Overheads {
+            measurable: false,
+            note: "2 ranks on 2 cores".into(),
+            alpha_out: 0.1,
+            alpha_in: 0.2,
+            send_us_per_message: 1.5,
+            receive_us_per_message: 2.5,
+            message_bytes: 65536,
+        },
+        kernels: vec![Kernel {
+            name: "gemm".into(),
+            dims: "m,n,k".into(),
+            work_unit: "flop".into(),
+            points: vec![
+                KernelPoint { dims: vec![64, 64, 64], seconds: 2.0e-5, work: 524_288.0 },
+                KernelPoint { dims: vec![256, 256, 256], seconds: 1.0e-3, work: 33_554_432.0 },
+            ],
+        }],
+    };
+    p.seal();
+    p
+}
+
+fn parse(text: &str) -> Result<Platform, PlatformError> {
+    Platform::parse(text, Path::new("p.toml"), &machine(), now())
+}
+
+fn message(text: &str) -> String {
+    parse(text).unwrap_err().to_string()
+}
+
+#[test]
+fn a_platform_file_round_trips() {
+    let p = sample();
+    let text = p.to_toml();
+    assert!(text.starts_with("# DPS platform file"), "{text}");
+    assert_eq!(parse(&text).unwrap(), p);
+    // And through a file.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.toml");
+    std::fs::write(&path, &text).unwrap();
+    let loaded = Platform::parse(&std::fs::read_to_string(&path).unwrap(), &path, &machine(), now()).unwrap();
+    assert_eq!(loaded, p);
+    assert!(p.link(PathKind::IntraNode, Carrier::Dps).is_some() && p.link(PathKind::InterNode, Carrier::Dps).is_none());
+}
+
+#[test]
+fn every_refusal_is_one_line_naming_the_file_and_the_command() {
+    let good = sample().to_toml();
+    let resealed = |edit: &dyn Fn(&mut Platform)| {
+        let mut p = sample();
+        edit(&mut p);
+        p.seal();
+        p.to_toml()
+    };
+    let cases: Vec<(String, &str)> = vec![
+        (good.replace("format = 1", "format = 2"), "format 2, this dps reads format 1"),
+        (good.replace(&format!("dps_version = \"{DPS_VERSION}\""), "dps_version = \"0.0.1\""), "made by dps 0.0.1"),
+        (
+            good.replace("hosts = [\"node1\"]", "hosts = [\"elsewhere\"]"),
+            "measured on elsewhere, not on this host (node1)",
+        ),
+        (good.replace("Test CPU 3000", "Other CPU"), "measured on a Other CPU with 8 CPUs"),
+        (good.replace("cpus = 8", "cpus = 4"), "with 4 CPUs, this is a Test CPU 3000 with 8"),
+        (good.replace("2026-11-20T12:00:00Z", "2026-01-01T00:00:00Z"), "days ago"),
+        (good.replace("2026-11-20T12:00:00Z", "2027-01-01T00:00:00Z"), "in the future"),
+        (good.replace("2026-11-20T12:00:00Z", "yesterday"), "not an RFC 3339 time"),
+        (good.replace("180.25", "180.5"), "do not match its measured_hash"),
+        (resealed(&|p| p.overheads.alpha_in = 1.5), "alpha_in 1.5"),
+        (resealed(&|p| p.links[0].times_us.pop().map_or((), drop)), "3 sizes and 2 times"),
+        (resealed(&|p| p.kernels[0].points[0].seconds = 0.0), "kernel \"gemm\""),
+        (resealed(&|p| p.links[0].fit[0].bytes_per_us = -1.0), "bandwidth not positive"),
+        (good.replace("ranks = 2\n", "ranks = 2\ncolour = 1\n"), "p.toml:"),
+        ("[header]\nformat = 1\n".into(), "missing field"),
+        ("links = 3\n".into(), "not a platform file"),
+        ("[header\n".into(), "p.toml:1"),
+        (String::new(), "not a platform file"),
+    ];
+    for (text, words) in cases {
+        let m = message(&text);
+        assert!(m.contains(words), "{m:?} does not contain {words:?}");
+        assert!(m.contains("p.toml") && m.contains("dps-bench calibrate --out p.toml"), "{m}");
+        assert!(!m.contains('\n'), "{m:?} is more than one line");
+    }
+}
+
+#[test]
+fn the_line_of_a_fault_is_named() {
+    let text = sample().to_toml().replace("cpus = 8", "cpus = \"eight\"");
+    let line = text.lines().position(|l| l.starts_with("cpus")).unwrap() + 1;
+    assert!(message(&text).contains(&format!("p.toml:{line}:")), "{}", message(&text));
+}
+
+#[test]
+fn a_missing_file_names_the_command_that_makes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("none.toml");
+    let m = Platform::load(&path).unwrap_err().to_string();
+    assert!(m.contains("not found") && m.contains(&format!("dps-bench calibrate --out {}", path.display())), "{m}");
+}
+
+#[test]
+fn kernel_costs_are_looked_up_and_scaled() {
+    let p = sample();
+    let gemm = p.kernel("gemm").unwrap();
+    assert_eq!(gemm.seconds(&[64, 64, 64], 1.0), Some(2.0e-5));
+    // 200 is nearer 256 than 64 on a log scale: its rate scales the work.
+    let flops = 2.0 * 200f64.powi(3);
+    let s = gemm.seconds(&[200, 200, 200], flops).unwrap();
+    assert!((s - flops / (33_554_432.0 / 1.0e-3)).abs() < 1e-12, "{s}");
+    // A panel is matched to the panel of the nearest shape, not to a square block.
+    let getrf = Kernel {
+        name: "getrf".into(),
+        dims: "m,n".into(),
+        work_unit: "flop".into(),
+        points: vec![
+            KernelPoint { dims: vec![128, 128], seconds: 1.0, work: 1.0 },
+            KernelPoint { dims: vec![512, 128], seconds: 1.0, work: 4.0 },
+            KernelPoint { dims: vec![256, 256], seconds: 1.0, work: 2.0 },
+        ],
+    };
+    assert_eq!(getrf.seconds(&[600, 128], 8.0), Some(2.0), "the 512x128 panel's rate");
+    assert_eq!(getrf.seconds(&[100, 100], 1.0), Some(1.0), "the 128x128 block's rate");
+    let m = p.kernel("median").unwrap_err();
+    assert!(m.contains("\"median\"") && m.contains("gemm") && m.contains("dps-bench calibrate"), "{m}");
+}
+
+#[test]
+fn this_machine_is_described() {
+    let m = Machine::this();
+    assert!(m.cpus >= 1 && !m.hostname.is_empty() && !m.cpu_model.is_empty(), "{m:?}");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    #[test]
+    fn arbitrary_text_is_an_error_never_a_panic(text in "\\PC{0,400}") {
+        let error = parse(&text).unwrap_err().to_string();
+        prop_assert!(!error.contains('\n'), "{error:?}");
+    }
+
+    #[test]
+    fn toml_like_text_is_an_error_never_a_panic(
+        text in "(\\[header\\]\n|format = [0-9]\n|[a-z_]{1,8} = (\"[a-z]*\"|[0-9.e-]{1,6}|\\[\\])\n|\\[\\[links\\]\\]\n){0,12}"
+    ) {
+        prop_assert!(parse(&text).is_err());
+    }
+
+    #[test]
+    fn a_truncated_or_damaged_file_is_an_error(cut in 0usize..4000, at in 0usize..4000, byte in any::<u8>()) {
+        let text = sample().to_toml();
+        let body = text.trim_end();
+        // Cut inside the content: refused, unless nothing was lost (cutting the ".0" off
+        // the last "33554432.0" leaves the same number; found by this test).
+        let cut = cut % body.len();
+        if let Some(truncated) = body.get(..cut) {
+            if let Ok(p) = parse(truncated) {
+                prop_assert_eq!(p, sample(), "{}", truncated);
+            }
+        }
+        // One byte changed anywhere: parsed or refused, never a panic.
+        let mut bytes = text.clone().into_bytes();
+        let at = at % bytes.len();
+        bytes[at] = byte;
+        if let Ok(damaged) = String::from_utf8(bytes) {
+            let _ = parse(&damaged);
+        }
+    }
+}
