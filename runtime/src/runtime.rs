@@ -67,6 +67,8 @@ impl std::fmt::Debug for Runtime {
 #[must_use = "a started call must be waited for"]
 pub struct Pending<O> {
     rx: Receiver<CallResult>,
+    /// Driven by the waiting caller (`transport::recv_helping`); `None` on one rank.
+    transport: Option<Arc<dyn Transport>>,
     decode: fn(crate::wire::WireToken) -> AnyToken,
     _out: std::marker::PhantomData<fn() -> O>,
 }
@@ -84,9 +86,13 @@ impl<O: Token> Pending<O> {
     /// If an operation failed (on a one-rank job; on more ranks a failure aborts the job).
     pub fn wait(self) -> Result<O, Error> {
         // Polls briefly before sleeping: waking a sleeping caller would add microseconds to
-        // every short call.
-        let result = engine::recv_eagerly(&self.rx)
-            .ok_or_else(|| Error::new(ErrorKind::Failed, "dps: the runtime stopped before the call finished"))?;
+        // every short call. Meanwhile the caller runs the transport itself, which saves a
+        // round trip two hops between threads.
+        let result = match &self.transport {
+            Some(t) => crate::transport::recv_helping(&**t, &self.rx),
+            None => engine::recv_eagerly(&self.rx),
+        }
+        .ok_or_else(|| Error::new(ErrorKind::Failed, "dps: the runtime stopped before the call finished"))?;
         let payload = result.map_err(|m| Error::new(ErrorKind::Failed, m))?;
         Ok(*payload.into_token(self.decode).downcast::<O>().expect("dps: graph output type"))
     }
@@ -409,7 +415,7 @@ impl Runtime {
         let ctx = Ctx { call_rank: self.engine.rank as u32, call, frames: Vec::new() };
         let entry: &Entry<usize> = &g.entry;
         self.engine.forward(g, Some(entry), Box::new(input), ctx);
-        Pending { rx, decode: g.decode_out, _out: std::marker::PhantomData }
+        Pending { rx, transport: self.engine.transport(), decode: g.decode_out, _out: std::marker::PhantomData }
     }
 
     /// Ends the runtime on this rank. Collective: each rank calls it once its own calls are

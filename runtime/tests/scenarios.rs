@@ -427,3 +427,55 @@ fn scenario_dynamic_length() {
     }
     rt.shutdown().unwrap();
 }
+
+// ---------------------------------------------------------------- callers helping the transport
+
+#[test]
+fn concurrent_callers_that_drive_the_transport_each_get_their_own_output() {
+    passes_on_1_2_4("scenario_helpers");
+}
+
+/// Several threads of every rank call at once a graph whose leaf is on the next rank, so that
+/// their waits run the transport's rounds side by side (`Transport::help`) while the progress
+/// thread parks and wakes: every call must get its own output, in a sequence of short calls
+/// (the ping-pong the helping is for) and with a long one in between (a caller that gives up
+/// helping and blocks).
+#[test]
+#[ignore]
+fn scenario_helpers() {
+    const THREADS: u64 = 4;
+    const CALLS: u64 = 150;
+    let rt = Runtime::init().unwrap();
+    let ranks = rt.ranks();
+    let next = (rt.rank() + 1) % ranks;
+    let echo = rt.collection("echo", "all", |_| ()).unwrap();
+    let g = rt
+        .graph(
+            "helped",
+            Node::leaf(
+                "echo",
+                &echo,
+                route::by_key(|x: &(u64, u64)| x.0 as usize),
+                |_: &mut (), (to, x): (u64, u64)| {
+                    if x % 50 == 49 {
+                        std::thread::sleep(Duration::from_millis(20)); // longer than a caller helps
+                    }
+                    (to, x * 3 + 1)
+                },
+            ),
+        )
+        .unwrap();
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let (rt, g) = (&rt, &g);
+            s.spawn(move || {
+                for i in 0..CALLS {
+                    let x = (rt.rank() as u64 * THREADS + t) * 1_000_000 + i;
+                    let (_, y) = rt.call(g, (next as u64, x)).unwrap();
+                    assert_eq!(y, x * 3 + 1, "rank {} thread {t} call {i} got another call's output", rt.rank());
+                }
+            });
+        }
+    });
+    rt.shutdown().unwrap();
+}

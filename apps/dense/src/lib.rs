@@ -1,6 +1,7 @@
 //! Dense linear algebra shared by `dps-matmul` and `dps-lu`: reproducible random matrices,
 //! safe wrappers over OpenBLAS's BLAS and LAPACK, norms and residuals, Matrix Market input,
-//! and the memory footprints the apps check before they start.
+//! the memory footprints the apps check before they start, and the cost models that choose
+//! their default block sizes (`grain`).
 //!
 //! Matrices are plain `Vec<f64>`; each function says whether it reads row-major or
 //! column-major data.
@@ -10,5 +11,6 @@ extern crate openblas_src;
 pub mod blas;
 pub mod footprint;
 pub mod gen;
+pub mod grain;
 pub mod market;
 pub mod norms;

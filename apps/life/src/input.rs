@@ -60,10 +60,9 @@ pub(crate) fn check(args: &Args) -> Result<Input> {
             r
         }
     };
-    if args.steps_per_call == 0 || args.steps_per_call > MAX_STEPS_PER_CALL {
+    if let Some(k) = args.steps_per_call.filter(|&k| k == 0 || k > MAX_STEPS_PER_CALL) {
         bail!(
-            "--steps-per-call {} must be between 1 and {MAX_STEPS_PER_CALL} (the overlap graph has a node per step)",
-            args.steps_per_call
+            "--steps-per-call {k} must be between 1 and {MAX_STEPS_PER_CALL} (the overlap graph has a node per step)"
         );
     }
     if args.depth == Some(0) {

@@ -11,5 +11,6 @@ pub mod record;
 pub mod report;
 pub mod rle;
 pub mod run;
+pub mod schedule;
 pub mod view;
 pub mod world;

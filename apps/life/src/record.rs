@@ -26,11 +26,19 @@ pub struct Record {
     /// Steps per call of the generation graph (not in the serial variant).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub steps_per_call: Option<usize>,
+    /// Why this depth and these steps per call: the options, or the default schedule's
+    /// choice (`schedule`; not in the serial variant).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule_reason: Option<String>,
     /// Cell updates per second over the timed generations.
     pub cups: f64,
     /// The median of the calls' times per generation, s (not in the serial variant).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub iteration_median_s: Option<f64>,
+    /// The first timed call's time per generation, s, to set against `iteration_median_s`:
+    /// what starting up still costs (not in the serial variant).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_iteration_s: Option<f64>,
     /// `compare`: both schedules, side by side.
     #[serde(flatten)]
     pub compare: Option<Compare>,

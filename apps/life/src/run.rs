@@ -17,6 +17,7 @@ use crate::kernel;
 use crate::output::{self, Format};
 use crate::record::{AgainstSerial, Compare, Record, View};
 use crate::report::{progress_bar, verify, Observed};
+use crate::schedule::{self, Plan};
 use crate::view::{self, Requests, Signal};
 use crate::world::World;
 
@@ -24,11 +25,6 @@ use crate::world::World;
 /// many generations (shorter ones would leave the other ranks idle, and cold, for most of
 /// each parallel call).
 const SERIAL_BLOCK: u64 = 64;
-
-/// Generations per step unless --depth says otherwise: past 8, the memory traffic saved
-/// is small next to the computation (16384² on one core: 5.0e10 cell updates/s at depth 1,
-/// 7.0e10 at 4, 7.1e10 at 8, 7.4e10 at 16).
-const DEFAULT_DEPTH: usize = 8;
 
 /// Which schedule runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -84,14 +80,16 @@ pub struct Args {
     /// rows with each neighbour and computes this many generations in one pass over the band
     /// (temporal blocking, which divides memory traffic and messages by it). 1 is the
     /// paper's schedule, one exchange per generation. At most the rows of the thinnest band;
-    /// the default is 8, or the thinnest band's rows if fewer.
+    /// the default is 8 (or the thinnest band's rows if fewer), or the depth from 7 down to
+    /// 4 that divides --generations when 8 does not.
     #[arg(long)]
     pub depth: Option<usize>,
     /// Steps per call of the `overlap` graph: within a call a band starts its next step as
     /// soon as it has its neighbours' border rows, without waiting for the other bands
-    /// (`simple` and `compare` make one step per call).
-    #[arg(long, default_value_t = 8)]
-    pub steps_per_call: usize,
+    /// (`simple` and `compare` make one step per call). Default: up to 8, as many as make
+    /// every timed call the same length.
+    #[arg(long)]
+    pub steps_per_call: Option<usize>,
     // Not `dps_harness::options::Map`: the default depends on --view.
     /// Mapping of the band collection (default: one band per rank, the viewer rank excluded).
     #[arg(long)]
@@ -135,8 +133,8 @@ fn variant_name(v: Variant) -> String {
     v.to_possible_value().map(|p| p.get_name().to_string()).unwrap_or_default()
 }
 
-/// The generations per step: --depth, or [`DEFAULT_DEPTH`] if `rows` (the rows of `what`)
-/// allow it, else `rows`.
+/// The generations per step: --depth, or [`schedule::DEFAULT_DEPTH`] if `rows` (the rows of
+/// `what`) allow it, else `rows`.
 fn step_depth(args: &Args, rows: usize, what: &str) -> Result<usize> {
     match args.depth {
         Some(d) if d > rows => bad_input!(
@@ -144,7 +142,7 @@ fn step_depth(args: &Args, rows: usize, what: &str) -> Result<usize> {
              so --depth can be at most {rows}"
         ),
         Some(d) => Ok(d),
-        None => Ok(DEFAULT_DEPTH.min(rows)),
+        None => Ok(schedule::DEFAULT_DEPTH.min(rows)),
     }
 }
 
@@ -183,18 +181,20 @@ pub fn run(args: &Args) -> Result<()> {
     }
     let layout = Layout { width, height, bands: bands_n, wrap: args.wrap };
     let thinnest = (0..bands_n).map(|b| layout.rows(b).len()).min().unwrap_or(0);
-    let depth = step_depth(args, thinnest, &format!("the thinnest of the {bands_n} bands"))?;
+    let given = args.depth.map(|_| step_depth(args, thinnest, &format!("the thinnest of the {bands_n} bands")));
+    let plan = schedule::choose(args.generations, thinnest, given.transpose()?, args.steps_per_call);
+    let depth = plan.depth;
     dps_harness::input(input.check_memory(args, ranks, bands_n, depth))?;
     let main = rt.collection("main", "0", |_| ())?;
     let source = &input.source;
     let bands = rt.collection("bands", &map, |i| Band::new(&layout, i, source, depth))?;
     let portal = rt.collection("portal", "all", |_| ())?;
-    let graphs = graph::build(&rt, layout, &main, &bands, &portal, args.steps_per_call)?;
+    let graphs = graph::build(&rt, layout, &main, &bands, &portal, plan.steps_per_call)?;
     let client = viewer.map(|v| view::build(&rt, v)).transpose()?;
 
     let mut outcome = Ok(());
     if rt.is_root() {
-        outcome = drive(args, &input, out, &rt, &graphs, client.as_ref(), bands_n, depth);
+        outcome = drive(args, &input, out, &rt, &graphs, client.as_ref(), bands_n, &plan);
         if let (Err(_), Some(client)) = (&outcome, &client) {
             // The client waits for a signal: without it, it would wait forever.
             let _ = rt.call(&client.signal, Signal::Stop);
@@ -225,12 +225,13 @@ fn drive(
     graphs: &Graphs,
     client: Option<&view::Client>,
     bands: usize,
-    depth: usize,
+    plan: &Plan,
 ) -> Result<()> {
+    let depth = plan.depth;
     let (width, height) = (input.source.width(), input.source.height());
     let cells = width as f64 * height as f64;
     let g = args.generations;
-    let steps_per_call = if args.variant == Variant::Overlap { args.steps_per_call } else { 1 };
+    let steps_per_call = if args.variant == Variant::Overlap { plan.steps_per_call } else { 1 };
     if args.check.verify {
         // The bands' initial world against the input, counted without them: a pattern
         // that did not make it into the bands fails here, even if the reference lost it too.
@@ -321,8 +322,10 @@ fn drive(
         generations: g,
         depth,
         steps_per_call: Some(steps_per_call),
+        schedule_reason: Some(plan.reason.clone()),
         cups: cells * g as f64 / seconds,
         iteration_median_s: Some(median(&times)),
+        first_iteration_s: times.first().copied(),
         compare,
         serial,
         view,
@@ -439,8 +442,10 @@ fn run_serial(args: &Args, mut input: Input) -> Result<()> {
         generations: args.generations,
         depth,
         steps_per_call: None,
+        schedule_reason: None,
         cups: w as f64 * h as f64 * args.generations as f64 / seconds,
         iteration_median_s: None,
+        first_iteration_s: None,
         compare: None,
         serial: None,
         view: None,

@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use dps_dense::grain::Choice;
 use dps_harness::{Common, FiniteOrText};
 use serde::{Deserialize, Serialize};
 
@@ -16,8 +17,14 @@ pub struct Record {
     pub n: usize,
     /// Block (panel) width.
     pub block: usize,
+    /// Why this width: `--block`, or the cost model's predictions (`dps_dense::grain`).
+    pub block_reason: String,
     /// Timed runs.
     pub reps: usize,
+    /// The first factorisation's time, s, warm-up or not, to set against `seconds` (the
+    /// median of the timed ones): what starting up still costs (not in the serial variant).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_call_s: Option<f64>,
     /// ⅔n³ floating-point operations over the time, in GFLOP/s.
     pub gflops: f64,
     /// `--verify`: the HPL scaled residual ‖PA − LU‖ / (‖A‖·n·ε), as text when not finite
@@ -31,9 +38,19 @@ pub struct Record {
 
 impl Record {
     /// A record without the check: the caller adds it when it verifies.
-    pub fn new(common: Common, n: usize, block: usize, reps: usize) -> Record {
+    pub fn new(common: Common, n: usize, block: &Choice, reps: usize) -> Record {
         let gflops = 2.0 / 3.0 * (n as f64).powi(3) / 1e9 / common.seconds;
-        Record { common, n, block, reps, gflops, residual: None, pivots_match: None }
+        Record {
+            common,
+            n,
+            block: block.block,
+            block_reason: block.reason.clone(),
+            reps,
+            first_call_s: None,
+            gflops,
+            residual: None,
+            pivots_match: None,
+        }
     }
 }
 

@@ -8,6 +8,7 @@ use std::time::Instant;
 use anyhow::Result;
 use clap::{Parser, ValueEnum};
 use dps_dense::footprint;
+use dps_dense::grain::{self, Choice};
 use dps_dense::market::MatrixFile;
 use dps_harness::options::Timed;
 use dps_harness::{bad_input, median, BadInput, Common, FiniteOrText};
@@ -37,7 +38,8 @@ pub struct Args {
     /// Matrix order (random matrix; not with --file).
     #[arg(long, default_value_t = 1024, conflicts_with = "file")]
     pub n: usize,
-    /// Block (column panel) width r [default: 128, or n if smaller].
+    /// Block (column panel) width r [default: chosen by a cost model from n and the rank
+    /// count; the record's block_reason says why].
     #[arg(long)]
     pub block: Option<usize>,
     /// Schedule.
@@ -51,9 +53,6 @@ pub struct Args {
     pub run: Timed<42>,
 }
 
-/// The default block width, clamped to the matrix order.
-pub const DEFAULT_BLOCK: usize = 128;
-
 /// Checks the options that do not depend on the matrix.
 fn check_options(args: &Args) -> Result<()> {
     if args.file.is_none() && args.n == 0 {
@@ -66,13 +65,22 @@ fn check_options(args: &Args) -> Result<()> {
     Ok(())
 }
 
-/// The block width for order n: the default is clamped to n; an explicit width larger than
-/// n is refused, because the run would not measure the block the user asked for.
-fn block_width(args: &Args, n: usize) -> Result<usize> {
+/// The block width for order n and why: the cost model of `dps_dense::grain` (from n and
+/// the ranks launched, within half of the node's memory) unless --block gives it; an explicit
+/// width larger than n is refused, because the run would not measure the block the user
+/// asked for.
+fn block_width(args: &Args, n: usize, file_bytes: u64) -> Result<Choice> {
     match args.block {
-        None => Ok(DEFAULT_BLOCK.min(n)),
+        None => {
+            let on_node = dps_harness::memory::ranks_on_this_node();
+            let fits = |r| {
+                let (rank0, other) = memory_need(args, n, r, file_bytes);
+                grain::fits_in_half_the_node(rank0, other, on_node)
+            };
+            Ok(grain::lu_block(&grain::DEV_VM, n, footprint::launched_ranks() as usize, fits))
+        }
         Some(r) if r > n => bad_input!("--block {r} is larger than the matrix order n = {n}"),
-        Some(r) => Ok(r),
+        Some(r) => Ok(Choice { block: r, reason: "--block".into() }),
     }
 }
 
@@ -100,7 +108,7 @@ fn memory_need(args: &Args, n: usize, r: usize, file_bytes: u64) -> (u64, u64) {
 }
 
 /// Reads or describes the matrix after checking the options and the memory it needs.
-fn source(args: &Args) -> Result<(usize, usize, Source)> {
+fn source(args: &Args) -> Result<(usize, Choice, Source)> {
     check_options(args)?;
     dps_harness::options::check_trace(&args.run.runtime)?;
     let file = match &args.file {
@@ -108,8 +116,9 @@ fn source(args: &Args) -> Result<(usize, usize, Source)> {
         None => None,
     };
     let n = file.as_ref().map_or(args.n, MatrixFile::order);
-    let r = block_width(args, n)?;
-    let (rank0, other) = memory_need(args, n, r, file.as_ref().map_or(0, MatrixFile::bytes_needed));
+    let file_bytes = file.as_ref().map_or(0, MatrixFile::bytes_needed);
+    let choice = block_width(args, n, file_bytes)?;
+    let (rank0, other) = memory_need(args, n, choice.block, file_bytes);
     let what = match &args.file {
         Some(path) => format!("--file {} (n = {n})", path.display()),
         None => format!("--n {n}"),
@@ -119,7 +128,7 @@ fn source(args: &Args) -> Result<(usize, usize, Source)> {
         Some(file) => Source::Given(Arc::new(file.read().map_err(|e| BadInput::new(format!("--file {e}")))?)),
         None => Source::Random(args.run.seed.seed),
     };
-    Ok((n, r, src))
+    Ok((n, choice, src))
 }
 
 /// Whether a check passes: a finite residual below 16 and the pivots of dgetrf. A NaN or an
@@ -153,7 +162,8 @@ fn singular(info: i32) -> anyhow::Error {
 /// # Errors
 /// Bad options or input (before any work), a singular matrix, or a failed check.
 pub fn run(args: &Args) -> Result<()> {
-    let (n, r, src) = source(args)?;
+    let (n, choice, src) = source(args)?;
+    let r = choice.block;
     let variant = args.variant.to_possible_value().expect("every variant has a name").get_name().to_string();
     if args.variant == Variant::Serial {
         dps_dense::blas::set_threads(args.run.blas.blas_threads);
@@ -169,7 +179,7 @@ pub fn run(args: &Args) -> Result<()> {
         }
         let common =
             Common::new("lu", &variant, 1, args.run.blas.blas_threads, median(&times[args.run.repeat.warmup..]), None);
-        return dps_harness::print_record(&Record::new(common, n, r, args.run.repeat.reps), args.run.output.json);
+        return dps_harness::print_record(&Record::new(common, n, &choice, args.run.repeat.reps), args.run.output.json);
     }
     let how = if args.variant == Variant::Stream { Pipelining::Stream } else { Pipelining::MergeSplit };
     let rt = args.run.runtime.start()?;
@@ -194,7 +204,8 @@ pub fn run(args: &Args) -> Result<()> {
         }
         let common = Common::new("lu", &variant, rt.ranks(), threads, median(&times[args.run.repeat.warmup..]), None)
             .bound_by(&rt);
-        let mut record = Record::new(common, n, r, args.run.repeat.reps);
+        let mut record = Record::new(common, n, &choice, args.run.repeat.reps);
+        record.first_call_s = times.first().copied();
         if info > 0 {
             outcome = Err(singular(info));
         } else if args.run.check.verify {

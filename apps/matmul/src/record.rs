@@ -3,6 +3,7 @@
 
 use std::fmt;
 
+use dps_dense::grain::Choice;
 use dps_harness::{Common, FiniteOrText};
 use serde::{Deserialize, Serialize};
 
@@ -16,11 +17,17 @@ pub struct Record {
     pub n: usize,
     /// Block size.
     pub block: usize,
+    /// Why this block: `--block`, `--s K`, or the cost model's predictions (`dps_dense::grain`).
+    pub block_reason: String,
     /// Blocks per dimension (not in the serial variant).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub s: Option<usize>,
     /// Timed runs.
     pub reps: usize,
+    /// The first run's time, s, warm-up or not, to set against `seconds` (the median of the
+    /// timed runs): what starting up still costs (not in the serial variant).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_call_s: Option<f64>,
     /// `phased`, `compare`: communication time over computation time (median).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub comm_comp_ratio: Option<f64>,
@@ -45,14 +52,16 @@ pub struct Record {
 
 impl Record {
     /// A record without the phase fields and the error: the caller adds those it has.
-    pub fn new(common: Common, n: usize, block: usize, s: Option<usize>, reps: usize) -> Record {
+    pub fn new(common: Common, n: usize, block: &Choice, s: Option<usize>, reps: usize) -> Record {
         let gflops = 2.0 * (n as f64).powi(3) / common.seconds / 1e9;
         Record {
             common,
             n,
-            block,
+            block: block.block,
+            block_reason: block.reason.clone(),
             s,
             reps,
+            first_call_s: None,
             comm_comp_ratio: None,
             phased_s: None,
             potential_reduction: None,

@@ -7,6 +7,7 @@ use anyhow::{bail, Result};
 use clap::{Parser, ValueEnum};
 use dps::Runtime;
 use dps_dense::footprint;
+use dps_dense::grain::{self, Choice};
 use dps_harness::options::Timed;
 use dps_harness::{bad_input, median, Common, FiniteOrText};
 
@@ -38,7 +39,8 @@ pub struct Args {
     /// Matrix order.
     #[arg(long, default_value_t = 1024)]
     pub n: usize,
-    /// Block size (the last block of a dimension may be smaller).
+    /// Block size (the last block of a dimension may be smaller) [default: chosen by a cost
+    /// model from n and the rank count; the record's block_reason says why].
     #[arg(long, conflicts_with = "s")]
     pub block: Option<usize>,
     /// Number of blocks per dimension (instead of --block).
@@ -55,17 +57,16 @@ pub struct Args {
     pub run: Timed<42>,
 }
 
-/// The default block size, clamped to n.
-pub const DEFAULT_BLOCK: usize = 256;
-
 impl Args {
-    /// The block size, after checking every option (bad input, before any work).
+    /// The block size and why, after checking every option (bad input, before any work).
+    /// Without --block or --s, the cost model of `dps_dense::grain` chooses it from n and
+    /// the ranks launched (one worker each), within half of the node's memory.
     ///
     /// # Errors
     /// A `dps_harness::BadInput` naming the option: n, the block size, the block count or the window
     /// is 0, the block or the block count is larger than n, the thread or run counts are
     /// out of range.
-    pub fn block_size(&self) -> Result<usize> {
+    pub fn block_size(&self) -> Result<Choice> {
         let n = self.n;
         if n == 0 {
             bad_input!("--n must be at least 1");
@@ -73,17 +74,28 @@ impl Args {
         let bs = match (self.block, self.s) {
             (Some(0), _) => bad_input!("--block 0: the block size must be between 1 and n = {n}"),
             (Some(b), _) if b > n => bad_input!("--block {b} must be between 1 and n = {n}"),
-            (Some(b), _) => b,
+            (Some(b), _) => Choice { block: b, reason: "--block".into() },
             (None, Some(0)) => bad_input!("--s must be at least 1"),
             (None, Some(s)) if s > n => bad_input!("--s {s}: at most n = {n} blocks per dimension"),
-            (None, Some(s)) => n.div_ceil(s),
-            (None, None) => DEFAULT_BLOCK.min(n),
+            (None, Some(s)) => Choice { block: n.div_ceil(s), reason: format!("--s {s}") },
+            (None, None) => self.default_block(),
         };
         if self.window == Some(0) {
             bad_input!("--window 0: at least one job must be in flight");
         }
         self.run.check()?;
         Ok(bs)
+    }
+
+    /// The cost model's block for this run (see [`Args::block_size`]).
+    fn default_block(&self) -> Choice {
+        let ranks = footprint::launched_ranks();
+        let on_node = dps_harness::memory::ranks_on_this_node();
+        let fits = |bs| {
+            let (rank0, other) = self.memory_need(bs);
+            grain::fits_in_half_the_node(rank0, other, on_node)
+        };
+        grain::matmul_block(&grain::DEV_VM, self.n, ranks as usize, fits)
     }
 
     /// Bytes the run needs on rank 0 and on every other rank, from the options alone.
@@ -123,13 +135,14 @@ fn timed(f: impl FnOnce() -> Result<()>) -> Result<f64> {
 /// # Errors
 /// Bad options (before any work) or a failed run.
 pub fn run(args: &Args) -> Result<()> {
-    let bs = args.block_size()?;
+    let choice = args.block_size()?;
+    let bs = choice.block;
     let (rank0, other) = args.memory_need(bs);
     dps_harness::check_memory(&format!("--n {}", args.n), rank0, other)?;
     dps_harness::options::check_trace(&args.run.runtime)?;
     let n = args.n;
     if args.variant == Variant::Serial {
-        return run_serial(args, bs);
+        return run_serial(args, &choice);
     }
     let rt = args.run.runtime.start()?;
     let main = rt.collection("main", "0", |_| Master::new(n, bs, args.run.seed.seed))?;
@@ -137,16 +150,17 @@ pub fn run(args: &Args) -> Result<()> {
     let window = args.window.unwrap_or(2 * workers.len());
     let graphs = Graphs::build(&rt, &main, &workers, window)?;
     if rt.is_root() {
-        report(args, &rt, &graphs, bs, workers.len())?;
+        report(args, &rt, &graphs, &choice, workers.len())?;
     }
     rt.shutdown()?;
     Ok(())
 }
 
-fn report(args: &Args, rt: &Runtime, g: &Graphs, bs: usize, threads: usize) -> Result<()> {
-    let n = args.n;
+fn report(args: &Args, rt: &Runtime, g: &Graphs, choice: &Choice, threads: usize) -> Result<()> {
+    let (n, bs) = (args.n, choice.block);
     let mut seconds = Vec::new();
     let (mut phased, mut pipelined, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    let mut first_call = None;
     for rep in 0..args.run.repeat.runs() {
         if rep == args.run.repeat.warmup {
             (seconds, phased, pipelined, ratios) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -166,6 +180,7 @@ fn report(args: &Args, rt: &Runtime, g: &Graphs, bs: usize, threads: usize) -> R
             }
             Variant::Serial => unreachable!("handled before the runtime starts"),
         }
+        first_call = first_call.or(seconds.first().copied()).or(phased.first().copied());
     }
     if args.variant == Variant::Compare {
         seconds = pipelined.clone();
@@ -174,7 +189,8 @@ fn report(args: &Args, rt: &Runtime, g: &Graphs, bs: usize, threads: usize) -> R
     }
     let variant = format!("{:?}", args.variant).to_lowercase();
     let common = Common::new("matmul", &variant, rt.ranks(), threads, median(&seconds), None).bound_by(rt);
-    let mut record = Record::new(common, n, bs, Some(kernel::blocks(n, bs)), args.run.repeat.reps);
+    let mut record = Record::new(common, n, choice, Some(kernel::blocks(n, bs)), args.run.repeat.reps);
+    record.first_call_s = first_call;
     if !ratios.is_empty() {
         let ratio = median(&ratios);
         record.comm_comp_ratio = Some(ratio);
@@ -203,7 +219,7 @@ fn report(args: &Args, rt: &Runtime, g: &Graphs, bs: usize, threads: usize) -> R
     dps_harness::print_record(&record, args.run.output.json)
 }
 
-fn run_serial(args: &Args, bs: usize) -> Result<()> {
+fn run_serial(args: &Args, choice: &Choice) -> Result<()> {
     let n = args.n;
     dps_dense::blas::set_threads(args.run.blas.blas_threads);
     let (sa, sb) = kernel::seeds(args.run.seed.seed);
@@ -220,5 +236,5 @@ fn run_serial(args: &Args, bs: usize) -> Result<()> {
     );
     // The serial product is the reference itself: nothing to verify.
     let common = Common::new("matmul", "serial", 1, args.run.blas.blas_threads, seconds, None);
-    dps_harness::print_record(&Record::new(common, n, bs, None, args.run.repeat.reps), args.run.output.json)
+    dps_harness::print_record(&Record::new(common, n, choice, None, args.run.repeat.reps), args.run.output.json)
 }

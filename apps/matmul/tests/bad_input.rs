@@ -31,7 +31,7 @@ fn bad_options_are_refused_once_with_exit_2() {
             case(&["--n", "10", "--blas-threads", "0"], 2, &["--blas-threads 0"]),
             case(&["--n", "10", "--variant", "bogus"], 2, &["bogus", "--variant"]),
             case(&["--n", "10", "--trace", trace], 2, &["--trace", "does not exist"]),
-            // The default block (256) is clamped to a smaller n.
+            // The default block (the cost model's) stays within a small n.
             case(&["--n", "64", "--verify"], 0, &[]),
             case(&["--n", "37", "--window", "1", "--variant", "farm", "--verify"], 0, &[]),
             case_on(2, &["--n", "10000000"], 2, &["--n 10000000", "memory"]),
