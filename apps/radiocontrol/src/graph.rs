@@ -176,11 +176,12 @@ pub struct Farm {
 }
 
 impl Farm {
-    /// Builds the collections and graph (collective). `depth` jobs are queued per worker.
+    /// Builds the collections and graph (collective). `depth` jobs are queued per worker;
+    /// each job also sleeps `throttle_ms` (test pacing, 0 in production).
     ///
     /// # Errors
     /// If the runtime refuses the collections or the graph.
-    pub fn build(rt: &Runtime, data: &DataSet, depth: usize) -> Result<Farm> {
+    pub fn build(rt: &Runtime, data: &DataSet, depth: usize, throttle_ms: u64) -> Result<Farm> {
         let master_state = Arc::new(Mutex::new(Master::default()));
         let m = master_state.clone();
         let master = rt.collection("master", "0", move |_| m.clone())?;
@@ -210,15 +211,18 @@ impl Farm {
             Loaded { job, worker: r.worker, data, read_s: t.elapsed().as_secs_f64() }
         });
         let same_worker = |l: &Loaded| l.worker;
+        let throttle = std::time::Duration::from_millis(throttle_ms);
         let correlate =
-            Node::leaf("correlate", &computes, route::by_key(same_worker), |c: &mut Computer, l: Loaded| {
+            Node::leaf("correlate", &computes, route::by_key(same_worker), move |c: &mut Computer, l: Loaded| {
                 let t = Instant::now();
                 let payload = l.data.map(|(station, hour)| {
                     if c.hour.as_ref().map(|h| h.0) != Some(hour.hour) {
                         c.hour = Some((hour.hour, hour.prepare()));
                     }
                     let watches = &c.hour.as_ref().expect("prepared above").1;
-                    correlate_job(&station, watches, hour.watches)
+                    let payload = correlate_job(&station, watches, hour.watches);
+                    std::thread::sleep(throttle);
+                    payload
                 });
                 Correlated {
                     job: l.job,

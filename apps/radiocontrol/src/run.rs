@@ -76,6 +76,16 @@ pub struct RunArgs {
     /// Jobs queued per worker (the thesis's PipelineDepth).
     #[arg(long, default_value_t = 2)]
     pub pipeline_depth: usize,
+    /// Test pacing: each job also sleeps this long on its worker, so that a test can kill
+    /// a rank mid-run on a tiny data set. Not for production.
+    #[arg(long, default_value_t = 0, hide = true)]
+    pub throttle_ms: u64,
+    /// Test of a full disk under MPI: once MPI has started (its shared-memory files are
+    /// made), rank 0 sets its file-size limit (RLIMIT_FSIZE) to this many bytes, so the
+    /// kernel refuses the result file's writes beyond it. (`ulimit -f` before mpirun would
+    /// also break MPI's own start.) Not for production.
+    #[arg(long, hide = true)]
+    pub file_size_limit: Option<u64>,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub check: Check,
@@ -185,7 +195,7 @@ fn run_correlation(r: &RunArgs) -> Result<()> {
         let mut file = ResultFile::open(&results::path_in(&r.out), &data.manifest)?;
         let (first, cut) = (file.done, file.cut);
         let t = Instant::now();
-        serial(&data, &mut file)?;
+        serial(&data, &mut file, r.throttle_ms)?;
         let seconds = t.elapsed().as_secs_f64();
         let mut rec = record(&data, "serial", 1, seconds, first, cut);
         rec.per_worker = vec![rec.jobs_run];
@@ -195,9 +205,12 @@ fn run_correlation(r: &RunArgs) -> Result<()> {
     let data = check_input(r, rank)?;
     dps_harness::options::check_trace(&r.runtime)?;
     let rt = r.runtime.start()?;
-    let farm = Farm::build(&rt, &data, r.pipeline_depth)?;
+    let farm = Farm::build(&rt, &data, r.pipeline_depth, r.throttle_ms)?;
     let mut outcome = Ok(());
     if rt.is_root() {
+        if let Some(bytes) = r.file_size_limit {
+            limit_file_size(bytes)?;
+        }
         outcome = (|| {
             let file = ResultFile::open(&results::path_in(&r.out), &data.manifest)?;
             let (first, cut) = (file.done, file.cut);
@@ -207,7 +220,7 @@ fn run_correlation(r: &RunArgs) -> Result<()> {
             let seconds = t.elapsed().as_secs_f64();
             if let Some(e) = summary.error {
                 bail!(
-                    "{e} ({} jobs written by this run; the result file is consistent, run again to resume)",
+                    "{e} ({} jobs written by this run; the records before are intact: run again to resume from them)",
                     summary.written
                 );
             }
@@ -237,7 +250,7 @@ impl BoundBy for Record {
 ///
 /// # Errors
 /// A failed read or append, naming the file.
-pub fn serial(data: &DataSet, file: &mut ResultFile) -> Result<()> {
+pub fn serial(data: &DataSet, file: &mut ResultFile, throttle_ms: u64) -> Result<()> {
     let m = &data.manifest;
     let mut hour: Option<(usize, Vec<crate::kernel::Watch>)> = None;
     for j in file.done..m.jobs() {
@@ -248,6 +261,7 @@ pub fn serial(data: &DataSet, file: &mut ResultFile) -> Result<()> {
         }
         let station = data.read_station_hour(s, h)?;
         let payload = correlate_job(&station, &hour.as_ref().expect("read above").1, m.watches);
+        std::thread::sleep(std::time::Duration::from_millis(throttle_ms));
         file.append(&payload)?;
     }
     Ok(())
@@ -307,7 +321,7 @@ fn verify_all(r: &RunArgs, data: &DataSet, all: &[Vec<crate::kernel::Match>], pa
     let _ = std::fs::remove_file(&scratch);
     let compared = (|| {
         let mut file = ResultFile::open(&scratch, &data.manifest)?;
-        serial(data, &mut file)?;
+        serial(data, &mut file, 0)?;
         drop(file);
         let (a, b) = (std::fs::read(path)?, std::fs::read(&scratch)?);
         if a != b {
@@ -318,6 +332,15 @@ fn verify_all(r: &RunArgs, data: &DataSet, all: &[Vec<crate::kernel::Match>], pa
     })();
     let _ = std::fs::remove_file(&scratch);
     compared.context("comparing with the serial reference")
+}
+
+fn limit_file_size(bytes: u64) -> Result<()> {
+    let limit = libc::rlimit { rlim_cur: bytes, rlim_max: bytes };
+    // SAFETY: setrlimit reads the struct we pass by reference and nothing else.
+    if unsafe { libc::setrlimit(libc::RLIMIT_FSIZE, &limit) } != 0 {
+        bail!("cannot set the file-size limit: {}", std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// A write beyond a file-size limit (`ulimit -f`) must fail with EFBIG like a full disk,
