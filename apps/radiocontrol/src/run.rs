@@ -174,9 +174,12 @@ fn check_input(r: &RunArgs, rank: usize) -> Result<DataSet> {
         bad_input!("--out {}: cannot write {}: {e}", out.display(), pid_file.display());
     }
     let path = results::path_in(out);
-    if let Ok(bytes) = std::fs::read(&path) {
-        if !bytes.is_empty() {
-            if let Some(why) = results::check_header(&data.manifest, &bytes[..bytes.len().min(results::HEADER)]) {
+    // The header only: the file may be huge, or a device that never ends (/dev/full).
+    if let Ok(file) = std::fs::File::open(&path) {
+        let mut head = Vec::new();
+        let _ = std::io::Read::read_to_end(&mut std::io::Read::take(file, results::HEADER as u64), &mut head);
+        if head.iter().any(|&b| b != 0) {
+            if let Some(why) = results::check_header(&data.manifest, &head) {
                 bad_input!("--out: {} {why}", path.display());
             }
         }
