@@ -81,7 +81,7 @@ impl Fft {
         if watch.flags != 0 {
             return Match { r: 0.0, lag: 0, flags: watch.flags };
         }
-        let scale = watch.inv_norm / N as f32;
+        let scale = watch.inv_norm as f32 / N as f32;
         let (mut best_r, mut best_t) = (f32::NEG_INFINITY, 0usize);
         for (b, zb) in phases.iter().enumerate() {
             for ((f, x), z) in self.freq.iter_mut().zip(watch_conj).zip(zb) {
@@ -96,7 +96,7 @@ impl Fft {
                 if tau >= LAGS {
                     break;
                 }
-                let r = self.time[a] * station.inv_sy[tau] * scale;
+                let r = self.time[a] * station.inv_sy_f32(tau) * scale;
                 if r > best_r || (r == best_r && tau < best_t) {
                     (best_r, best_t) = (r, tau);
                 }

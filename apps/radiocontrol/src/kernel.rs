@@ -3,21 +3,26 @@
 //! the maximum and its first lag.
 //!
 //! The station side is prepared once per station minute and shared by every watch
-//! ([`Prepared`]): 1 ms energies, the 50 ms log-energy `Lg[t]`, and per lag the inverse
-//! standard deviation of the 80 samples `Lg[τ + 50k]`. With the watch record centred
-//! (`xc = x − mean`, so `Σ xc = 0`), r(τ) = Σ_k xc_k Lg[τ+50k] · inv_sy(τ) / ‖xc‖, and
-//! the sum is the only part that costs: 80 × 6001 multiply-adds per pair.
+//! ([`Prepared`]): 1 ms energies, the 50 ms log energies `Lg[t] = 6·log2(1 + Σ e)`,
+//! **stored in fixed point, `Lgq = round(64·Lg)` as i16** (the correlation centre's
+//! compression of the station sound, Fig. 9.1; the definition of r below is on these
+//! values), and per lag the inverse standard deviation of the 80 samples `Lgq[τ + 50k]`.
+//! The watch side is the record's 80 `u8` values `x` as they are. Then
 //!
-//! [`correlate_minute`] computes it directly for a block of watches at once (register
-//! tiles of [`TILE_WATCHES`] watches × [`TILE_LAGS`] lags, one load of `Lg` per
-//! [`TILE_WATCHES`] fused multiply-adds), compiled for AVX-512 or AVX2 where the CPU has
-//! them. `crate::fft` is the same correlation by FFT, measured against this one by
-//! `dps-radiocontrol bench-kernel`; this one is faster on this machine (see the README).
-//! [`naive`] is the f64 double loop the tests hold both to (RC-2).
+//! ```text
+//! S(τ) = Σ_k x_k · Lgq[τ+50k]          (an exact integer: at most 80·255·14290 < 2^31)
+//! r(τ) = (S(τ) − x̄·Sy(τ)) · inv_sy(τ) / ‖x − x̄‖
+//! ```
 //!
-//! Determinism: every sum runs in the same order (k ascending, `f32::mul_add`) whatever
-//! the code path, so a job's result depends on the job only and the serial and parallel
-//! runs write the same bytes.
+//! S is the only part that costs (80 × 6001 multiply-adds per pair). [`correlate_minute`]
+//! computes it for a block of watches at once in register tiles of [`TILE_WATCHES`] watches
+//! × [`TILE_LAGS`] lags, with AVX-512 VNNI (`vpdpwssd`: 32 i16 products summed pairwise into
+//! 16 i32 lanes per instruction, on station values interleaved in pairs of k) where the CPU
+//! has it, else portable code; the epilogue is in f64 with the same operations on every
+//! path. Integer sums are exact, so every path and every run gives the same bits: a job's
+//! result depends on the job only. `crate::fft` is the same correlation by FFT, measured
+//! against this one by `dps-radiocontrol bench-kernel`. [`naive`] is the f64 double loop
+//! the tests hold both to (RC-2).
 
 /// Samples of a station minute record: 10 s at 3 kHz.
 pub const STATION_SAMPLES: usize = 30_000;
@@ -31,77 +36,112 @@ pub const LAGS: usize = 6001;
 const ENERGIES: usize = STATION_SAMPLES / 3;
 /// 50 ms log energies `Lg[t]`, t = 0..=9950.
 pub const LOG_ENERGIES: usize = ENERGIES - BLOCK_MS + 1;
+/// Fixed-point scale of the stored log energies.
+pub const LG_SCALE: f64 = 64.0;
 
 /// Watches per register tile.
 pub const TILE_WATCHES: usize = 6;
-/// Lags per register tile (two AVX-512 vectors of f32).
+/// Lags per register tile (two vectors of 16 i32).
 pub const TILE_LAGS: usize = 32;
 /// Lags rounded up to whole tiles.
 pub(crate) const LAGS_PADDED: usize = LAGS.div_ceil(TILE_LAGS) * TILE_LAGS;
-/// `Lg` padded so that the last tile reads in bounds (the padding is never a result).
-const LG_PADDED: usize = LAGS_PADDED + BLOCK_MS * (WATCH_BLOCKS - 1);
+/// `Lgq` padded so that the last tile reads in bounds (the padding is never a result).
+pub(crate) const LG_PADDED: usize = LAGS_PADDED + BLOCK_MS * WATCH_BLOCKS;
+/// Pairs of k interleaved for `vpdpwssd`.
+pub(crate) const K_PAIRS: usize = WATCH_BLOCKS / 2;
 
 /// Result flag: the watch record is not valid (not worn); r = 0, lag = 0.
 pub const FLAG_INVALID: u16 = 1;
 /// Result flag: the watch signal is flat (no variance); r = 0, lag = 0.
 pub const FLAG_FLAT: u16 = 2;
 
-/// The 50 ms log energies of a station minute's PCM, in f64 (the reference's precision).
-pub fn log_energies(samples: &[i16]) -> Vec<f64> {
+/// The 50 ms log energies of a station minute's PCM, in fixed point: round(64·Lg).
+pub fn log_energies_fixed(samples: &[i16]) -> Vec<i16> {
     assert_eq!(samples.len(), STATION_SAMPLES, "a station minute has {STATION_SAMPLES} samples");
     let mut prefix = vec![0.0f64; ENERGIES + 1];
     for t in 0..ENERGIES {
         let e: f64 = samples[3 * t..3 * t + 3].iter().map(|&s| f64::from(s) * f64::from(s)).sum();
         prefix[t + 1] = prefix[t] + e;
     }
-    (0..LOG_ENERGIES).map(|t| 6.0 * (1.0 + prefix[t + BLOCK_MS] - prefix[t]).log2()).collect()
+    // At most 6·log2(1 + 150·32768²) ≈ 223.3, so 64·Lg < 14300 fits an i16.
+    (0..LOG_ENERGIES)
+        .map(|t| (LG_SCALE * 6.0 * (1.0 + prefix[t + BLOCK_MS] - prefix[t]).log2()).round() as i16)
+        .collect()
+}
+
+/// The stored log energies as f64 (for the reference and the generator's checks).
+pub fn log_energies(samples: &[i16]) -> Vec<f64> {
+    log_energies_fixed(samples).into_iter().map(f64::from).collect()
 }
 
 /// A station minute prepared for correlation (shared by every watch of the minute).
 #[derive(Clone, Debug)]
 pub struct Prepared {
-    /// `Lg[t]` as f32, zero-padded to whole lag tiles.
+    /// `Lgq[t]`, zero-padded to whole lag tiles.
+    pub lgq: Vec<i16>,
+    /// `Lgq` interleaved by pairs of k: `pairs[(p·LAGS_PADDED + τ)·2 + j] = Lgq[τ + 50(2p + j)]`.
+    pub pairs: Vec<i16>,
+    /// Per lag: 1 / the norm of the centred samples `Lgq[τ + 50k]` (0 where they are flat,
+    /// and beyond the last lag).
+    pub inv_sy: Vec<f64>,
+    /// Per lag: `Sy(τ) · inv_sy(τ)`.
+    pub sy_inv_sy: Vec<f64>,
+    /// `Lgq` as f32, for the FFT variant.
     pub lg: Vec<f32>,
-    /// Per lag: 1 / the norm of the centred samples `Lg[τ + 50k]`, 0 where they are flat.
-    pub inv_sy: Vec<f32>,
 }
 
 impl Prepared {
     /// Prepares a station minute record.
     pub fn new(samples: &[i16]) -> Prepared {
-        let lg64 = log_energies(samples);
-        let mut lg = vec![0.0f32; LG_PADDED];
-        for (d, s) in lg.iter_mut().zip(&lg64) {
-            *d = *s as f32;
+        let fixed = log_energies_fixed(samples);
+        let mut lgq = vec![0i16; LG_PADDED];
+        lgq[..fixed.len()].copy_from_slice(&fixed);
+        let mut pairs = vec![0i16; K_PAIRS * LAGS_PADDED * 2];
+        for p in 0..K_PAIRS {
+            let row = &mut pairs[p * LAGS_PADDED * 2..][..LAGS_PADDED * 2];
+            for tau in 0..LAGS_PADDED {
+                row[2 * tau] = lgq[tau + BLOCK_MS * 2 * p];
+                row[2 * tau + 1] = lgq[tau + BLOCK_MS * (2 * p + 1)];
+            }
         }
         let n = WATCH_BLOCKS as f64;
-        let inv_sy = (0..LAGS)
-            .map(|tau| {
-                let (mut sy, mut syy) = (0.0f64, 0.0f64);
-                for k in 0..WATCH_BLOCKS {
-                    let y = f64::from(lg[tau + BLOCK_MS * k]);
-                    sy += y;
-                    syy += y * y;
-                }
-                let var = syy - sy * sy / n;
-                if var > 1e-9 * syy.max(1.0) {
-                    (1.0 / var.sqrt()) as f32
-                } else {
-                    0.0
-                }
-            })
-            .collect();
-        Prepared { lg, inv_sy }
+        let mut inv_sy = vec![0.0f64; LAGS_PADDED];
+        let mut sy_inv_sy = vec![0.0f64; LAGS_PADDED];
+        for tau in 0..LAGS {
+            // Exact integers (at most 80 · 14300² < 2^53).
+            let (mut sy, mut syy) = (0i64, 0i64);
+            for k in 0..WATCH_BLOCKS {
+                let y = i64::from(lgq[tau + BLOCK_MS * k]);
+                sy += y;
+                syy += y * y;
+            }
+            let var = syy as f64 - (sy as f64) * (sy as f64) / n;
+            if var > 1e-9 * (syy as f64).max(1.0) {
+                inv_sy[tau] = 1.0 / var.sqrt();
+                sy_inv_sy[tau] = sy as f64 * inv_sy[tau];
+            }
+        }
+        let lg = lgq.iter().map(|&v| f32::from(v)).collect();
+        Prepared { lgq, pairs, inv_sy, sy_inv_sy, lg }
+    }
+
+    /// `inv_sy` as f32, for the FFT variant.
+    pub fn inv_sy_f32(&self, tau: usize) -> f32 {
+        self.inv_sy[tau] as f32
     }
 }
 
-/// A watch minute prepared for correlation: centred values and 1 / their norm.
+/// A watch minute prepared for correlation.
 #[derive(Clone, Copy, Debug)]
 pub struct Watch {
-    /// `x − mean(x)`.
+    /// The record's values.
+    pub x: [i16; WATCH_BLOCKS],
+    /// Their mean.
+    pub mean: f64,
+    /// `x − mean`, for the FFT variant.
     pub xc: [f32; WATCH_BLOCKS],
-    /// 1 / ‖xc‖, or 0 for a record that is invalid or flat (`flags` says which).
-    pub inv_norm: f32,
+    /// 1 / ‖x − mean‖, or 0 for a record that is invalid or flat (`flags` says which).
+    pub inv_norm: f64,
     /// [`FLAG_INVALID`] or [`FLAG_FLAT`] (the result's flags), else 0.
     pub flags: u16,
 }
@@ -109,21 +149,25 @@ pub struct Watch {
 impl Watch {
     /// Prepares the envelope of a watch record; `valid` is the record's worn flag.
     pub fn new(q: &[u8; WATCH_BLOCKS], valid: bool) -> Watch {
-        let mean = q.iter().map(|&v| f64::from(v)).sum::<f64>() / WATCH_BLOCKS as f64;
-        let mut xc = [0.0f32; WATCH_BLOCKS];
-        for (c, &v) in xc.iter_mut().zip(q) {
-            *c = (f64::from(v) - mean) as f32;
-        }
-        let norm = xc.iter().map(|&c| f64::from(c) * f64::from(c)).sum::<f64>().sqrt();
+        let sum: u32 = q.iter().map(|&v| u32::from(v)).sum();
+        let sum_sq: u64 = q.iter().map(|&v| u64::from(v) * u64::from(v)).sum();
+        let mean = f64::from(sum) / WATCH_BLOCKS as f64;
+        // ‖x − x̄‖² = Σx² − (Σx)²/n, from exact integers.
+        let var = sum_sq as f64 - f64::from(sum) * f64::from(sum) / WATCH_BLOCKS as f64;
         let flags = if !valid {
             FLAG_INVALID
-        } else if norm == 0.0 {
+        } else if var <= 0.0 {
             FLAG_FLAT
         } else {
             0
         };
-        let inv_norm = if flags == 0 { (1.0 / norm) as f32 } else { 0.0 };
-        Watch { xc, inv_norm, flags }
+        Watch {
+            x: std::array::from_fn(|k| i16::from(q[k])),
+            mean,
+            xc: std::array::from_fn(|k| (f64::from(q[k]) - mean) as f32),
+            inv_norm: if flags == 0 { 1.0 / var.sqrt() } else { 0.0 },
+            flags,
+        }
     }
 }
 
@@ -144,36 +188,21 @@ pub fn correlate_minute(station: &Prepared, watches: &[Watch], out: &mut [Match]
     assert_eq!(watches.len(), out.len());
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("fma") {
-            // SAFETY: the CPU has both features `correlate_avx512` enables (checked above).
-            return unsafe { correlate_avx512(station, watches, out) };
-        }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-            // SAFETY: the CPU has both features `correlate_avx2` enables (checked above).
-            return unsafe { correlate_avx2(station, watches, out) };
+        if crate::kernel_avx512::available() {
+            for (group, res) in watches.chunks(TILE_WATCHES).zip(out.chunks_mut(TILE_WATCHES)) {
+                let tile = pad_tile(group);
+                // SAFETY: `available()` checked every feature `correlate_tile` enables.
+                let best = unsafe { crate::kernel_avx512::correlate_tile(station, &tile) };
+                finish_group(group, res, best);
+            }
+            return;
         }
     }
-    correlate_generic(station, watches, out)
+    correlate_portable(station, watches, out)
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,fma")]
-fn correlate_avx512(station: &Prepared, watches: &[Watch], out: &mut [Match]) {
-    for (group, res) in watches.chunks(TILE_WATCHES).zip(out.chunks_mut(TILE_WATCHES)) {
-        let tile = pad_tile(group);
-        let best = crate::kernel_avx512::correlate_tile(station, &tile);
-        finish_group(group, res, best);
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-fn correlate_avx2(station: &Prepared, watches: &[Watch], out: &mut [Match]) {
-    correlate_generic(station, watches, out)
-}
-
-#[inline(always)]
-fn correlate_generic(station: &Prepared, watches: &[Watch], out: &mut [Match]) {
+/// The portable path (also the reference for the vectorised one's bits).
+pub(crate) fn correlate_portable(station: &Prepared, watches: &[Watch], out: &mut [Match]) {
     for (group, res) in watches.chunks(TILE_WATCHES).zip(out.chunks_mut(TILE_WATCHES)) {
         let tile = pad_tile(group);
         let best = correlate_tile(station, &tile);
@@ -182,73 +211,55 @@ fn correlate_generic(station: &Prepared, watches: &[Watch], out: &mut [Match]) {
 }
 
 /// Up to [`TILE_WATCHES`] watches, padded with flagged ones.
-#[inline(always)]
 pub(crate) fn pad_tile(group: &[Watch]) -> [Watch; TILE_WATCHES] {
-    let mut tile = [Watch { xc: [0.0; WATCH_BLOCKS], inv_norm: 0.0, flags: FLAG_INVALID }; TILE_WATCHES];
+    let blank = Watch { x: [0; WATCH_BLOCKS], mean: 0.0, xc: [0.0; WATCH_BLOCKS], inv_norm: 0.0, flags: FLAG_INVALID };
+    let mut tile = [blank; TILE_WATCHES];
     tile[..group.len()].copy_from_slice(group);
     tile
 }
 
 /// The tile's best matches, flagged watches replaced by their flag.
-#[inline(always)]
-fn finish_group(group: &[Watch], res: &mut [Match], best: [Match; TILE_WATCHES]) {
-    for ((r, w), b) in res.iter_mut().zip(group).zip(best) {
-        *r = if w.flags != 0 { Match { r: 0.0, lag: 0, flags: w.flags } } else { b };
+fn finish_group(group: &[Watch], res: &mut [Match], best: [(f64, u32); TILE_WATCHES]) {
+    for ((r, w), (u, t)) in res.iter_mut().zip(group).zip(best) {
+        *r = if w.flags != 0 { Match { r: 0.0, lag: 0, flags: w.flags } } else { finish(u, t, w) };
     }
 }
 
-/// The best match of each of [`TILE_WATCHES`] watches over all lags.
+/// The match from the best `u = (S − x̄·Sy)·inv_sy` and its lag.
+fn finish(u: f64, lag: u32, w: &Watch) -> Match {
+    Match { r: (u * w.inv_norm) as f32, lag: lag as u16, flags: 0 }
+}
+
+/// `u(τ) = S·inv_sy − x̄·(Sy·inv_sy)`, the same operations on every path.
 #[inline(always)]
-fn correlate_tile(station: &Prepared, tile: &[Watch; TILE_WATCHES]) -> [Match; TILE_WATCHES] {
-    // Per watch and lane: the best r and its lag among the lags that lane has seen.
-    let mut best_r = [[f32::NEG_INFINITY; TILE_LAGS]; TILE_WATCHES];
-    let mut best_t = [[0u32; TILE_LAGS]; TILE_WATCHES];
-    let lg = &station.lg[..];
+pub(crate) fn numerator(s: i32, mean: f64, inv_sy: f64, sy_inv_sy: f64) -> f64 {
+    (-mean).mul_add(sy_inv_sy, f64::from(s) * inv_sy)
+}
+
+/// The best (u, lag) of each watch of the tile over all lags, portable.
+fn correlate_tile(station: &Prepared, tile: &[Watch; TILE_WATCHES]) -> [(f64, u32); TILE_WATCHES] {
+    let mut best = [(f64::NEG_INFINITY, 0u32); TILE_WATCHES];
     for t0 in (0..LAGS_PADDED).step_by(TILE_LAGS) {
-        let mut acc = [[0.0f32; TILE_LAGS]; TILE_WATCHES];
+        let mut acc = [[0i32; TILE_LAGS]; TILE_WATCHES];
         for k in 0..WATCH_BLOCKS {
-            let y: &[f32; TILE_LAGS] = lg[t0 + BLOCK_MS * k..][..TILE_LAGS].try_into().unwrap();
-            for w in 0..TILE_WATCHES {
-                let x = tile[w].xc[k];
-                for l in 0..TILE_LAGS {
-                    acc[w][l] = x.mul_add(y[l], acc[w][l]);
+            let y = &station.lgq[t0 + BLOCK_MS * k..][..TILE_LAGS];
+            for (a, w) in acc.iter_mut().zip(tile) {
+                let x = i32::from(w.x[k]);
+                for (a, &y) in a.iter_mut().zip(y) {
+                    *a += x * i32::from(y);
                 }
             }
         }
-        let mut inv_sy = [0.0f32; TILE_LAGS];
-        let valid = LAGS.saturating_sub(t0).min(TILE_LAGS);
-        inv_sy[..valid].copy_from_slice(&station.inv_sy[t0..t0 + valid]);
-        for w in 0..TILE_WATCHES {
-            let scale = tile[w].inv_norm;
-            for l in 0..TILE_LAGS {
-                let r = acc[w][l] * inv_sy[l] * scale;
-                // Strictly greater: a lane keeps its first lag on ties. Padding lanes beyond
-                // the last lag have r = 0 and lose to any real lag (lag 0 comes first).
-                let better = r > best_r[w][l] && l < valid;
-                best_r[w][l] = if better { r } else { best_r[w][l] };
-                best_t[w][l] = if better { (t0 + l) as u32 } else { best_t[w][l] };
+        for (l, tau) in (t0..(t0 + TILE_LAGS).min(LAGS)).enumerate() {
+            for (b, (a, w)) in best.iter_mut().zip(acc.iter().zip(tile)) {
+                let u = numerator(a[l], w.mean, station.inv_sy[tau], station.sy_inv_sy[tau]);
+                if u > b.0 {
+                    *b = (u, tau as u32);
+                }
             }
         }
     }
-    reduce_lanes(&best_r, &best_t)
-}
-
-/// Per watch, the best of its lanes' best matches (first lag on ties).
-#[inline(always)]
-pub(crate) fn reduce_lanes(
-    best_r: &[[f32; TILE_LAGS]; TILE_WATCHES],
-    best_t: &[[u32; TILE_LAGS]; TILE_WATCHES],
-) -> [Match; TILE_WATCHES] {
-    std::array::from_fn(|w| {
-        let (mut r, mut t) = (f32::NEG_INFINITY, u32::MAX);
-        for l in 0..TILE_LAGS {
-            let (lr, lt) = (best_r[w][l], best_t[w][l]);
-            if lr > r || (lr == r && lt < t) {
-                (r, t) = (lr, lt);
-            }
-        }
-        Match { r, lag: t as u16, flags: 0 }
-    })
+    best
 }
 
 /// The reference: the f64 Pearson correlation at every lag by a double loop, first lag on
@@ -324,7 +335,7 @@ mod tests {
         let mut fast = vec![Match { r: 0.0, lag: 0, flags: 0 }; watches.len()];
         let mut portable = fast.clone();
         correlate_minute(&station, &watches, &mut fast);
-        correlate_generic(&station, &watches, &mut portable);
+        correlate_portable(&station, &watches, &mut portable);
         for (a, b) in fast.iter().zip(&portable) {
             assert_eq!((a.r.to_bits(), a.lag, a.flags), (b.r.to_bits(), b.lag, b.flags));
         }
@@ -349,7 +360,7 @@ mod tests {
         let samples = random_station(&mut rng);
         let lg = log_energies(&samples);
         let tau = 1234;
-        let q: [u8; WATCH_BLOCKS] = std::array::from_fn(|k| (lg[tau + BLOCK_MS * k] * 2.0 - 150.0) as u8);
+        let q: [u8; WATCH_BLOCKS] = std::array::from_fn(|k| (lg[tau + BLOCK_MS * k] / LG_SCALE * 2.0 - 150.0) as u8);
         let mut out = [Match { r: 0.0, lag: 0, flags: 0 }];
         correlate_minute(&Prepared::new(&samples), &[Watch::new(&q, true)], &mut out);
         assert!(out[0].r > 0.95, "{:?}", out[0]); // the u8 rounding and clipping of the copy
