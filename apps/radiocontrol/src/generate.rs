@@ -51,22 +51,39 @@ fn rng(seed: u64, what: u64, index: u64) -> ChaCha8Rng {
     r
 }
 
-fn gaussian(r: &mut impl Rng) -> f64 {
-    // Box–Muller.
-    let (u, v): (f64, f64) = (r.gen_range(f64::MIN_POSITIVE..1.0), r.gen());
-    (-2.0 * u.ln()).sqrt() * (std::f64::consts::TAU * v).cos()
+/// Standard normal numbers by Box–Muller, both of each pair used.
+struct Gaussian<R> {
+    rng: R,
+    spare: Option<f64>,
+}
+
+impl<R: Rng> Gaussian<R> {
+    fn new(rng: R) -> Self {
+        Gaussian { rng, spare: None }
+    }
+
+    fn next(&mut self) -> f64 {
+        if let Some(v) = self.spare.take() {
+            return v;
+        }
+        let (u, v): (f64, f64) = (self.rng.gen_range(f64::MIN_POSITIVE..1.0), self.rng.gen());
+        let (radius, angle) = ((-2.0 * u.ln()).sqrt(), std::f64::consts::TAU * v);
+        self.spare = Some(radius * angle.sin());
+        radius * angle.cos()
+    }
 }
 
 /// The PCM of a station's hour: 60 minutes × 30,000 samples.
 pub fn station_hour(seed: u64, station: usize, hour: usize) -> Vec<i16> {
     let mut r = rng(seed, 1, (station * 24 + hour) as u64);
+    let mut noise = Gaussian::new(rng(seed, 4, (station * 24 + hour) as u64));
     let levels = [0.02, 0.1, 0.3, 0.6, 1.0];
     let mut out = Vec::with_capacity(STATION_SAMPLES * MINUTES);
     while out.len() < STATION_SAMPLES * MINUTES {
         let len = r.gen_range(20..=200) * 3;
         let amp = levels[r.gen_range(0..levels.len())] * r.gen::<f64>() * 12000.0;
         for _ in 0..len {
-            out.push((gaussian(&mut r) * amp).round().clamp(-32768.0, 32767.0) as i16);
+            out.push((noise.next() * amp).round().clamp(-32768.0, 32767.0) as i16);
         }
     }
     out.truncate(STATION_SAMPLES * MINUTES);
@@ -84,6 +101,7 @@ pub fn encode_envelope(signal: &[f64]) -> [u8; WATCH_BLOCKS] {
 /// The truth and the record of watch `w`'s minute `minute` of the day.
 fn watch_minute(m: &Manifest, stations: &[Vec<Vec<i16>>], w: usize, minute: usize) -> (Truth, WatchRecord) {
     let mut r = rng(m.seed, 2, (w * DAY_MINUTES + minute) as u64);
+    let mut noise = Gaussian::new(rng(m.seed, 5, (w * DAY_MINUTES + minute) as u64));
     let off = WatchRecord { minute: minute as u16, flags: 0, temperature: 20, envelope: [0; WATCH_BLOCKS] };
     let hour = minute / MINUTES;
     if hour >= m.hours || r.gen_bool(P_OFF) {
@@ -92,10 +110,10 @@ fn watch_minute(m: &Manifest, stations: &[Vec<Vec<i16>>], w: usize, minute: usiz
     let (truth, signal): (Truth, Vec<f64>) = if r.gen_bool(P_LISTEN) {
         let (station, lag) = (r.gen_range(0..m.stations), r.gen_range(0..LAGS));
         let pcm = &stations[station][hour][(minute % MINUTES) * STATION_SAMPLES..][..STATION_SAMPLES];
-        let sig = (0..WATCH_SAMPLES).map(|i| f64::from(pcm[3 * lag + i]) + 300.0 * gaussian(&mut r)).collect();
+        let sig = (0..WATCH_SAMPLES).map(|i| f64::from(pcm[3 * lag + i]) + 300.0 * noise.next()).collect();
         (Truth::Listen { station, lag }, sig)
     } else {
-        (Truth::Noise, (0..WATCH_SAMPLES).map(|_| 1500.0 * gaussian(&mut r)).collect())
+        (Truth::Noise, (0..WATCH_SAMPLES).map(|_| 1500.0 * noise.next()).collect())
     };
     let temperature = r.gen_range(15..35);
     (truth, WatchRecord { flags: 1, temperature, envelope: encode_envelope(&signal), ..off })

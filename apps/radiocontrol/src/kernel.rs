@@ -107,14 +107,24 @@ impl Prepared {
         let n = WATCH_BLOCKS as f64;
         let mut inv_sy = vec![0.0f64; LAGS_PADDED];
         let mut sy_inv_sy = vec![0.0f64; LAGS_PADDED];
+        // Sums over k of Lgq[τ + 50k] and its square, exact integers (at most 80 · 14300² <
+        // 2^53): directly for the first 50 lags, then sliding by one block,
+        // S(τ + 50) = S(τ) − Lgq[τ] + Lgq[τ + 4000].
+        let mut sums = vec![(0i64, 0i64); LAGS];
         for tau in 0..LAGS {
-            // Exact integers (at most 80 · 14300² < 2^53).
-            let (mut sy, mut syy) = (0i64, 0i64);
-            for k in 0..WATCH_BLOCKS {
-                let y = i64::from(lgq[tau + BLOCK_MS * k]);
-                sy += y;
-                syy += y * y;
-            }
+            sums[tau] = if tau < BLOCK_MS {
+                (0..WATCH_BLOCKS).fold((0, 0), |(s, q), k| {
+                    let y = i64::from(lgq[tau + BLOCK_MS * k]);
+                    (s + y, q + y * y)
+                })
+            } else {
+                let (s, q) = sums[tau - BLOCK_MS];
+                let (out, inn) =
+                    (i64::from(lgq[tau - BLOCK_MS]), i64::from(lgq[tau - BLOCK_MS + BLOCK_MS * WATCH_BLOCKS]));
+                (s - out + inn, q - out * out + inn * inn)
+            };
+        }
+        for (tau, &(sy, syy)) in sums.iter().enumerate() {
             let var = syy as f64 - (sy as f64) * (sy as f64) / n;
             if var > 1e-9 * (syy as f64).max(1.0) {
                 inv_sy[tau] = 1.0 / var.sqrt();

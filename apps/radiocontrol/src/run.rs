@@ -73,6 +73,9 @@ pub struct RunArgs {
     /// The serial reference: the §2.4 loops in one process, no MPI.
     #[arg(long)]
     pub serial: bool,
+    /// Start a new result file, discarding OUT/results.bin (default: resume it).
+    #[arg(long)]
+    pub fresh: bool,
     /// Jobs queued per worker (the thesis's PipelineDepth).
     #[arg(long, default_value_t = 2)]
     pub pipeline_depth: usize,
@@ -174,8 +177,16 @@ fn check_input(r: &RunArgs, rank: usize) -> Result<DataSet> {
         bad_input!("--out {}: cannot write {}: {e}", out.display(), pid_file.display());
     }
     let path = results::path_in(out);
+    if r.fresh && rank == 0 {
+        if let Err(e) = std::fs::remove_file(&path) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                bad_input!("--fresh: cannot remove {}: {e}", path.display());
+            }
+        }
+    }
     // The header only: the file may be huge, or a device that never ends (/dev/full).
-    if let Ok(file) = std::fs::File::open(&path) {
+    // (Not with --fresh: rank 0 is removing the file.)
+    if let Some(file) = std::fs::File::open(&path).ok().filter(|_| !r.fresh) {
         let mut head = Vec::new();
         let _ = std::io::Read::read_to_end(&mut std::io::Read::take(file, results::HEADER as u64), &mut head);
         if head.iter().any(|&b| b != 0) {
