@@ -51,7 +51,7 @@ pub struct Supervise {
 /// Where the command says its rank count is: (index of the value, count, is `--opt=N`).
 fn rank_count(cmd: &[String]) -> Option<(usize, usize, Option<String>)> {
     for (i, w) in cmd.iter().enumerate() {
-        if ["-n", "-np", "--np", "--ntasks", "-c"].contains(&w.as_str()) {
+        if ["-n", "-np", "--np", "--ntasks"].contains(&w.as_str()) {
             return cmd.get(i + 1)?.parse().ok().map(|n| (i + 1, n, None));
         }
         for prefix in ["--ntasks=", "--np=", "-n"] {
