@@ -150,6 +150,17 @@ fn kill_all(child: &mut Child, pids: &[(usize, i32)]) {
     let _ = child.wait();
 }
 
+/// The shared-memory files (Open MPI's `/dev/shm/vader_segment.*`) a rank has mapped: a
+/// killed job leaves them behind (4 MB each), and these are known to be this job's.
+fn shared_memory_files(pid: i32, into: &mut Vec<PathBuf>) {
+    let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else { return };
+    for path in maps.lines().filter_map(|l| l.split_whitespace().nth(5)) {
+        if path.starts_with("/dev/shm/vader_segment") && !into.iter().any(|p| p.as_os_str() == path) {
+            into.push(PathBuf::from(path));
+        }
+    }
+}
+
 fn running_or_stopped(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z"))
 }
@@ -178,7 +189,8 @@ fn attempt(s: &Supervise, cmd: &[String], results: &Path, ranks_dir: &Path) -> R
     let mut last_progress = Instant::now();
     let mut seen: Vec<(usize, i32)> = Vec::new();
     let mut dead: Option<usize> = None;
-    loop {
+    let mut shm = Vec::new();
+    let outcome = loop {
         std::thread::sleep(Duration::from_millis(s.poll_ms));
         let pids = rank_pids(ranks_dir);
         for p in pids {
@@ -186,15 +198,18 @@ fn attempt(s: &Supervise, cmd: &[String], results: &Path, ranks_dir: &Path) -> R
                 seen.push(p);
             }
         }
+        for &(_, pid) in &seen {
+            shared_memory_files(pid, &mut shm);
+        }
         if let Some(status) = child.try_wait()? {
             if !status.success() {
                 kill_all(&mut child, &seen);
             }
-            return Ok(match status.code() {
+            break match status.code() {
                 Some(0) => End::Done,
                 Some(2) => End::BadInput,
                 code => End::Failed { code, dead: dead.unwrap_or(1).max(1) },
-            });
+            };
         }
         // The first poll that finds ranks gone counts them; the launcher kills the rest next.
         if dead.is_none() {
@@ -211,9 +226,15 @@ fn attempt(s: &Supervise, cmd: &[String], results: &Path, ranks_dir: &Path) -> R
         if last_progress.elapsed().as_secs_f64() > s.stall_seconds {
             let stopped = seen.iter().filter(|(_, pid)| !running(*pid)).count();
             kill_all(&mut child, &seen);
-            return Ok(End::Stalled { dead: dead.unwrap_or(stopped) });
+            break End::Stalled { dead: dead.unwrap_or(stopped) };
+        }
+    };
+    if !matches!(outcome, End::Done) {
+        for path in shm {
+            let _ = std::fs::remove_file(path);
         }
     }
+    Ok(outcome)
 }
 
 /// Runs the watchdog.
