@@ -280,6 +280,8 @@ pub fn run(s: &Supervise) -> Result<()> {
             ranks = Some(next);
             cmd = with_ranks(&s.command, next);
         }
+        // A restart resumes: `--fresh` would throw away what the last attempt wrote.
+        cmd.retain(|w| w != "--fresh");
     }
     bail!("supervise: gave up after {} restarts", s.max_restarts)
 }
