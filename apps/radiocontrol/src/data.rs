@@ -1,0 +1,243 @@
+//! The data set on disk (§2.10) and its checks.
+//!
+//! ```text
+//! DATA/radio.json              manifest: sizes, seed, data-set id (written last by `generate`)
+//! DATA/stations/S{sss}_H{hh}.bin   60 station minute records of 60,000 B (30,000 i16 LE at 3 kHz)
+//! DATA/watches/W{wwww}.bin     1440 watch minute records of 95 B, in minute-of-day order
+//! DATA/truth.csv               the generator's ground truth, one line per watch minute
+//! ```
+//!
+//! Watch record (95 B): `u16` minute of day, `u8` flags (bit 0 = worn), `i8` temperature,
+//! `f32` scale, 7 reserved bytes, 80 `u8` log energies (one per 50 ms).
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::kernel::{STATION_SAMPLES, WATCH_BLOCKS};
+
+/// Bytes of a station minute record (eq. 9-1: 10 s × 3 kHz × 2 B).
+pub const STATION_RECORD: usize = STATION_SAMPLES * 2;
+/// Minutes per hour.
+pub const MINUTES: usize = 60;
+/// Bytes of an hourly station file (eq. 9-2).
+pub const STATION_FILE: u64 = (STATION_RECORD * MINUTES) as u64;
+/// Bytes of a watch minute record (eq. 9-4).
+pub const WATCH_RECORD: usize = 95;
+/// Watch minute records per day.
+pub const DAY_MINUTES: usize = 24 * MINUTES;
+/// Bytes of a daily watch file (eq. 9-5).
+pub const WATCH_FILE: u64 = (WATCH_RECORD * DAY_MINUTES) as u64;
+/// Byte offset of the log energies in a watch record.
+const ENVELOPE_AT: usize = 15;
+/// The manifest's format tag.
+pub const FORMAT: &str = "dps-radiocontrol data 1";
+/// Largest sizes accepted (the watch file names have 4 digits, the station names 3).
+pub const MAX_WATCHES: usize = 10_000;
+/// See [`MAX_WATCHES`].
+pub const MAX_STATIONS: usize = 1_000;
+
+/// `DATA/radio.json`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Manifest {
+    /// [`FORMAT`].
+    pub format: String,
+    /// Watches (files `W0000.bin` …).
+    pub watches: usize,
+    /// Radio stations.
+    pub stations: usize,
+    /// Hours of the day that have station files and results (0..hours).
+    pub hours: usize,
+    /// Generator seed (0 for recorded data).
+    pub seed: u64,
+    /// Identifies the data set: a result file records it and refuses another.
+    pub dataset_id: u64,
+}
+
+impl Manifest {
+    /// Jobs of the run: one per (hour, station).
+    pub fn jobs(&self) -> usize {
+        self.hours * self.stations
+    }
+
+    /// The (hour, station) of job `j`: hour-major (§2.6).
+    pub fn job(&self, j: usize) -> (usize, usize) {
+        (j / self.stations, j % self.stations)
+    }
+
+    /// Checks the sizes.
+    ///
+    /// # Errors
+    /// A message naming the field out of range.
+    pub fn check(&self) -> Result<(), String> {
+        if self.format != FORMAT {
+            return Err(format!("format {:?} is not {FORMAT:?}", self.format));
+        }
+        if !(1..=MAX_WATCHES).contains(&self.watches) {
+            return Err(format!("watches {} must be between 1 and {MAX_WATCHES}", self.watches));
+        }
+        if !(1..=MAX_STATIONS).contains(&self.stations) {
+            return Err(format!("stations {} must be between 1 and {MAX_STATIONS}", self.stations));
+        }
+        if !(1..=24).contains(&self.hours) {
+            return Err(format!("hours {} must be between 1 and 24", self.hours));
+        }
+        Ok(())
+    }
+}
+
+/// A watch minute record.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct WatchRecord {
+    /// Minute of the day, 0..1440.
+    pub minute: u16,
+    /// Bit 0: the watch was worn (the record is valid).
+    pub flags: u8,
+    /// Temperature (°C), for the drift correction.
+    pub temperature: i8,
+    /// The 80 log energies.
+    pub envelope: [u8; WATCH_BLOCKS],
+}
+
+impl WatchRecord {
+    /// True if the watch was worn.
+    pub fn valid(&self) -> bool {
+        self.flags & 1 == 1
+    }
+
+    /// The record's 95 bytes.
+    pub fn encode(&self) -> [u8; WATCH_RECORD] {
+        let mut b = [0u8; WATCH_RECORD];
+        b[0..2].copy_from_slice(&self.minute.to_le_bytes());
+        b[2] = self.flags;
+        b[3] = self.temperature as u8;
+        b[4..8].copy_from_slice(&1.0f32.to_le_bytes());
+        b[ENVELOPE_AT..].copy_from_slice(&self.envelope);
+        b
+    }
+
+    /// Reads a record, which must be minute `minute` of the day.
+    ///
+    /// # Errors
+    /// A message if the record's minute is not `minute` (a file out of order or not a
+    /// watch file).
+    pub fn decode(b: &[u8; WATCH_RECORD], minute: usize) -> Result<WatchRecord, String> {
+        let m = u16::from_le_bytes([b[0], b[1]]);
+        if usize::from(m) != minute {
+            return Err(format!("record {minute} says it is minute {m}"));
+        }
+        let envelope: [u8; WATCH_BLOCKS] = b[ENVELOPE_AT..].try_into().expect("80 bytes");
+        Ok(WatchRecord { minute: m, flags: b[2], temperature: b[3] as i8, envelope })
+    }
+}
+
+/// Path of a station's hourly file.
+pub fn station_path(dir: &Path, station: usize, hour: usize) -> PathBuf {
+    dir.join("stations").join(format!("S{station:03}_H{hour:02}.bin"))
+}
+
+/// Path of a watch's daily file.
+pub fn watch_path(dir: &Path, watch: usize) -> PathBuf {
+    dir.join("watches").join(format!("W{watch:04}.bin"))
+}
+
+/// Path of the manifest.
+pub fn manifest_path(dir: &Path) -> PathBuf {
+    dir.join("radio.json")
+}
+
+/// Path of the ground truth.
+pub fn truth_path(dir: &Path) -> PathBuf {
+    dir.join("truth.csv")
+}
+
+/// An opened data set whose files were all checked.
+#[derive(Clone, Debug)]
+pub struct DataSet {
+    /// Its directory.
+    pub dir: PathBuf,
+    /// Its manifest.
+    pub manifest: Manifest,
+}
+
+impl DataSet {
+    /// Opens `dir`: reads the manifest and checks that every station and watch file exists
+    /// with its exact size, before any work.
+    ///
+    /// # Errors
+    /// A [`dps_harness::BadInput`] naming the file: missing, unreadable, wrong size, or a
+    /// manifest that does not parse or is out of range.
+    pub fn open(dir: &Path) -> Result<DataSet> {
+        let bad = |m: String| anyhow::Error::new(dps_harness::BadInput::new(m));
+        let mpath = manifest_path(dir);
+        let text = std::fs::read_to_string(&mpath).map_err(|e| {
+            bad(format!("{}: {e} (not a data set written by `dps-radiocontrol generate`?)", mpath.display()))
+        })?;
+        let manifest: Manifest = serde_json::from_str(&text).map_err(|e| bad(format!("{}: {e}", mpath.display())))?;
+        manifest.check().map_err(|e| bad(format!("{}: {e}", mpath.display())))?;
+        let check = |path: PathBuf, size: u64, what: &str| -> Result<()> {
+            let meta = std::fs::metadata(&path).map_err(|e| bad(format!("{what} {}: {e}", path.display())))?;
+            if meta.len() != size {
+                return Err(bad(format!(
+                    "{what} {} has {} bytes, not {size}: truncated or not a {what}",
+                    path.display(),
+                    meta.len()
+                )));
+            }
+            File::open(&path).map_err(|e| bad(format!("{what} {}: {e}", path.display())))?;
+            Ok(())
+        };
+        for w in 0..manifest.watches {
+            check(watch_path(dir, w), WATCH_FILE, "watch file")?;
+        }
+        for h in 0..manifest.hours {
+            for s in 0..manifest.stations {
+                check(station_path(dir, s, h), STATION_FILE, "station file")?;
+            }
+        }
+        Ok(DataSet { dir: dir.to_path_buf(), manifest })
+    }
+
+    /// Reads a station's hourly file: 60 × 30,000 samples.
+    ///
+    /// # Errors
+    /// An I/O error naming the file (it was checked at the start; it changed since).
+    pub fn read_station_hour(&self, station: usize, hour: usize) -> Result<Vec<i16>> {
+        let path = station_path(&self.dir, station, hour);
+        let bytes = std::fs::read(&path).with_context(|| format!("cannot read station file {}", path.display()))?;
+        if bytes.len() as u64 != STATION_FILE {
+            anyhow::bail!("station file {} has {} bytes, not {STATION_FILE}", path.display(), bytes.len());
+        }
+        Ok(bytes.chunks_exact(2).map(|p| i16::from_le_bytes([p[0], p[1]])).collect())
+    }
+
+    /// Reads the hour's 60 records of every watch (step 1 of §2.4: one seek and one
+    /// 5,700 B read per watch), minute-major: index `minute * watches + watch`.
+    ///
+    /// # Errors
+    /// An I/O error or a record out of order, naming the file.
+    pub fn read_watch_hour(&self, hour: usize) -> Result<Vec<WatchRecord>> {
+        let n = self.manifest.watches;
+        let mut out =
+            vec![WatchRecord { minute: 0, flags: 0, temperature: 0, envelope: [0; WATCH_BLOCKS] }; n * MINUTES];
+        let mut block = vec![0u8; WATCH_RECORD * MINUTES];
+        for w in 0..n {
+            let path = watch_path(&self.dir, w);
+            let mut read = || -> std::io::Result<()> {
+                let mut f = File::open(&path)?;
+                f.seek(SeekFrom::Start((hour * MINUTES * WATCH_RECORD) as u64))?;
+                f.read_exact(&mut block)
+            };
+            read().with_context(|| format!("cannot read watch file {}", path.display()))?;
+            for m in 0..MINUTES {
+                let rec: &[u8; WATCH_RECORD] = block[m * WATCH_RECORD..][..WATCH_RECORD].try_into().expect("95 B");
+                out[m * n + w] = WatchRecord::decode(rec, hour * MINUTES + m)
+                    .map_err(|e| anyhow::anyhow!("watch file {}: {e}", path.display()))?;
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,220 @@
+//! `dps-radiocontrol generate`: a synthetic data set with known ground truth (§2.10).
+//!
+//! Station PCM: Gaussian noise × a piecewise-constant random envelope (segments of
+//! 20–200 ms, levels {0.02, 0.1, 0.3, 0.6, 1.0} × U(0,1), scale 12000, clipped to i16).
+//! Each watch minute within the generated hours: not worn with probability
+//! [`P_OFF`]; else listening with probability [`P_LISTEN`] to a random station s0 at a
+//! random offset τ0 ∈ 0..=6000 ms (the watch's 4 s = the station's minute from 3·τ0 on,
+//! plus N(0, 300) noise), else ambient noise only (σ = 1500). Minutes outside the
+//! generated hours are not worn. Every random stream is seeded from (seed, what, index),
+//! so a file does not depend on the order of generation.
+
+use std::io::Write;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::data::{
+    manifest_path, station_path, truth_path, watch_path, Manifest, WatchRecord, DAY_MINUTES, FORMAT, MINUTES,
+    STATION_RECORD,
+};
+use crate::kernel::{BLOCK_MS, LAGS, STATION_SAMPLES, WATCH_BLOCKS};
+
+/// Probability that a watch minute is not worn.
+pub const P_OFF: f64 = 0.03;
+/// Probability that a worn watch minute listens to a station.
+pub const P_LISTEN: f64 = 0.7;
+/// Samples of a watch's 4 s at 3 kHz.
+const WATCH_SAMPLES: usize = WATCH_BLOCKS * BLOCK_MS * 3;
+
+/// What a watch minute heard.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Truth {
+    /// Not worn.
+    Off,
+    /// Ambient noise only.
+    Noise,
+    /// Station `station` at offset `lag` ms.
+    Listen {
+        /// The station.
+        station: usize,
+        /// τ0 in ms.
+        lag: usize,
+    },
+}
+
+fn rng(seed: u64, what: u64, index: u64) -> ChaCha8Rng {
+    let mut r = ChaCha8Rng::seed_from_u64(seed);
+    r.set_stream(what << 32 | index);
+    r
+}
+
+/// Standard normal numbers by Box–Muller, both of each pair used.
+struct Gaussian<R> {
+    rng: R,
+    spare: Option<f64>,
+}
+
+impl<R: Rng> Gaussian<R> {
+    fn new(rng: R) -> Self {
+        Gaussian { rng, spare: None }
+    }
+
+    fn next(&mut self) -> f64 {
+        if let Some(v) = self.spare.take() {
+            return v;
+        }
+        let (u, v): (f64, f64) = (self.rng.gen_range(f64::MIN_POSITIVE..1.0), self.rng.gen());
+        let (radius, angle) = ((-2.0 * u.ln()).sqrt(), std::f64::consts::TAU * v);
+        self.spare = Some(radius * angle.sin());
+        radius * angle.cos()
+    }
+}
+
+/// The PCM of a station's hour: 60 minutes × 30,000 samples.
+pub fn station_hour(seed: u64, station: usize, hour: usize) -> Vec<i16> {
+    let mut r = rng(seed, 1, (station * 24 + hour) as u64);
+    let mut noise = Gaussian::new(rng(seed, 4, (station * 24 + hour) as u64));
+    let levels = [0.02, 0.1, 0.3, 0.6, 1.0];
+    let mut out = Vec::with_capacity(STATION_SAMPLES * MINUTES);
+    while out.len() < STATION_SAMPLES * MINUTES {
+        let len = r.gen_range(20..=200) * 3;
+        let amp = levels[r.gen_range(0..levels.len())] * r.gen::<f64>() * 12000.0;
+        for _ in 0..len {
+            out.push((noise.next() * amp).round().clamp(-32768.0, 32767.0) as i16);
+        }
+    }
+    out.truncate(STATION_SAMPLES * MINUTES);
+    out
+}
+
+/// The 80 log energies of 4 s of sound (§2.10's codec).
+pub fn encode_envelope(signal: &[f64]) -> [u8; WATCH_BLOCKS] {
+    std::array::from_fn(|k| {
+        let e: f64 = signal[k * 150..(k + 1) * 150].iter().map(|x| x * x).sum();
+        (6.0 * (1.0 + e).log2() + 0.5).floor().min(255.0) as u8
+    })
+}
+
+/// The truth and the record of watch `w`'s minute `minute` of the day.
+fn watch_minute(m: &Manifest, stations: &[Vec<Vec<i16>>], w: usize, minute: usize) -> (Truth, WatchRecord) {
+    let mut r = rng(m.seed, 2, (w * DAY_MINUTES + minute) as u64);
+    let mut noise = Gaussian::new(rng(m.seed, 5, (w * DAY_MINUTES + minute) as u64));
+    let off = WatchRecord { minute: minute as u16, flags: 0, temperature: 20, envelope: [0; WATCH_BLOCKS] };
+    let hour = minute / MINUTES;
+    if hour >= m.hours || r.gen_bool(P_OFF) {
+        return (Truth::Off, off);
+    }
+    let (truth, signal): (Truth, Vec<f64>) = if r.gen_bool(P_LISTEN) {
+        let (station, lag) = (r.gen_range(0..m.stations), r.gen_range(0..LAGS));
+        let pcm = &stations[station][hour][(minute % MINUTES) * STATION_SAMPLES..][..STATION_SAMPLES];
+        let sig = (0..WATCH_SAMPLES).map(|i| f64::from(pcm[3 * lag + i]) + 300.0 * noise.next()).collect();
+        (Truth::Listen { station, lag }, sig)
+    } else {
+        (Truth::Noise, (0..WATCH_SAMPLES).map(|_| 1500.0 * noise.next()).collect())
+    };
+    let temperature = r.gen_range(15..35);
+    (truth, WatchRecord { flags: 1, temperature, envelope: encode_envelope(&signal), ..off })
+}
+
+/// The data-set id of a generated data set.
+pub fn dataset_id(seed: u64, watches: usize, stations: usize, hours: usize) -> u64 {
+    let mut r = rng(seed, 3, ((watches * 1_000 + stations) * 24 + hours) as u64);
+    r.gen()
+}
+
+/// Writes a data set into `dir` (created if missing). The manifest is written last: a
+/// directory without it is not a data set.
+///
+/// # Errors
+/// A failed write, naming the file.
+pub fn generate(dir: &Path, watches: usize, stations: usize, hours: usize, seed: u64) -> Result<Manifest> {
+    let m = Manifest {
+        format: FORMAT.into(),
+        watches,
+        stations,
+        hours,
+        seed,
+        dataset_id: dataset_id(seed, watches, stations, hours),
+    };
+    m.check().map_err(|e| {
+        dps_harness::BadInput::new(
+            e.replace("watches", "--watches").replace("stations", "--stations").replace("hours", "--hours"),
+        )
+    })?;
+    for sub in ["stations", "watches"] {
+        let d = dir.join(sub);
+        std::fs::create_dir_all(&d).map_err(|e| dps_harness::BadInput::new(format!("--dir {}: {e}", d.display())))?;
+    }
+    let _ = std::fs::remove_file(manifest_path(dir));
+    // Every station hour in memory (S × H × 3.6 MB): the watches copy from them.
+    let mut pcm = vec![Vec::with_capacity(hours); stations];
+    for (s, hours_of_s) in pcm.iter_mut().enumerate() {
+        for h in 0..hours {
+            let samples = station_hour(seed, s, h);
+            let bytes: Vec<u8> = samples.iter().flat_map(|v| v.to_le_bytes()).collect();
+            debug_assert_eq!(bytes.len(), STATION_RECORD * MINUTES);
+            let path = station_path(dir, s, h);
+            std::fs::write(&path, &bytes).with_context(|| format!("cannot write {}", path.display()))?;
+            hours_of_s.push(samples);
+        }
+    }
+    let tpath = truth_path(dir);
+    let mut truth = std::io::BufWriter::new(
+        std::fs::File::create(&tpath).with_context(|| format!("cannot write {}", tpath.display()))?,
+    );
+    writeln!(truth, "watch,minute,kind,station,lag")?;
+    for w in 0..watches {
+        let mut bytes = Vec::with_capacity(crate::data::WATCH_FILE as usize);
+        for minute in 0..DAY_MINUTES {
+            let (t, rec) = watch_minute(&m, &pcm, w, minute);
+            bytes.extend_from_slice(&rec.encode());
+            match t {
+                Truth::Off if minute / MINUTES >= hours => {}
+                Truth::Off => writeln!(truth, "{w},{minute},off,,")?,
+                Truth::Noise => writeln!(truth, "{w},{minute},noise,,")?,
+                Truth::Listen { station, lag } => writeln!(truth, "{w},{minute},listen,{station},{lag}")?,
+            }
+        }
+        let path = watch_path(dir, w);
+        std::fs::write(&path, &bytes).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    truth.flush().with_context(|| format!("cannot write {}", tpath.display()))?;
+    let mpath = manifest_path(dir);
+    std::fs::write(&mpath, serde_json::to_string_pretty(&m)? + "\n")
+        .with_context(|| format!("cannot write {}", mpath.display()))?;
+    Ok(m)
+}
+
+/// Reads `truth.csv`: (watch, minute of day, truth) per line.
+///
+/// # Errors
+/// A message naming the file and line.
+pub fn read_truth(dir: &Path) -> Result<Vec<(usize, usize, Truth)>> {
+    let path = truth_path(dir);
+    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    text.lines()
+        .enumerate()
+        .skip(1)
+        .map(|(i, line)| parse_truth_line(line).with_context(|| format!("{}:{}", path.display(), i + 1)))
+        .collect()
+}
+
+/// Parses one line of `truth.csv`.
+///
+/// # Errors
+/// A message saying what is wrong.
+pub fn parse_truth_line(line: &str) -> Result<(usize, usize, Truth)> {
+    let f: Vec<&str> = line.split(',').collect();
+    let [w, minute, kind, station, lag] = f[..] else { anyhow::bail!("expected 5 fields, found {}", f.len()) };
+    let (w, minute) = (w.parse()?, minute.parse()?);
+    let t = match kind {
+        "off" => Truth::Off,
+        "noise" => Truth::Noise,
+        "listen" => Truth::Listen { station: station.parse()?, lag: lag.parse()? },
+        other => anyhow::bail!("unknown kind {other:?}"),
+    };
+    Ok((w, minute, t))
+}

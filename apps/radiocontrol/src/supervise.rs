@@ -1,0 +1,308 @@
+//! `dps-radiocontrol supervise -- <mpirun or srun command>`: the watchdog of §2.8, a plain
+//! process outside the MPI job.
+//!
+//! It starts the command in a process group of its own and polls, every `--poll-ms`:
+//! - the job ended with 0: done; with 2 (bad input): stop, a restart would be refused too;
+//! - any other end (a rank died and the launcher aborted the job), or no new bytes in the
+//!   result file for `--stall-seconds` (a rank hung or stopped): the whole process group is
+//!   killed (and every rank pid the job recorded on this host), and the command is started
+//!   again with fewer ranks: its `-n`/`-np`/`--ntasks` lowered by the ranks found dead
+//!   (at least one after a crash; none after a stall in which every rank is still running),
+//!   never below `--min-ranks`. Under Slurm that is `srun -n` within the allocation.
+//!
+//! The job itself resumes from the last consistent record of its result file. A rank is
+//! found dead when the pid it wrote in `OUT/ranks/rank-R.pid` is gone or stopped (state
+//! `T`/`Z`) while the launcher still runs: the launcher kills the other ranks right after,
+//! so only the ranks that vanished first count. Ranks on other hosts cannot be checked
+//! from here; a crash there counts as one dead rank.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::{bail, Context, Result};
+use dps_harness::bad_input;
+
+/// `supervise`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Supervise {
+    /// Restart when the result file has not grown for this many seconds (the thesis: 20 min).
+    #[arg(long, default_value_t = 1200.0)]
+    pub stall_seconds: f64,
+    /// How often to look, in milliseconds.
+    #[arg(long, default_value_t = 250)]
+    pub poll_ms: u64,
+    /// Give up after this many restarts.
+    #[arg(long, default_value_t = 5)]
+    pub max_restarts: usize,
+    /// Never restart with fewer ranks than this (the master needs one; 2 keeps a worker
+    /// beside it on another rank).
+    #[arg(long, default_value_t = 1)]
+    pub min_ranks: usize,
+    /// The run's output directory (default: the command's `--out`).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// The job: `mpirun -n N dps-radiocontrol run DATA --out DIR` or `srun -n N ...`.
+    #[arg(last = true, required = true, num_args = 1..)]
+    pub command: Vec<String>,
+}
+
+/// Where the command says its rank count is: (index of the value, count, is `--opt=N`).
+fn rank_count(cmd: &[String]) -> Option<(usize, usize, Option<String>)> {
+    for (i, w) in cmd.iter().enumerate() {
+        if ["-n", "-np", "--np", "--ntasks"].contains(&w.as_str()) {
+            return cmd.get(i + 1)?.parse().ok().map(|n| (i + 1, n, None));
+        }
+        for prefix in ["--ntasks=", "--np=", "-n"] {
+            if let Some(v) = w.strip_prefix(prefix).filter(|v| !v.is_empty()) {
+                if let Ok(n) = v.parse() {
+                    return Some((i, n, Some(prefix.to_string())));
+                }
+            }
+        }
+        // The program starts here: the launcher's options are before it.
+        if w.contains("dps-radiocontrol") {
+            break;
+        }
+    }
+    None
+}
+
+/// The command with `ranks` ranks.
+pub fn with_ranks(cmd: &[String], ranks: usize) -> Vec<String> {
+    let mut out = cmd.to_vec();
+    if let Some((i, _, prefix)) = rank_count(cmd) {
+        out[i] = match prefix {
+            Some(p) => format!("{p}{ranks}"),
+            None => ranks.to_string(),
+        };
+    }
+    out
+}
+
+/// The command's `--out` directory.
+fn out_dir(cmd: &[String]) -> Option<PathBuf> {
+    cmd.iter().enumerate().find_map(|(i, w)| {
+        if w == "--out" {
+            cmd.get(i + 1).map(PathBuf::from)
+        } else {
+            w.strip_prefix("--out=").map(PathBuf::from)
+        }
+    })
+}
+
+/// Size and mtime of the result file: progress is any change.
+fn progress_mark(path: &Path) -> Option<(u64, SystemTime)> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.len(), meta.modified().ok()?))
+}
+
+/// The rank pids the job recorded on this host.
+fn rank_pids(ranks_dir: &Path) -> Vec<(usize, i32)> {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let Ok(entries) = std::fs::read_dir(ranks_dir) else { return Vec::new() };
+    let mut out = Vec::new();
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(rank) = name.strip_prefix("rank-").and_then(|n| n.strip_suffix(".pid")).and_then(|n| n.parse().ok())
+        else {
+            continue;
+        };
+        let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+        let mut words = text.split_whitespace();
+        if let (Some(Ok(pid)), Some(h)) = (words.next().map(str::parse::<i32>), words.next()) {
+            if h == host.trim() {
+                out.push((rank, pid));
+            }
+        }
+    }
+    out
+}
+
+/// Whether a process is running (not gone, not a zombie, not stopped).
+fn running(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            // The state follows the command name in parentheses.
+            let state = stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next());
+            !matches!(state, Some('Z' | 'T' | 't' | 'X') | None)
+        }
+        Err(_) => false,
+    }
+}
+
+fn kill_all(child: &mut Child, pids: &[(usize, i32)]) {
+    let pgid = child.id() as i32;
+    // SAFETY: kill(2) with a negative pid signals the process group we created for the
+    // job; it touches no memory of ours.
+    unsafe {
+        libc::kill(-pgid, libc::SIGKILL);
+    }
+    for &(_, pid) in pids {
+        if pid > 1 && running_or_stopped(pid) {
+            // SAFETY: as above, one process the job recorded as its rank.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+    }
+    let _ = child.wait();
+}
+
+/// The shared-memory files (Open MPI's `/dev/shm/vader_segment.*`) a rank has mapped: a
+/// killed job leaves them behind (4 MB each), and these are known to be this job's.
+fn shared_memory_files(pid: i32, into: &mut Vec<PathBuf>) {
+    let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else { return };
+    for path in maps.lines().filter_map(|l| l.split_whitespace().nth(5)) {
+        if path.starts_with("/dev/shm/vader_segment") && !into.iter().any(|p| p.as_os_str() == path) {
+            into.push(PathBuf::from(path));
+        }
+    }
+}
+
+fn running_or_stopped(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z"))
+}
+
+/// How an attempt ended.
+enum End {
+    Done,
+    BadInput,
+    Failed { code: Option<i32>, dead: usize },
+    Stalled { dead: usize },
+}
+
+fn attempt(s: &Supervise, cmd: &[String], results: &Path, ranks_dir: &Path) -> Result<End> {
+    // Old pid files would read as dead ranks.
+    if let Ok(entries) = std::fs::read_dir(ranks_dir) {
+        for e in entries.flatten() {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
+    let mut child = Command::new(&cmd[0])
+        .args(&cmd[1..])
+        .process_group(0)
+        .spawn()
+        .with_context(|| format!("cannot start {}", cmd.join(" ")))?;
+    let mut mark = progress_mark(results);
+    let mut last_progress = Instant::now();
+    let mut seen: Vec<(usize, i32)> = Vec::new();
+    let mut dead: Option<usize> = None;
+    let mut shm = Vec::new();
+    let outcome = loop {
+        std::thread::sleep(Duration::from_millis(s.poll_ms));
+        let pids = rank_pids(ranks_dir);
+        for p in pids {
+            if !seen.contains(&p) {
+                seen.push(p);
+            }
+        }
+        for &(_, pid) in &seen {
+            shared_memory_files(pid, &mut shm);
+        }
+        if let Some(status) = child.try_wait()? {
+            if !status.success() {
+                kill_all(&mut child, &seen);
+            }
+            break match status.code() {
+                Some(0) => End::Done,
+                Some(2) => End::BadInput,
+                code => End::Failed { code, dead: dead.unwrap_or(1).max(1) },
+            };
+        }
+        // The first poll that finds ranks gone counts them; the launcher kills the rest next.
+        if dead.is_none() {
+            let gone = seen.iter().filter(|(_, pid)| !running(*pid)).count();
+            if gone > 0 {
+                dead = Some(gone);
+            }
+        }
+        let now = progress_mark(results);
+        if now != mark {
+            mark = now;
+            last_progress = Instant::now();
+        }
+        if last_progress.elapsed().as_secs_f64() > s.stall_seconds {
+            let stopped = seen.iter().filter(|(_, pid)| !running(*pid)).count();
+            kill_all(&mut child, &seen);
+            break End::Stalled { dead: dead.unwrap_or(stopped) };
+        }
+    };
+    if !matches!(outcome, End::Done) {
+        for path in shm {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+    Ok(outcome)
+}
+
+/// Runs the watchdog.
+///
+/// # Errors
+/// Bad options; the job refused its input; or too many restarts.
+pub fn run(s: &Supervise) -> Result<()> {
+    if s.stall_seconds.is_nan() || s.stall_seconds <= 0.0 || s.poll_ms == 0 || s.min_ranks == 0 {
+        bad_input!("--stall-seconds, --poll-ms and --min-ranks must be positive");
+    }
+    let Some(out) = s.out.clone().or_else(|| out_dir(&s.command)) else {
+        bad_input!("supervise: the command has no --out DIR and --out is not given: where are the results?");
+    };
+    let results = crate::results::path_in(&out);
+    let ranks_dir = out.join("ranks");
+    let mut ranks = rank_count(&s.command).map(|(_, n, _)| n);
+    let mut cmd = s.command.clone();
+    for restart in 0..=s.max_restarts {
+        eprintln!("supervise: attempt {} : {}", restart + 1, cmd.join(" "));
+        let end = attempt(s, &cmd, &results, &ranks_dir)?;
+        let dead = match end {
+            End::Done => {
+                eprintln!("supervise: the job completed after {restart} restarts");
+                return Ok(());
+            }
+            End::BadInput => {
+                bail!(dps_harness::BadInput::new("supervise: the job refused its input (exit 2); not restarting"))
+            }
+            End::Failed { code, dead } => {
+                eprintln!("supervise: the job ended with {code:?}; {dead} rank(s) found dead");
+                dead
+            }
+            End::Stalled { dead } => {
+                eprintln!(
+                    "supervise: no new results for {} s; killed the job; {dead} rank(s) found dead",
+                    s.stall_seconds
+                );
+                dead
+            }
+        };
+        if let Some(n) = ranks {
+            let next = n.saturating_sub(dead).max(s.min_ranks);
+            ranks = Some(next);
+            cmd = with_ranks(&s.command, next);
+        }
+        // A restart resumes: `--fresh` would throw away what the last attempt wrote.
+        cmd.retain(|w| w != "--fresh");
+    }
+    bail!("supervise: gave up after {} restarts", s.max_restarts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &str) -> Vec<String> {
+        s.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn the_rank_count_is_found_and_lowered() {
+        let cmd = words("scripts/mpirun -n 4 target/dps-radiocontrol run D --out R -n 9");
+        assert_eq!(with_ranks(&cmd, 3), words("scripts/mpirun -n 3 target/dps-radiocontrol run D --out R -n 9"));
+        let srun = words("srun --mpi=pmix --ntasks=4 dps-radiocontrol run D --out R");
+        assert_eq!(with_ranks(&srun, 2)[2], "--ntasks=2");
+        let plain = words("dps-radiocontrol run D --out R");
+        assert_eq!(with_ranks(&plain, 2), plain, "no launcher: unchanged");
+        assert_eq!(out_dir(&cmd), Some(PathBuf::from("R")));
+        assert_eq!(out_dir(&words("x --out=S")), Some(PathBuf::from("S")));
+    }
+}

@@ -1,0 +1,162 @@
+//! Bad input: a missing or truncated data file, a station or watch file of the wrong size,
+//! an output directory that cannot be written, a result file of another data set, a full
+//! disk (`/dev/full`: every write fails with ENOSPC), bad options. Each row states the exit
+//! code (2: refused before any work, 1: the run failed) and words of the one-line message.
+//! A few rows run the farm under mpirun on 2 ranks (`check_table`: the message is printed
+//! once, no panic, no hang); the rest run the binary directly (an mpirun launch costs
+//! about 2 s) with the same checks. After every row the result files that were there are
+//! unchanged.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{generate, results, serial, BIN};
+use dps_harness::bad_input::{case_on, check_table};
+
+struct Setup {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Setup {
+    fn p(&self, name: &str) -> String {
+        self.root.join(name).to_str().unwrap().to_string()
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to.join(e.file_name()));
+        } else {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+fn setup() -> Setup {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().to_path_buf();
+    let data = root.join("data");
+    generate(&data, 4, 2, 1, 1);
+    generate(&root.join("other"), 4, 2, 1, 2);
+    // Results of the other data set, complete.
+    serial(&root.join("other"), &root.join("other-out"));
+    // Broken copies of the data set.
+    for (name, file, size) in [
+        ("short-station", "stations/S001_H00.bin", Some(3_599_999)),
+        ("long-watch", "watches/W0003.bin", Some(136_801)),
+        ("no-watch", "watches/W0002.bin", None),
+        ("no-station", "stations/S000_H00.bin", None),
+    ] {
+        let dir = root.join(name);
+        copy_dir(&data, &dir);
+        let path = dir.join(file);
+        match size {
+            Some(n) => std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(n).unwrap(),
+            None => std::fs::remove_file(&path).unwrap(),
+        }
+    }
+    let bad_manifest = root.join("bad-manifest");
+    copy_dir(&data, &bad_manifest);
+    let manifest =
+        r#"{"format": "dps-radiocontrol data 1", "watches": 0, "stations": 2, "hours": 1, "seed": 1, "dataset_id": 7}"#;
+    std::fs::write(bad_manifest.join("radio.json"), manifest).unwrap();
+    std::fs::write(root.join("a_file"), "not a directory").unwrap();
+    // A result file that is not one, and results that go to a full disk.
+    std::fs::create_dir_all(root.join("garbage-out")).unwrap();
+    std::fs::write(root.join("garbage-out/results.bin"), "hello, these are not results").unwrap();
+    std::fs::create_dir_all(root.join("full-out")).unwrap();
+    std::os::unix::fs::symlink("/dev/full", root.join("full-out/results.bin")).unwrap();
+    std::fs::create_dir_all(root.join("full-summary")).unwrap();
+    std::os::unix::fs::symlink("/dev/full", root.join("full-summary/summary.csv")).unwrap();
+    Setup { _tmp: tmp, root }
+}
+
+/// Runs a row directly and returns what is wrong with it.
+fn check_direct(args: &[String], code: i32, words: &[&str]) -> Option<String> {
+    let done = Command::new(BIN).args(args).env("RUST_BACKTRACE", "1").output().unwrap();
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    let mut wrong = Vec::new();
+    if done.status.code() != Some(code) {
+        wrong.push(format!("exit {:?}, expected {code}", done.status.code()));
+    }
+    wrong.extend(words.iter().filter(|w| !stderr.contains(*w)).map(|w| format!("no {w:?}")));
+    if stderr.contains("panicked") || stderr.contains("backtrace") {
+        wrong.push("a panic".into());
+    }
+    if code == 2 && stderr.lines().filter(|l| l.starts_with("dps-radiocontrol:")).count() != 1 {
+        wrong.push("not exactly one message line".into());
+    }
+    (!wrong.is_empty()).then(|| format!("{}: {}\n{stderr}", args.join(" "), wrong.join("; ")))
+}
+
+#[test]
+fn every_bad_input_is_one_clear_line_and_leaves_results_valid() {
+    let s = setup();
+    let other_results = std::fs::read(results(&s.root.join("other-out"))).unwrap();
+    let run = |data: &str, out: &str| -> Vec<String> {
+        ["run", &s.p(data), "--out", &s.p(out), "--serial"].iter().map(|w| w.to_string()).collect()
+    };
+    let with = |mut v: Vec<String>, more: &[&str]| {
+        v.extend(more.iter().map(|w| w.to_string()));
+        v
+    };
+    let rows: Vec<(Vec<String>, i32, Vec<String>)> = vec![
+        (run("missing", "o1"), 2, vec![s.p("missing/radio.json")]),
+        (run("bad-manifest", "o1"), 2, vec!["radio.json".into(), "watches 0".into()]),
+        (run("short-station", "o1"), 2, vec!["S001_H00.bin".into(), "3599999 bytes".into(), "truncated".into()]),
+        (run("long-watch", "o1"), 2, vec!["W0003.bin".into(), "136801 bytes".into()]),
+        (run("no-watch", "o1"), 2, vec!["W0002.bin".into(), "No such file".into()]),
+        (run("no-station", "o1"), 2, vec!["S000_H00.bin".into()]),
+        (run("data", "a_file/out"), 2, vec!["--out".into(), "a_file".into()]),
+        (run("data", "other-out"), 2, vec!["another data set".into(), "refusing to resume".into()]),
+        (run("data", "garbage-out"), 2, vec!["not a dps-radiocontrol result file".into()]),
+        (run("data", "full-out"), 1, vec!["results.bin".into(), "No space left on device".into()]),
+        (run("data", "full-summary"), 1, vec!["summary.csv".into(), "No space left on device".into()]),
+        (with(run("data", "o2"), &["--pipeline-depth", "0"]), 2, vec!["--pipeline-depth".into()]),
+        (
+            ["generate", "--watches", "0", "--dir", &s.p("g")].iter().map(|w| w.to_string()).collect(),
+            2,
+            vec!["--watches 0".into()],
+        ),
+        (
+            ["generate", "--hours", "25", "--dir", &s.p("g")].iter().map(|w| w.to_string()).collect(),
+            2,
+            vec!["--hours 25".into()],
+        ),
+        (["supervise", "--", "true"].iter().map(|w| w.to_string()).collect(), 2, vec!["--out".into()]),
+        (
+            ["supervise", "--", "mpirun", "-n", "1", "x", "--out", &s.p("o3")].iter().map(|w| w.to_string()).collect(),
+            1,
+            vec![],
+        ),
+    ];
+    let failures: Vec<String> = rows
+        .iter()
+        .filter_map(|(args, code, words)| {
+            let words: Vec<&str> = words.iter().map(String::as_str).collect();
+            check_direct(args, *code, &words)
+        })
+        .collect();
+    assert!(failures.is_empty(), "{} rows failed:\n{}", failures.len(), failures.join("\n"));
+
+    // The farm on 2 ranks refuses the same way, printed once.
+    let (data, short, other) = (s.p("data"), s.p("short-station"), s.p("other-out"));
+    check_table(
+        Path::new(BIN),
+        &[
+            case_on(2, &["run", &short, "--out", &s.p("o4")], 2, &["S001_H00.bin", "truncated"]),
+            case_on(2, &["run", &data, "--out", &other], 2, &["another data set"]),
+        ],
+    );
+    // The results that were there are untouched, and the summary on the full disk left
+    // the results complete and valid.
+    assert_eq!(std::fs::read(results(&s.root.join("other-out"))).unwrap(), other_results);
+    let complete = std::fs::read(results(&s.root.join("full-summary"))).unwrap();
+    assert_eq!(complete, serial(&s.root.join("data"), &s.root.join("clean")));
+}

@@ -1,0 +1,78 @@
+//! Property tests over every parser of the formats: watch records, result records and
+//! headers, ground-truth lines, and the watchdog's command lines. Arbitrary bytes never
+//! panic; what is encoded reads back; any damaged record is refused.
+
+use dps_radiocontrol::data::{Manifest, WatchRecord, FORMAT, WATCH_RECORD};
+use dps_radiocontrol::generate::{parse_truth_line, Truth};
+use dps_radiocontrol::kernel::Match;
+use dps_radiocontrol::results::{
+    check_header, check_record, decode_payload, encode_payload, encode_record, header, record_len,
+};
+use dps_radiocontrol::supervise::with_ranks;
+use proptest::prelude::*;
+
+fn manifest(watches: usize, stations: usize, hours: usize, id: u64) -> Manifest {
+    Manifest { format: FORMAT.into(), watches, stations, hours, seed: 1, dataset_id: id }
+}
+
+proptest! {
+    #[test]
+    fn watch_records_read_back_and_garbage_never_panics(
+        minute in 0u16..1440, flags in any::<u8>(), temp in any::<i8>(),
+        env in proptest::collection::vec(any::<u8>(), 80), junk in proptest::collection::vec(any::<u8>(), WATCH_RECORD),
+    ) {
+        let rec = WatchRecord { minute, flags, temperature: temp, envelope: env.try_into().unwrap() };
+        prop_assert_eq!(WatchRecord::decode(&rec.encode(), usize::from(minute)), Ok(rec));
+        prop_assert!(WatchRecord::decode(&rec.encode(), usize::from(minute) + 1).is_err());
+        let junk: [u8; WATCH_RECORD] = junk.try_into().unwrap();
+        let _ = WatchRecord::decode(&junk, 0);
+    }
+
+    #[test]
+    fn result_records_read_back_and_every_damage_is_refused(
+        watches in 1usize..4, stations in 1usize..4, hours in 1usize..3, id in any::<u64>(),
+        seed in any::<u64>(), flip in any::<prop::sample::Index>(), bit in 0u8..8, cut in any::<prop::sample::Index>(),
+    ) {
+        let m = manifest(watches, stations, hours, id);
+        let job = (seed as usize) % m.jobs();
+        let matches: Vec<Match> = (0..60 * watches)
+            .map(|i| Match { r: (i as f32 * 0.01) - 0.3, lag: (i * 7 % 6001) as u16, flags: (i % 3) as u16 })
+            .collect();
+        let payload = encode_payload(&matches);
+        prop_assert_eq!(decode_payload(&payload), matches);
+        let rec = encode_record(&m, job, &payload);
+        prop_assert_eq!(rec.len(), record_len(watches));
+        prop_assert_eq!(check_record(&m, job, &rec), Some(&payload[..]));
+        prop_assert!(check_record(&m, (job + 1) % (m.jobs() + 1), &rec).is_none() || m.jobs() == 1 && job == 0);
+        let mut damaged = rec.clone();
+        damaged[flip.index(rec.len())] ^= 1 << bit;
+        prop_assert!(check_record(&m, job, &damaged).is_none(), "a flipped bit passed");
+        prop_assert!(check_record(&m, job, &rec[..cut.index(rec.len())]).is_none(), "a torn record passed");
+        // Headers: this data set's passes, another's and garbage are refused.
+        prop_assert_eq!(check_header(&m, &header(&m)), None);
+        let other = manifest(watches, stations, hours, id ^ 1);
+        prop_assert!(check_header(&m, &header(&other)).unwrap().contains("another data set"));
+        let mut h = header(&m);
+        h[flip.index(64)] ^= 1 << bit;
+        prop_assert!(check_header(&m, &h).is_some());
+        prop_assert!(check_header(&m, &rec[..cut.index(rec.len()).min(63)]).is_some());
+    }
+
+    #[test]
+    fn truth_lines_read_back_and_garbage_is_an_error_not_a_panic(
+        w in 0usize..10_000, minute in 0usize..1440, s in 0usize..1000, lag in 0usize..6001, junk in ".{0,40}",
+    ) {
+        prop_assert_eq!(parse_truth_line(&format!("{w},{minute},listen,{s},{lag}")).unwrap(), (w, minute, Truth::Listen { station: s, lag }));
+        prop_assert_eq!(parse_truth_line(&format!("{w},{minute},noise,,")).unwrap(), (w, minute, Truth::Noise));
+        let _ = parse_truth_line(&junk);
+    }
+
+    #[test]
+    fn the_watchdog_only_changes_the_launchers_rank_count(n in 1usize..64, words in proptest::collection::vec("[a-z=-]{1,8}", 0..6)) {
+        let mut cmd: Vec<String> = vec!["mpirun".into(), "-n".into(), n.to_string(), "dps-radiocontrol".into()];
+        cmd.extend(words);
+        let lowered = with_ranks(&cmd, n.saturating_sub(1).max(1));
+        prop_assert_eq!(&lowered[2], &n.saturating_sub(1).max(1).to_string());
+        prop_assert_eq!(&lowered[3..], &cmd[3..]);
+    }
+}
