@@ -1,0 +1,5 @@
+//! Parallel imaging on DPS (thesis ch. 7).
+
+pub mod median;
+pub mod network;
+pub mod run;
