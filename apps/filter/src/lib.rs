@@ -1,5 +1,7 @@
 //! Parallel imaging on DPS (thesis ch. 7).
 
+pub mod layout;
+pub mod linear;
 pub mod median;
 pub mod network;
 pub mod run;
