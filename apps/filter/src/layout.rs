@@ -128,9 +128,8 @@ impl Tiling {
     /// even rows, right to left on odd ones (the tile cache then holds the neighbours).
     pub fn serpentine(&self) -> impl Iterator<Item = TileId> + '_ {
         let cols = self.cols();
-        (0..self.rows()).flat_map(move |r| {
-            (0..cols).map(move |i| TileId { r, c: if r % 2 == 0 { i } else { cols - 1 - i } })
-        })
+        (0..self.rows())
+            .flat_map(move |r| (0..cols).map(move |i| TileId { r, c: if r % 2 == 0 { i } else { cols - 1 - i } }))
     }
 
     /// The node (index among `nodes`) that processes tile `t`: its disk mod the nodes.
