@@ -3,11 +3,13 @@
 //! exchange-process-and-store with the 5×5 median ([`median`], [`network`]) as DPS graphs
 //! ([`graph`]), and the command line ([`run`]).
 
+pub mod disk;
 pub mod graph;
 pub mod layout;
 pub mod linear;
 pub mod median;
 pub mod network;
+mod parallel;
 pub mod raster;
 pub mod record;
 pub mod run;

@@ -1,8 +1,330 @@
-//! placeholder
-/// placeholder
-#[derive(clap::Parser, Debug)]
-pub struct Args {}
-/// placeholder
-pub fn run(_: &Args) -> anyhow::Result<()> {
+//! The command line: `store`, `load` (serial, one process), `gather` and `median` (DPS,
+//! any number of ranks), and the checks of their input.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Args as ClapArgs, Parser, Subcommand, ValueEnum};
+use dps::RuntimeArgs;
+use dps_harness::options::{Check, Map, Output, Repeat, Seed};
+use dps_harness::{bad_input, OutputFile};
+
+use crate::layout::{self, StrideQuality, Tiling};
+use crate::linear::Filter;
+use crate::raster::{Depth, Raster};
+use crate::store;
+
+/// `dps-filter`: parallel imaging on DPS (thesis ch. 7). Images are stored as square tiles
+/// striped over D disks (directories `DIR/disk0` … `DIR/disk<D-1>`) by the rule
+/// disk(r, c) = (c + r·s) mod D; `gather` runs a linear filter where the tiles are and
+/// adds the results up on rank 0 (process-and-gather); `median` runs the 5×5 median
+/// with the tiles' borders exchanged between the ranks and writes the result striped like
+/// the input (exchange-process-and-store).
+#[derive(Parser, Debug)]
+#[command(name = "dps-filter", version, about, long_about)]
+pub struct Args {
+    /// What to do.
+    #[command(subcommand)]
+    pub mode: Mode,
+}
+
+/// The modes.
+#[derive(Subcommand, Debug)]
+pub enum Mode {
+    /// Store a PNG as striped tiles: DIR/NAME.json and DIR/disk<k>/NAME.tiles (one process).
+    Store(StoreArgs),
+    /// Read a window of a stored image back into a PNG (one process).
+    Load(LoadArgs),
+    /// Process-and-gather: a linear filter over a window, tiles filtered where they are
+    /// stored and added up on rank 0 (overlap-add).
+    Gather(GatherArgs),
+    /// Exchange-process-and-store: the 5×5 median of a whole 8-bit image, each tile with
+    /// its neighbours' borders, written back striped like the input.
+    Median(MedianArgs),
+}
+
+/// `store`.
+#[derive(ClapArgs, Debug)]
+pub struct StoreArgs {
+    /// The image: 8- or 16-bit grey, or 8-bit RGB (24 bits) PNG.
+    #[arg(value_name = "IN.png")]
+    pub input: PathBuf,
+    /// Tile side, pixels.
+    #[arg(long, default_value_t = 512)]
+    pub tiles: usize,
+    /// Disks to stripe the tiles over.
+    #[arg(long, default_value_t = 1)]
+    pub disks: usize,
+    /// The store's directory (it must exist; its disk<k> subdirectories are created).
+    #[arg(long)]
+    pub dir: PathBuf,
+    /// The stored image's name.
+    #[arg(long, default_value = "image")]
+    pub name: String,
+    /// The allocation rule's stride s (coprime to D, not 1 or D−1; default: the valid s
+    /// closest to D/2, e.g. 5 for 8 disks).
+    #[arg(long)]
+    pub stride: Option<usize>,
+    /// Store 1-bit pixels (levels ≥ 128 of an 8-bit grey image are 1).
+    #[arg(long, value_parser = ["1"])]
+    pub bits: Option<String>,
+}
+
+/// `load`.
+#[derive(ClapArgs, Debug)]
+pub struct LoadArgs {
+    /// The store's directory.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// The stored image's name.
+    #[arg(long, default_value = "image")]
+    pub name: String,
+    /// The window to read (default: the whole image).
+    #[arg(long, num_args = 4, value_names = ["X", "Y", "W", "H"])]
+    pub window: Option<Vec<usize>>,
+    /// The PNG to write.
+    #[arg(short = 'o', long = "out", value_name = "OUT.png")]
+    pub out: PathBuf,
+}
+
+/// The input of `gather` and `median`: a stored image, or a random one in memory.
+#[derive(ClapArgs, Debug, Clone)]
+pub struct Source {
+    /// A stored image's directory.
+    #[arg(long, conflicts_with = "random")]
+    pub dir: Option<PathBuf>,
+    /// The stored image's name.
+    #[arg(long, default_value = "image")]
+    pub name: String,
+    /// A random 8-bit image of W × H pixels, made on every rank (preloaded: its tiles are in
+    /// the disk threads' memory).
+    #[arg(long, num_args = 2, value_names = ["W", "H"])]
+    pub random: Option<Vec<usize>>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub seed: Seed<1>,
+    /// Tile side of the random image.
+    #[arg(long, default_value_t = 512, requires = "random")]
+    pub tiles: usize,
+    /// Disks of the random image (default: one per compute thread).
+    #[arg(long, requires = "random")]
+    pub disks: Option<usize>,
+    /// With --random: store the image in a scratch directory first (untimed) and run from
+    /// its tile files, not from memory.
+    #[arg(long, requires = "random")]
+    pub on_disk: bool,
+    /// Where --on-disk makes its scratch store (removed at the end).
+    #[arg(long, value_name = "DIR", requires = "on_disk")]
+    pub scratch: Option<PathBuf>,
+}
+
+/// `gather`.
+#[derive(ClapArgs, Debug)]
+#[command(mut_arg("verify", |a| a.help("Compare the window with the serial zero-padded convolution of the image")))]
+pub struct GatherArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub source: Source,
+    /// The filter (integer kernel; the output PNG is divided by the kernel's sum).
+    #[arg(long, value_enum, default_value = "gauss5")]
+    pub filter: Filter,
+    /// The window (default: the whole image).
+    #[arg(long, num_args = 4, value_names = ["X", "Y", "W", "H"])]
+    pub window: Option<Vec<usize>>,
+    /// Write the filtered window as PNG (normalised by the kernel's sum).
+    #[arg(short = 'o', long = "out", value_name = "OUT.png")]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub map: Map,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub repeat: Repeat,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub check: Check,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub output: Output,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub runtime: RuntimeArgs,
+}
+
+/// Which median runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum MedianVariant {
+    /// Exchange-process-and-store on DPS.
+    Exchange,
+    /// The whole-image median on one core (the baseline; no DPS, no MPI).
+    Serial,
+}
+
+/// `median`.
+#[derive(ClapArgs, Debug)]
+#[command(mut_arg("verify", |a| a.help("Compare the output with the serial whole-image median (clamp to edge)")))]
+pub struct MedianArgs {
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub source: Source,
+    /// Variant.
+    #[arg(long, value_enum, default_value = "exchange")]
+    pub variant: MedianVariant,
+    /// The output image's name in the store of --dir (default NAME-median).
+    #[arg(long)]
+    pub out_name: Option<String>,
+    /// Tile cache per disk thread, tiles, for file-backed input (0: off; default: 3 rows
+    /// of tiles shared among the disks, plus 2).
+    #[arg(long)]
+    pub cache: Option<usize>,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub map: Map,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub repeat: Repeat,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub check: Check,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub output: Output,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub runtime: RuntimeArgs,
+}
+
+/// Runs the program.
+///
+/// # Errors
+/// Bad options or input (a [`dps_harness::BadInput`], before any work), a failed run or
+/// output, a failed verification.
+pub fn run(args: &Args) -> Result<()> {
+    match &args.mode {
+        Mode::Store(a) => run_store(a),
+        Mode::Load(a) => run_load(a),
+        Mode::Gather(a) => crate::parallel::gather(a),
+        Mode::Median(a) => crate::parallel::median(a),
+    }
+}
+
+/// The stride for `disks` disks: `--stride`, checked, or the default (with a note on
+/// standard error when D has no stride that keeps all 8 neighbours off the tile's disk).
+///
+/// # Errors
+/// A [`dps_harness::BadInput`] for a stride the rule does not allow.
+pub fn choose_stride(stride: Option<usize>, disks: usize, quiet: bool) -> Result<usize> {
+    let (default, quality) = layout::default_stride(disks);
+    match stride {
+        Some(s) if s == default || layout::is_valid_stride(s, disks) => Ok(s),
+        Some(s) => bad_input!(
+            "--stride {s}: the rule needs s coprime to --disks {disks} and s ∉ {{1, D−1}}{}",
+            if quality == StrideQuality::Spec {
+                format!(" (for example {default})")
+            } else {
+                format!("; none exists for D = {disks}, the closest rule is s = {default}")
+            }
+        ),
+        None => {
+            if !quiet && dps_harness::launch_rank().unwrap_or(0) == 0 {
+                match quality {
+                    StrideQuality::Spec => {}
+                    StrideQuality::NotCoprime => eprintln!(
+                        "dps-filter: note: no stride is coprime to {disks} disks and ∉ {{1, {}}}; using s = {default}, which still puts all 8 neighbours of a tile on other disks",
+                        disks - 1
+                    ),
+                    StrideQuality::Partial => eprintln!(
+                        "dps-filter: note: with {disks} disk(s) no stride puts the 8 neighbours of a tile on other disks; using s = {default} (diagonal neighbours may share a disk)"
+                    ),
+                }
+            }
+            Ok(default)
+        }
+    }
+}
+
+fn run_store(a: &StoreArgs) -> Result<()> {
+    if !a.dir.is_dir() {
+        bad_input!("--dir {}: no such directory", a.dir.display());
+    }
+    if a.disks == 0 || a.disks > 4096 {
+        bad_input!("--disks {}: must be between 1 and 4096", a.disks);
+    }
+    check_name(&a.name, "--name")?;
+    let stride = choose_stride(a.stride, a.disks, false)?;
+    let image = Raster::read_png(&a.input, a.bits.is_some())?;
+    if let Err(why) = store::check_tile(a.tiles, image.width, image.height) {
+        bad_input!("--tiles: {why}");
+    }
+    for d in 0..a.disks {
+        let disk = store::disk_dir(&a.dir, d);
+        if !disk.exists() {
+            std::fs::create_dir(&disk).map_err(|e| {
+                dps_harness::BadInput::new(format!("cannot create disk directory {}: {e}", disk.display()))
+            })?;
+        }
+    }
+    store::check_writable(&a.dir, &a.name, a.disks)?;
+    let tiling = Tiling { width: image.width, height: image.height, tile: a.tiles, disks: a.disks, stride };
+    store::write(&a.dir, &a.name, &image, tiling)?;
+    println!(
+        "stored {} ({}x{}, {} bits) as {} tiles of {} on {} disks (s = {}) in {}",
+        a.input.display(),
+        image.width,
+        image.height,
+        image.depth.bits(),
+        tiling.count(),
+        a.tiles,
+        a.disks,
+        stride,
+        a.dir.display()
+    );
+    Ok(())
+}
+
+fn run_load(a: &LoadArgs) -> Result<()> {
+    check_name(&a.name, "--name")?;
+    let meta = store::open(&a.dir, &a.name)?;
+    let window = check_window(a.window.as_deref(), meta.width, meta.height)?;
+    let out = OutputFile::create("--out", &a.out)?;
+    let image = store::read_window(&a.dir, &a.name, &meta, window)?;
+    image.write_png(out)
+}
+
+/// A stored image's name: a plain file name.
+///
+/// # Errors
+/// A [`dps_harness::BadInput`] for an empty name or one with a path separator.
+pub fn check_name(name: &str, option: &str) -> Result<()> {
+    if name.is_empty() || name.contains('/') || name.starts_with('.') {
+        bad_input!("{option} {name:?}: must be a plain file name (no '/', not starting with '.')");
+    }
+    Ok(())
+}
+
+/// `--window X Y W H` (default: the whole image), checked against the image.
+///
+/// # Errors
+/// A [`dps_harness::BadInput`] for an empty window or one reaching outside the image.
+pub fn check_window(window: Option<&[usize]>, width: usize, height: usize) -> Result<(usize, usize, usize, usize)> {
+    let Some(&[x, y, w, h]) = window else { return Ok((0, 0, width, height)) };
+    if w == 0 || h == 0 {
+        bad_input!("--window {x} {y} {w} {h}: the window is empty");
+    }
+    if x.checked_add(w).is_none_or(|e| e > width) || y.checked_add(h).is_none_or(|e| e > height) {
+        bad_input!("--window {x} {y} {w} {h}: outside the {width}x{height} image");
+    }
+    Ok((x, y, w, h))
+}
+
+/// The depth a mode needs.
+///
+/// # Errors
+/// A [`dps_harness::BadInput`] naming the mode and the image's depth.
+pub fn check_depth(depth: Depth, mode: &str, ok: &[Depth]) -> Result<()> {
+    if !ok.contains(&depth) {
+        let bits: Vec<String> = ok.iter().map(|d| d.bits().to_string()).collect();
+        bad_input!("{mode} needs {}-bit grey pixels; the image has {} bits", bits.join("- or "), depth.bits());
+    }
     Ok(())
 }
