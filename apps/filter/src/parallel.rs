@@ -161,7 +161,10 @@ pub(crate) fn median(a: &MedianArgs) -> Result<()> {
     if let (Some(dir), true, None) = (&input.dir, rt.is_root(), &input.scratch) {
         store::check_writable(dir, &out_name, tiling.disks)?;
     }
-    let cache = a.cache.unwrap_or(3 * tiling.cols().div_ceil(tiling.disks) + 2);
+    // The thesis asks for 3 rows of tiles; with the serpentine, the tiles of the row before
+    // the last are touched last at the far end, and LRU would drop some of them just before
+    // their last use: 4 rows keep every tile until it is no longer needed.
+    let cache = a.cache.unwrap_or(4 * tiling.cols().div_ceil(tiling.disks) + 2);
     let job = build(rt, &a.map.map, &input, &a.source.name, &out_name, cache)?;
     let outcome = if job.rt.is_root() { drive_median(a, &job, &input, &out_name, cache) } else { Ok(()) };
     end(job, &input, outcome)

@@ -173,8 +173,8 @@ pub struct MedianArgs {
     /// The output image's name in the store of --dir (default NAME-median).
     #[arg(long)]
     pub out_name: Option<String>,
-    /// Tile cache per disk thread, tiles, for file-backed input (0: off; default: 3 rows
-    /// of tiles shared among the disks, plus 2).
+    /// Tile cache per disk thread, tiles, for file-backed input (0: off; default: 4 rows
+    /// of tiles shared among the disks, plus 2; the thesis says 3 rows hold most tiles).
     #[arg(long)]
     pub cache: Option<usize>,
     #[command(flatten)]
