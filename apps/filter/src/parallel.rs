@@ -62,7 +62,8 @@ fn prepare(src: &Source, threads: usize, rank: usize) -> Result<Input> {
     if !(1..=MAX_SIDE).contains(&w) || !(1..=MAX_SIDE).contains(&h) {
         bad_input!("--random {w} {h}: each side must be between 1 and {MAX_SIDE}");
     }
-    if let Err(why) = store::check_tile(src.tiles, w, h) {
+    let tile = crate::run::default_tile(src.tiles, w, h);
+    if let Err(why) = store::check_tile(tile, w, h) {
         bad_input!("--tiles: {why}");
     }
     let disks = src.disks.unwrap_or(threads);
@@ -71,8 +72,8 @@ fn prepare(src: &Source, threads: usize, rank: usize) -> Result<Input> {
     }
     let pixels = (w * h) as u64;
     dps_harness::check_memory(&format!("a {w}x{h} image"), 6 * pixels, 3 * pixels)?;
-    let stride = choose_stride(None, disks, true)?;
-    let tiling = Tiling { width: w, height: h, tile: src.tiles, disks, stride };
+    let (stride, _) = choose_stride(None, disks)?;
+    let tiling = Tiling { width: w, height: h, tile, disks, stride };
     let meta = Meta::new(tiling, Depth::Bit8);
     let image = Raster::random8(w, h, src.seed.seed);
     if !src.on_disk {

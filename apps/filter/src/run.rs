@@ -49,9 +49,9 @@ pub struct StoreArgs {
     /// The image: 8- or 16-bit grey, or 8-bit RGB (24 bits) PNG.
     #[arg(value_name = "IN.png")]
     pub input: PathBuf,
-    /// Tile side, pixels.
-    #[arg(long, default_value_t = 512)]
-    pub tiles: usize,
+    /// Tile side, pixels (default 512, or the image's larger side if smaller).
+    #[arg(long)]
+    pub tiles: Option<usize>,
     /// Disks to stripe the tiles over.
     #[arg(long, default_value_t = 1)]
     pub disks: usize,
@@ -103,9 +103,9 @@ pub struct Source {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub seed: Seed<1>,
-    /// Tile side of the random image.
-    #[arg(long, default_value_t = 512, requires = "random")]
-    pub tiles: usize,
+    /// Tile side of the random image (default 512, or the image's larger side if smaller).
+    #[arg(long, requires = "random")]
+    pub tiles: Option<usize>,
     /// Disks of the random image (default: one per compute thread).
     #[arg(long, requires = "random")]
     pub disks: Option<usize>,
@@ -208,15 +208,20 @@ pub fn run(args: &Args) -> Result<()> {
     }
 }
 
-/// The stride for `disks` disks: `--stride`, checked, or the default (with a note on
-/// standard error when D has no stride that keeps all 8 neighbours off the tile's disk).
+/// The default tile side: 512, or the image's larger side if that is smaller.
+pub fn default_tile(tiles: Option<usize>, width: usize, height: usize) -> usize {
+    tiles.unwrap_or(512.min(width.max(height)))
+}
+
+/// The stride for `disks` disks: `--stride`, checked, or the default, with a note when D has
+/// no stride that keeps all 8 neighbours of a tile off its disk (D = 2, 3, 4, 6).
 ///
 /// # Errors
 /// A [`dps_harness::BadInput`] for a stride the rule does not allow.
-pub fn choose_stride(stride: Option<usize>, disks: usize, quiet: bool) -> Result<usize> {
+pub fn choose_stride(stride: Option<usize>, disks: usize) -> Result<(usize, Option<String>)> {
     let (default, quality) = layout::default_stride(disks);
     match stride {
-        Some(s) if s == default || layout::is_valid_stride(s, disks) => Ok(s),
+        Some(s) if s == default || layout::is_valid_stride(s, disks) => Ok((s, None)),
         Some(s) => bad_input!(
             "--stride {s}: the rule needs s coprime to --disks {disks} and s ∉ {{1, D−1}}{}",
             if quality == StrideQuality::Spec {
@@ -226,19 +231,18 @@ pub fn choose_stride(stride: Option<usize>, disks: usize, quiet: bool) -> Result
             }
         ),
         None => {
-            if !quiet && dps_harness::launch_rank().unwrap_or(0) == 0 {
-                match quality {
-                    StrideQuality::Spec => {}
-                    StrideQuality::NotCoprime => eprintln!(
-                        "dps-filter: note: no stride is coprime to {disks} disks and ∉ {{1, {}}}; using s = {default}, which still puts all 8 neighbours of a tile on other disks",
-                        disks - 1
-                    ),
-                    StrideQuality::Partial => eprintln!(
-                        "dps-filter: note: with {disks} disk(s) no stride puts the 8 neighbours of a tile on other disks; using s = {default} (diagonal neighbours may share a disk)"
-                    ),
-                }
-            }
-            Ok(default)
+            let note = match quality {
+                StrideQuality::Spec => None,
+                StrideQuality::NotCoprime => Some(format!(
+                    "no stride is coprime to {disks} disks and ∉ {{1, {}}}; used s = {default}, which still puts all 8 neighbours of a tile on other disks",
+                    disks - 1
+                )),
+                StrideQuality::Partial if disks > 1 => Some(format!(
+                    "with {disks} disks no stride puts all 8 neighbours of a tile on other disks; used s = {default} (diagonal neighbours may share a disk)"
+                )),
+                StrideQuality::Partial => None,
+            };
+            Ok((default, note))
         }
     }
 }
@@ -251,9 +255,10 @@ fn run_store(a: &StoreArgs) -> Result<()> {
         bad_input!("--disks {}: must be between 1 and 4096", a.disks);
     }
     check_name(&a.name, "--name")?;
-    let stride = choose_stride(a.stride, a.disks, false)?;
+    let (stride, note) = choose_stride(a.stride, a.disks)?;
     let image = Raster::read_png(&a.input, a.bits.is_some())?;
-    if let Err(why) = store::check_tile(a.tiles, image.width, image.height) {
+    let tile = default_tile(a.tiles, image.width, image.height);
+    if let Err(why) = store::check_tile(tile, image.width, image.height) {
         bad_input!("--tiles: {why}");
     }
     for d in 0..a.disks {
@@ -265,7 +270,7 @@ fn run_store(a: &StoreArgs) -> Result<()> {
         }
     }
     store::check_writable(&a.dir, &a.name, a.disks)?;
-    let tiling = Tiling { width: image.width, height: image.height, tile: a.tiles, disks: a.disks, stride };
+    let tiling = Tiling { width: image.width, height: image.height, tile, disks: a.disks, stride };
     store::write(&a.dir, &a.name, &image, tiling)?;
     println!(
         "stored {} ({}x{}, {} bits) as {} tiles of {} on {} disks (s = {}) in {}",
@@ -274,11 +279,14 @@ fn run_store(a: &StoreArgs) -> Result<()> {
         image.height,
         image.depth.bits(),
         tiling.count(),
-        a.tiles,
+        tile,
         a.disks,
         stride,
         a.dir.display()
     );
+    if let Some(note) = note {
+        eprintln!("dps-filter: note: {note}");
+    }
     Ok(())
 }
 
