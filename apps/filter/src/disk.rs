@@ -75,10 +75,12 @@ impl Disk {
     /// Disk `index` holding its tiles of `image` in memory.
     pub fn preloaded(index: usize, meta: Meta, image: &Raster) -> Disk {
         let tiling = meta.tiling();
-        let mut tiles = vec![Arc::new(Vec::new()); tiling.tiles_on(index)];
-        for id in tiling.tiles().filter(|&id| tiling.disk(id) == index) {
-            tiles[tiling.local(id)] = Arc::new(store::cut_tile(image, &tiling, id));
-        }
+        // Row-major order is local-index order on each disk.
+        let tiles: Vec<Arc<Vec<u8>>> = tiling
+            .tiles()
+            .filter(|&id| tiling.disk(id) == index)
+            .map(|id| Arc::new(store::cut_tile(image, &tiling, id)))
+            .collect();
         let outputs = vec![None; tiles.len()];
         Disk {
             index,

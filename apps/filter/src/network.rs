@@ -94,9 +94,7 @@ impl Order {
             row[a] = true;
             row[HIGH] = true;
         }
-        for b in 0..INPUTS + 2 {
-            le[LOW][b] = true;
-        }
+        le[LOW] = [true; INPUTS + 2];
         for column in 0..5 {
             for k in 0..5 {
                 for k2 in k..5 {
@@ -116,6 +114,7 @@ impl Order {
     }
 
     /// After `(a, b) = (min, max)` on two slots: what is known of the new values.
+    #[allow(clippy::needless_range_loop)] // x indexes rows and columns of two matrices
     fn compare(&mut self, a: usize, b: usize) {
         let old = self.le;
         for x in 0..INPUTS + 2 {
