@@ -16,7 +16,9 @@ use crate::linear::{self, Area};
 use crate::median::{self, RADIUS};
 use crate::raster::{Depth, Raster};
 use crate::record::Record;
-use crate::run::{check_depth, check_name, check_window, choose_stride, GatherArgs, MedianArgs, MedianVariant, Source};
+use crate::run::{
+    check_depth, check_name, check_window, choose_stride, GatherArgs, MedianArgs, MedianVariant, Source, Storage,
+};
 use crate::store::{self, Meta, MAX_SIDE};
 
 /// The input, as every rank sees it.
@@ -24,7 +26,7 @@ struct Input {
     meta: Meta,
     /// The whole image, on every rank (random images only).
     image: Option<Raster>,
-    /// The store's directory (stored images, and random ones run --on-disk).
+    /// The store's directory (stored images, and random ones with --storage disk).
     dir: Option<PathBuf>,
     /// A scratch store to remove at the end (rank 0).
     scratch: Option<PathBuf>,
@@ -76,7 +78,7 @@ fn prepare(src: &Source, threads: usize, rank: usize) -> Result<Input> {
     let tiling = Tiling { width: w, height: h, tile, disks, stride };
     let meta = Meta::new(tiling, Depth::Bit8);
     let image = Raster::random8(w, h, src.seed.seed);
-    if !src.on_disk {
+    if src.storage == Storage::Preloaded {
         return Ok(Input { meta, image: Some(image), dir: None, scratch: None });
     }
     // Every rank computes the same scratch path; rank 0 writes the store before any call.
@@ -175,7 +177,9 @@ fn drive_median(a: &MedianArgs, job: &Job, input: &Input, out_name: &str, cache:
     let tiling = input.meta.tiling();
     let (rt, g) = (&job.rt, &job.graphs);
     let mut times = Vec::new();
+    let mut serial_times = Vec::new();
     let mut last = None;
+    let serial_input = if a.compare_serial { Some(input.whole(&a.source.name)?) } else { None };
     for run in 0..a.repeat.runs() {
         rt.call(&g.control, (tiling.disks, Control::Reset))?;
         let t = Instant::now();
@@ -188,6 +192,11 @@ fn drive_median(a: &MedianArgs, job: &Job, input: &Input, out_name: &str, cache:
         if a.repeat.is_timed(run) {
             times.push(seconds);
             last = Some(report);
+            if let Some(image) = &serial_input {
+                let t = Instant::now();
+                std::hint::black_box(median::median_image(&image.data, image.width, image.height));
+                serial_times.push(t.elapsed().as_secs_f64());
+            }
         }
     }
     let report = last.expect("at least one timed run");
@@ -224,6 +233,8 @@ fn drive_median(a: &MedianArgs, job: &Job, input: &Input, out_name: &str, cache:
         model_seconds: Some(model),
         model_speedup: Some(tiling.count() as f64 * t_p / model),
         filter: Some("median5".into()),
+        serial_mpix_per_s: (!serial_times.is_empty())
+            .then(|| (tiling.width * tiling.height) as f64 / median_of(&serial_times) / 1e6),
     };
     let mut outcome = Ok(());
     if a.check.verify {
@@ -272,7 +283,7 @@ fn tiles_per_node(tiling: &Tiling, threads: usize) -> Vec<usize> {
 
 /// `median --variant serial`: the whole-image vector kernel on one core, no DPS.
 fn median_serial(a: &MedianArgs) -> Result<()> {
-    let input = dps_harness::input(prepare(&Source { on_disk: false, ..a.source.clone() }, 1, 0))?;
+    let input = dps_harness::input(prepare(&Source { storage: Storage::Preloaded, ..a.source.clone() }, 1, 0))?;
     check_depth(input.meta.depth(), "median", &[Depth::Bit8])?;
     let image = input.whole(&a.source.name)?;
     let (w, h) = (image.width, image.height);
@@ -309,6 +320,7 @@ fn median_serial(a: &MedianArgs) -> Result<()> {
         model_seconds: None,
         model_speedup: None,
         filter: Some("median5".into()),
+        serial_mpix_per_s: None,
     };
     let mut outcome = Ok(());
     if a.check.verify {
@@ -378,6 +390,7 @@ fn drive_gather(a: &GatherArgs, job: &Job, input: &Input, window: Area, out: Opt
         model_seconds: None,
         model_speedup: None,
         filter: Some(format!("{:?}", a.filter).to_lowercase()),
+        serial_mpix_per_s: None,
     };
     let mut outcome = Ok(());
     if a.check.verify {

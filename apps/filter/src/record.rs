@@ -51,8 +51,11 @@ pub struct Record {
     pub model_seconds: Option<f64>,
     /// The model's speedup N·T_p / model_seconds.
     pub model_speedup: Option<f64>,
-    /// The filter (gather).
+    /// The filter: `median5`, or gather's.
     pub filter: Option<String>,
+    /// `--compare-serial`: the serial whole-image median on one core of rank 0, timed after
+    /// each timed run (median), Mpix/s.
+    pub serial_mpix_per_s: Option<f64>,
 }
 
 impl fmt::Display for Record {
@@ -74,6 +77,9 @@ impl fmt::Display for Record {
         )?;
         if let (Some(reads), Some(per)) = (self.reads, self.reads_per_tile) {
             write!(f, ", {reads} tile reads ({per:.2} per tile)")?;
+        }
+        if let Some(serial) = self.serial_mpix_per_s {
+            write!(f, ", serial kernel {serial:.1} Mpix/s on one core")?;
         }
         if let (Some(t), Some(s)) = (self.model_seconds, self.model_speedup) {
             write!(f, ", model (7-7) {t:.4} s, speedup {s:.2}")?;

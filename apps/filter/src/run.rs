@@ -109,13 +109,23 @@ pub struct Source {
     /// Disks of the random image (default: one per compute thread).
     #[arg(long, requires = "random")]
     pub disks: Option<usize>,
-    /// With --random: store the image in a scratch directory first (untimed) and run from
-    /// its tile files, not from memory.
-    #[arg(long, requires = "random")]
-    pub on_disk: bool,
-    /// Where --on-disk makes its scratch store (removed at the end).
-    #[arg(long, value_name = "DIR", requires = "on_disk")]
+    /// With --random: `preloaded` keeps the tiles in the disk threads' memory; `disk`
+    /// stores the image in a scratch directory first (untimed) and runs from its tile files.
+    #[arg(long, value_enum, default_value = "preloaded", requires = "random")]
+    pub storage: Storage,
+    /// Where `--storage disk` makes its scratch store (removed at the end; default: the
+    /// system's temporary directory).
+    #[arg(long, value_name = "DIR", requires = "random")]
     pub scratch: Option<PathBuf>,
+}
+
+/// Where the tiles of a random image are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Storage {
+    /// In the disk threads' memory.
+    Preloaded,
+    /// In tile files of a scratch store.
+    Disk,
 }
 
 /// `gather`.
@@ -173,6 +183,10 @@ pub struct MedianArgs {
     /// The output image's name in the store of --dir (default NAME-median).
     #[arg(long)]
     pub out_name: Option<String>,
+    /// After each timed run, time the serial whole-image median on rank 0 (the same
+    /// kernel on one core) and report its rate beside the parallel one.
+    #[arg(long)]
+    pub compare_serial: bool,
     /// Tile cache per disk thread, tiles, for file-backed input (0: off; default: 4 rows
     /// of tiles shared among the disks, plus 2; the thesis says 3 rows hold most tiles).
     #[arg(long)]

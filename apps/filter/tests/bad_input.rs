@@ -166,7 +166,7 @@ fn bad_input_is_refused_with_one_line_naming_it() {
             case(&["median"], 2, &["--dir", "--random"]),
             case(&["median", "--dir", &s8, "--out-name", "image"], 2, &["--out-name", "overwritten"]),
             case(
-                &["median", "--random", "100", "80", "--on-disk", "--scratch", &f.p("nowhere")],
+                &["median", "--random", "100", "80", "--storage", "disk", "--scratch", &f.p("nowhere")],
                 2,
                 &["--scratch", "no such directory"],
             ),

@@ -84,8 +84,20 @@ fn median_preloaded_is_the_serial_median_for_tiles_256_and_512_on_1_to_4_ranks_a
 fn median_from_tile_files_reads_each_tile_about_once_with_the_cache_and_at_most_9_times_without() {
     for ranks in [1, 2, 4] {
         let n = ranks.to_string();
-        let args =
-            ["median", "--random", "700", "600", "--tiles", "64", "--disks", &n, "--on-disk", "--verify", "--json"];
+        let args = [
+            "median",
+            "--random",
+            "700",
+            "600",
+            "--tiles",
+            "64",
+            "--disks",
+            &n,
+            "--storage",
+            "disk",
+            "--verify",
+            "--json",
+        ];
         let cached = run(ranks, &args);
         assert_eq!(cached["verified"], true, "{cached}");
         assert_eq!(cached["source"], "disk");
