@@ -11,7 +11,7 @@ scripts/setup.sh
 cargo build --release --workspace --bins --examples --quiet
 mkdir -p results
 run() { timeout -k 5 600 scripts/mpirun "$@"; }
-EXPERIMENTS=${EXPERIMENTS:-"table1-overlap matmul-speedup lu-speedup lu-variants transport overlap tsp-tsplib tsp-random100 life-fig9 life-efficiency"}
+EXPERIMENTS=${EXPERIMENTS:-"table1-overlap matmul-speedup lu-speedup lu-variants transport overlap tsp-tsplib tsp-random100 life-fig9 life-efficiency filter-fig7-14 filter-throughput"}
 
 # shellcheck disable=SC2086  # the experiment names are words
 target/release/dps-bench sweep --report results/report.md $EXPERIMENTS

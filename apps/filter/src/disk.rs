@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Result;
+use dps::Bulk;
 
 use crate::layout::{TileId, Tiling};
 use crate::raster::Raster;
@@ -32,8 +33,9 @@ pub enum Tiles {
 /// Where a disk's output tiles go.
 #[derive(Debug)]
 pub enum Sink {
-    /// Kept in memory, by local index.
-    Memory(Vec<Option<Arc<Vec<u8>>>>),
+    /// Kept in memory, by local index (a bulk buffer goes back to the runtime's pool when
+    /// the next run resets it).
+    Memory(Vec<Option<Bulk<u8>>>),
     /// Written to `DIR/disk<k>/NAME.tiles` (a temporary name until committed).
     File {
         /// The store's directory.
@@ -142,13 +144,13 @@ impl Disk {
     /// # Panics
     /// If the file cannot be written (the job ends, naming the operation and rank), or if
     /// the tile is written twice.
-    pub fn write(&mut self, id: TileId, slot: Vec<u8>) -> u64 {
+    pub fn write(&mut self, id: TileId, slot: Bulk<u8>) -> u64 {
         let start = Instant::now();
         let local = self.tiling().local(id);
         match &mut self.sink {
             Sink::Memory(outputs) => {
                 assert!(outputs[local].is_none(), "output tile {id:?} written twice");
-                outputs[local] = Some(Arc::new(slot));
+                outputs[local] = Some(slot);
             }
             Sink::File { dir, name, writer } => {
                 if writer.is_none() {

@@ -210,7 +210,7 @@ fn exchange(
         disks,
         route::by_key(|f: &Filtered| f.tiling.disk(f.id)),
         |d: &mut Disk, f: Filtered| {
-            let write_ns = d.write(f.id, f.slot.into_inner());
+            let write_ns = d.write(f.id, f.slot);
             Written { reads: f.reads, requests: f.requests, read_ns: f.read_ns, compute_ns: f.compute_ns, write_ns }
         },
     );
@@ -265,11 +265,11 @@ fn read_part(d: &mut Disk, request: Request) -> Piece {
     let (tx, ty, _, _) = tiling.rect(request.id);
     let area = request.area;
     let (ox, oy) = ((area.x - tx as i64) as usize, (area.y - ty as i64) as usize);
-    let mut pixels = Vec::with_capacity(area.w * area.h);
-    for row in 0..area.h {
-        pixels.extend_from_slice(&slot[(oy + row) * tiling.tile + ox..][..area.w]);
+    let mut pixels = Bulk::<u8>::recycled(area.w * area.h);
+    for (row, out) in pixels.chunks_exact_mut(area.w).enumerate() {
+        out.copy_from_slice(&slot[(oy + row) * tiling.tile + ox..][..area.w]);
     }
-    Piece { request, pixels: Bulk(pixels), reads: cost.reads, read_ns: cost.read_ns }
+    Piece { request, pixels, reads: cost.reads, read_ns: cost.read_ns }
 }
 
 /// The merge of one tile's parts: the tile with its halo, and its median.
@@ -279,10 +279,10 @@ struct MedianMerge;
 struct TileInProgress {
     /// The tile and where it is (from the first piece).
     job: Option<Job>,
-    /// The tile with its halo.
-    buf: Vec<u8>,
-    /// The median, `w × h`.
-    out: Vec<u8>,
+    /// The tile with its halo (every pixel is written: by a piece, or by the clamp).
+    buf: Bulk<u8>,
+    /// The median, in a full tile slot as stored.
+    slot: Bulk<u8>,
     centre_done: bool,
     reads: u32,
     requests: u32,
@@ -310,8 +310,11 @@ impl dps::Merge<Compute> for MedianMerge {
         if acc.job.is_none() {
             let halo = halo_of(&tiling, id);
             acc.job = Some(Job { id, tiling });
-            acc.buf = vec![0u8; halo.w * halo.h];
-            acc.out = vec![0u8; (halo.w - 2 * RADIUS) * (halo.h - 2 * RADIUS)];
+            acc.buf = Bulk::recycled(halo.w * halo.h);
+            acc.slot = Bulk::recycled(tiling.tile * tiling.tile);
+            if halo.w - 2 * RADIUS < tiling.tile || halo.h - 2 * RADIUS < tiling.tile {
+                acc.slot.fill(0); // an edge tile's padding is stored as 0
+            }
         }
         acc.requests += 1;
         acc.reads += p.reads;
@@ -328,7 +331,8 @@ impl dps::Merge<Compute> for MedianMerge {
             if tw > 2 * RADIUS && th > 2 * RADIUS {
                 let (iw, ih) = (tw - 2 * RADIUS, th - 2 * RADIUS);
                 let src = &acc.buf[RADIUS * halo.w + RADIUS..];
-                median::median5(src, halo.w, iw, ih, &mut acc.out[RADIUS * tw + RADIUS..], tw);
+                let t = tiling.tile;
+                median::median5(src, halo.w, iw, ih, &mut acc.slot[RADIUS * t + RADIUS..], t);
             }
             acc.compute_ns += start.elapsed().as_nanos() as u64;
             acc.centre_done = true;
@@ -342,19 +346,15 @@ impl dps::Merge<Compute> for MedianMerge {
         let start = Instant::now();
         let (tw, th) = (halo.w - 2 * RADIUS, halo.h - 2 * RADIUS);
         clamp_halo(&mut acc.buf, halo, (tiling.width, tiling.height));
+        let t = tiling.tile;
         for (x, y, w, h) in border_frame(tw, th) {
-            median::median5(&acc.buf[y * halo.w + x..], halo.w, w, h, &mut acc.out[y * tw + x..], tw);
-        }
-        // Into a full slot, as stored.
-        let mut slot = vec![0u8; tiling.tile * tiling.tile];
-        for row in 0..th {
-            slot[row * tiling.tile..][..tw].copy_from_slice(&acc.out[row * tw..][..tw]);
+            median::median5(&acc.buf[y * halo.w + x..], halo.w, w, h, &mut acc.slot[y * t + x..], t);
         }
         acc.compute_ns += start.elapsed().as_nanos() as u64;
         Filtered {
             id,
             tiling,
-            slot: Bulk(slot),
+            slot: acc.slot,
             reads: acc.reads,
             requests: acc.requests,
             read_ns: acc.read_ns,
