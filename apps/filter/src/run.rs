@@ -21,12 +21,27 @@ use crate::store;
 /// with the tiles' borders exchanged between the ranks and writes the result striped like
 /// the input (exchange-process-and-store).
 #[derive(Parser, Debug)]
-#[command(name = "dps-filter", version, about, long_about)]
+#[command(name = "dps-filter", version, about, long_about, after_long_help = EXAMPLES)]
 pub struct Args {
     /// What to do.
     #[command(subcommand)]
     pub mode: Mode,
 }
+
+const EXAMPLES: &str = "Examples:
+  dps-filter store in.png --tiles 512 --disks 8 --dir store     (s = 5: all 8 neighbours on other disks)
+  dps-filter load store --window 100 200 640 480 -o part.png
+  mpirun -n 4 dps-filter gather --dir store --filter gauss5 --window 100 200 640 480 -o blurred.png --verify
+  mpirun -n 4 dps-filter median --dir store --verify          (writes image-median, striped like image)
+  mpirun -n 2 dps-filter median --random 8192 8192 --seed 1 --tiles 512 --verify --json
+  mpirun -n 4 dps-filter median --random 4096 4096 --storage disk --cache 0 --json
+  dps-filter median --variant serial --random 8192 8192
+
+The 5x5 median clamps at the image's edges (a pixel outside takes the nearest pixel's value);
+linear filters take the image as 0 outside (the thesis's rule). Bad input (a missing, truncated
+or foreign file, a window outside the image, a tile size of 0 or larger than the image, a
+missing disk directory or a tile file of the wrong size, a stride the rule does not allow) is
+refused with one line and exit code 2 before any work; no partial file is left.";
 
 /// The modes.
 #[derive(Subcommand, Debug)]
@@ -87,6 +102,8 @@ pub struct LoadArgs {
     pub out: PathBuf,
 }
 
+const MAP_HELP: &str = "Mapping of the compute threads (one per rank by default); disk k is served on the rank of compute thread k mod S, which also processes its tiles";
+
 /// The input of `gather` and `median`: a stored image, or a random one in memory.
 #[derive(ClapArgs, Debug, Clone)]
 pub struct Source {
@@ -131,6 +148,7 @@ pub enum Storage {
 /// `gather`.
 #[derive(ClapArgs, Debug)]
 #[command(mut_arg("verify", |a| a.help("Compare the window with the serial zero-padded convolution of the image")))]
+#[command(mut_arg("map", |a| a.help(MAP_HELP)))]
 pub struct GatherArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
@@ -173,6 +191,7 @@ pub enum MedianVariant {
 /// `median`.
 #[derive(ClapArgs, Debug)]
 #[command(mut_arg("verify", |a| a.help("Compare the output with the serial whole-image median (clamp to edge)")))]
+#[command(mut_arg("map", |a| a.help(MAP_HELP)))]
 pub struct MedianArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
