@@ -15,6 +15,8 @@
 //! * `collect`: every output tile back to the client (verification).
 //! * `commit`: every disk thread commits its output file.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use dps::{route, Bulk, Collection, Graph, MergeFn, Node, Runtime};
@@ -40,6 +42,16 @@ pub struct ExchangeReport {
     pub compute_ns: Vec<u64>,
     /// Time of each tile's write, ns.
     pub write_ns: Vec<u64>,
+    /// Most tiles created by the client's split and not yet merged back, counted (the
+    /// window's tiles plus the one the runtime pulls ahead).
+    pub max_in_flight: usize,
+}
+
+/// Tiles split by the client and not yet merged back: both run on the client's thread.
+#[derive(Debug, Default)]
+struct InFlight {
+    now: AtomicUsize,
+    max: AtomicUsize,
 }
 
 #[derive(Clone, Copy, Debug, Serialize, Deserialize)]
@@ -193,8 +205,17 @@ fn exchange(
     window: usize,
 ) -> dps::Path<Tiling, ExchangeReport> {
     let nodes = compute.len();
-    let split = Node::split("split_tiles", client, route::fixed(0), |_: &mut (), tiling: Tiling| {
-        tiling.serpentine().map(move |id| Job { id, tiling }).collect::<Vec<_>>()
+    let flight = Arc::new(InFlight::default());
+    let counted = flight.clone();
+    let split = Node::split("split_tiles", client, route::fixed(0), move |_: &mut (), tiling: Tiling| {
+        counted.max.store(0, Ordering::Relaxed);
+        let counted = counted.clone();
+        // Lazily, as the window's credits come back: the count is of tiles really in flight.
+        tiling.serpentine().map(move |id| {
+            let now = counted.now.fetch_add(1, Ordering::Relaxed) + 1;
+            counted.max.fetch_max(now, Ordering::Relaxed);
+            Job { id, tiling }
+        })
     })
     .window(window);
     let parts = Node::split(
@@ -219,7 +240,9 @@ fn exchange(
         client,
         MergeFn::new(
             |_: &mut ()| ExchangeReport::default(),
-            |_, acc: &mut ExchangeReport, w: Written| {
+            move |_, acc: &mut ExchangeReport, w: Written| {
+                flight.now.fetch_sub(1, Ordering::Relaxed);
+                acc.max_in_flight = flight.max.load(Ordering::Relaxed);
                 acc.tiles += 1;
                 acc.reads += u64::from(w.reads);
                 acc.requests += u64::from(w.requests);

@@ -120,13 +120,13 @@ impl Tiling {
     }
 
     /// Every tile, row by row, left to right.
-    pub fn tiles(&self) -> impl Iterator<Item = TileId> + '_ {
+    pub fn tiles(self) -> impl Iterator<Item = TileId> {
         (0..self.rows()).flat_map(move |r| (0..self.cols()).map(move |c| TileId { r, c }))
     }
 
     /// Every tile in the serpentine order of exchange-process-and-store: left to right on
     /// even rows, right to left on odd ones (the tile cache then holds the neighbours).
-    pub fn serpentine(&self) -> impl Iterator<Item = TileId> + '_ {
+    pub fn serpentine(self) -> impl Iterator<Item = TileId> {
         let cols = self.cols();
         (0..self.rows())
             .flat_map(move |r| (0..cols).map(move |i| TileId { r, c: if r % 2 == 0 { i } else { cols - 1 - i } }))

@@ -189,6 +189,11 @@ fn drive_median(a: &MedianArgs, job: &Job, input: &Input, out_name: &str, cache:
         if report.tiles != tiling.count() {
             bail!("{} tiles processed, the image has {}", report.tiles, tiling.count());
         }
+        // The runtime pulls one token ahead of the window (to learn early that a split is
+        // over): created, not sent.
+        if report.max_in_flight > job.window + 1 {
+            bail!("{} tiles were created and not merged at once, the window is {}", report.max_in_flight, job.window);
+        }
         if a.repeat.is_timed(run) {
             times.push(seconds);
             last = Some(report);
@@ -222,6 +227,7 @@ fn drive_median(a: &MedianArgs, job: &Job, input: &Input, out_name: &str, cache:
         mpix_per_s: (tiling.width * tiling.height) as f64 / seconds / 1e6,
         tiles: report.tiles,
         window: Some(job.window),
+        max_in_flight: Some(report.max_in_flight),
         tiles_max_per_node: Some(max_tiles),
         reads: Some(report.reads),
         reads_per_tile: Some(report.reads as f64 / report.tiles as f64),
@@ -309,6 +315,7 @@ fn median_serial(a: &MedianArgs) -> Result<()> {
         mpix_per_s: (w * h) as f64 / seconds / 1e6,
         tiles: t.count(),
         window: None,
+        max_in_flight: None,
         tiles_max_per_node: None,
         reads: None,
         reads_per_tile: None,
@@ -379,6 +386,7 @@ fn drive_gather(a: &GatherArgs, job: &Job, input: &Input, window: Area, out: Opt
         mpix_per_s: (window.w * window.h) as f64 / seconds / 1e6,
         tiles: gathered.tiles,
         window: Some(job.window),
+        max_in_flight: None,
         tiles_max_per_node: None,
         reads: None,
         reads_per_tile: None,

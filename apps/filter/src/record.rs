@@ -31,6 +31,9 @@ pub struct Record {
     pub tiles: usize,
     /// The split's flow-control window: tiles in flight at most (2 per compute thread).
     pub window: Option<usize>,
+    /// Most tiles created by the client's split and not yet merged back, counted: at most
+    /// `window` sent plus the one the runtime pulls ahead of the window.
+    pub max_in_flight: Option<usize>,
     /// Most tiles on one compute thread (from the allocation rule: disk mod threads).
     pub tiles_max_per_node: Option<usize>,
     /// Input tiles read from files per run (cache misses; 0 preloaded).

@@ -74,6 +74,9 @@ fn median_preloaded_is_the_serial_median_for_tiles_256_and_512_on_1_to_4_ranks_a
                 let tile_count = 600usize.div_ceil(tiles) * 520usize.div_ceil(tiles);
                 assert_eq!(r["tiles"], tile_count);
                 assert_eq!(r["window"], 2 * ranks, "at most 2·P tiles in flight");
+                let in_flight = r["max_in_flight"].as_u64().unwrap() as usize;
+                // The window's 2·P tiles, and the one the runtime pulls ahead (created, not sent).
+                assert!((1..=2 * ranks + 1).contains(&in_flight), "{in_flight} tiles in flight: {r}");
                 assert_eq!(r["reads"], 0, "preloaded tiles are not read from files");
             }
         }
