@@ -176,3 +176,15 @@ fn store_and_load_round_trip_windows_of_8_and_16_bit_images() {
         assert_eq!(part, want);
     }
 }
+
+#[test]
+fn median_with_a_mapping_of_three_compute_threads_on_two_ranks_and_a_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("trace.json");
+    let args = ["median", "--random", "600", "520", "--tiles", "128", "--map", "0*2 1", "--verify", "--json"];
+    let r = run(2, &[&args[..], &["--trace", trace.to_str().unwrap()]].concat());
+    assert_eq!(r["verified"], true, "{r}");
+    assert_eq!((r["threads"].as_u64(), r["disks"].as_u64(), r["window"].as_u64()), (Some(3), Some(3), Some(6)));
+    let text = std::fs::read_to_string(&trace).unwrap();
+    assert!(text.contains("median_tile") && text.contains("read_part"), "the trace names the operations");
+}
