@@ -40,6 +40,9 @@ pub fn median5(src: &[u8], stride: usize, w: usize, h: usize, dst: &mut [u8], ds
     let padded_w = w + 2 * RADIUS;
     assert!(stride >= padded_w && src.len() >= (h + 2 * RADIUS - 1) * stride + padded_w, "source too short");
     assert!(dst_stride >= w && dst.len() >= (h - 1) * dst_stride + w, "destination too short");
+    if w < NARROW && h > 2 * w {
+        return median5_transposed(src, stride, w, h, dst, dst_stride);
+    }
     let net = network();
     #[cfg(target_arch = "x86_64")]
     {
@@ -54,6 +57,29 @@ pub fn median5(src: &[u8], stride: usize, w: usize, h: usize, dst: &mut [u8], ds
         }
     }
     median5_portable(net, src, stride, w, h, dst, dst_stride)
+}
+
+/// Blocks narrower than this (and taller than twice their width) are transposed first.
+const NARROW: usize = 16;
+
+/// A narrow, tall block (the left and right frames of a tile) as its transpose: the median
+/// of a window does not change when the window is transposed, and the transposed block's
+/// rows are long, so the chunks are not cut into a few pixels per row.
+fn median5_transposed(src: &[u8], stride: usize, w: usize, h: usize, dst: &mut [u8], dst_stride: usize) {
+    let (pw, ph) = (w + 2 * RADIUS, h + 2 * RADIUS);
+    let mut t = vec![0u8; pw * ph];
+    for y in 0..ph {
+        for x in 0..pw {
+            t[x * ph + y] = src[y * stride + x];
+        }
+    }
+    let mut out = vec![0u8; w * h];
+    median5(&t, ph, h, w, &mut out, h);
+    for y in 0..h {
+        for x in 0..w {
+            dst[y * dst_stride + x] = out[x * h + y];
+        }
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -273,10 +299,23 @@ mod tests {
     #[test]
     fn the_kernel_equals_the_naive_median_with_clamped_edges() {
         // Sizes around the chunk length and tiny images (the clamp reaches across them).
-        for (i, &(w, h)) in
-            [(1, 1), (2, 3), (5, 5), (7, 2), (37, 11), (255, 6), (256, 5), (300, 9), (1100, 3), (45, 70)]
-                .iter()
-                .enumerate()
+        for (i, &(w, h)) in [
+            (1, 1),
+            (2, 3),
+            (5, 5),
+            (7, 2),
+            (37, 11),
+            (255, 6),
+            (256, 5),
+            (300, 9),
+            (1100, 3),
+            (45, 70),
+            (2, 300),
+            (3, 50),
+            (15, 31),
+        ]
+        .iter()
+        .enumerate()
         {
             for levels in [2, 5, 256] {
                 let img = random(w, h, levels, i as u64 * 31 + u64::from(levels));
@@ -287,20 +326,22 @@ mod tests {
 
     #[test]
     fn strides_larger_than_the_rows_are_respected() {
-        let (w, h) = (40, 7);
-        let img = random(w, h, 256, 3);
-        let padded = pad_clamped(&img, w, h, RADIUS);
-        let (stride, dst_stride) = (w + 4 + 9, w + 5);
-        let mut wide = vec![0u8; stride * (h + 4)];
-        for (y, row) in padded.chunks(w + 4).enumerate() {
-            wide[y * stride..][..w + 4].copy_from_slice(row);
-        }
-        let mut out = vec![0xAAu8; dst_stride * h];
-        median5(&wide, stride, w, h, &mut out, dst_stride);
-        let want = median_naive(&img, w, h);
-        for y in 0..h {
-            assert_eq!(&out[y * dst_stride..][..w], &want[y * w..][..w]);
-            assert!(out[y * dst_stride + w..][..dst_stride - w].iter().all(|&b| b == 0xAA), "wrote past the row");
+        // A wide block, and a narrow tall one (the transposed path).
+        for (w, h) in [(40, 7), (3, 40)] {
+            let img = random(w, h, 256, 3);
+            let padded = pad_clamped(&img, w, h, RADIUS);
+            let (stride, dst_stride) = (w + 4 + 9, w + 5);
+            let mut wide = vec![0u8; stride * (h + 4)];
+            for (y, row) in padded.chunks(w + 4).enumerate() {
+                wide[y * stride..][..w + 4].copy_from_slice(row);
+            }
+            let mut out = vec![0xAAu8; dst_stride * h];
+            median5(&wide, stride, w, h, &mut out, dst_stride);
+            let want = median_naive(&img, w, h);
+            for y in 0..h {
+                assert_eq!(&out[y * dst_stride..][..w], &want[y * w..][..w], "{w}x{h} row {y}");
+                assert!(out[y * dst_stride + w..][..dst_stride - w].iter().all(|&b| b == 0xAA), "wrote past the row");
+            }
         }
     }
 
