@@ -4,6 +4,7 @@
 //! ([`graph`]), and the command line ([`run`]).
 
 pub mod disk;
+pub mod exchange;
 pub mod graph;
 pub mod layout;
 pub mod linear;
