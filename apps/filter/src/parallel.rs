@@ -9,7 +9,7 @@ use anyhow::{bail, Result};
 use dps::Runtime;
 use dps_harness::{bad_input, median as median_of, Common, OutputFile};
 
-use crate::disk::Disk;
+use crate::disk::{Disk, Throttle};
 use crate::graph::{self, Compute, Control, GatherRequest, Graphs};
 use crate::layout::Tiling;
 use crate::linear::{self, Area};
@@ -30,6 +30,8 @@ struct Input {
     dir: Option<PathBuf>,
     /// A scratch store to remove at the end (rank 0).
     scratch: Option<PathBuf>,
+    /// The emulated disks' speed.
+    throttle: Throttle,
 }
 
 impl Input {
@@ -55,10 +57,17 @@ impl Input {
 /// default disk count of a random image).
 fn prepare(src: &Source, threads: usize, rank: usize) -> Result<Input> {
     check_name(&src.name, "--name")?;
+    let (ms, mbps) = (src.disk_latency_ms, src.disk_mb_per_s);
+    if !(0.0..=10_000.0).contains(&ms) || !(0.0..=1e6).contains(&mbps) {
+        bad_input!(
+            "--disk-latency-ms {ms} / --disk-mb-per-s {mbps}: need 0 ≤ latency ≤ 10000 ms and 0 ≤ rate ≤ 10^6 MB/s"
+        );
+    }
+    let throttle = Throttle { latency_s: ms * 1e-3, bytes_per_s: mbps * 1e6 };
     let Some(random) = &src.random else {
         let Some(dir) = &src.dir else { bad_input!("give --dir DIR (a stored image) or --random W H") };
         let meta = store::open(dir, &src.name)?;
-        return Ok(Input { meta, image: None, dir: Some(dir.clone()), scratch: None });
+        return Ok(Input { meta, image: None, dir: Some(dir.clone()), scratch: None, throttle });
     };
     let (w, h) = (random[0], random[1]);
     if !(1..=MAX_SIDE).contains(&w) || !(1..=MAX_SIDE).contains(&h) {
@@ -79,7 +88,7 @@ fn prepare(src: &Source, threads: usize, rank: usize) -> Result<Input> {
     let meta = Meta::new(tiling, Depth::Bit8);
     let image = Raster::random8(w, h, src.seed.seed);
     if src.storage == Storage::Preloaded {
-        return Ok(Input { meta, image: Some(image), dir: None, scratch: None });
+        return Ok(Input { meta, image: Some(image), dir: None, scratch: None, throttle });
     }
     // Every rank computes the same scratch path; rank 0 writes the store before any call.
     let base = src.scratch.clone().unwrap_or_else(std::env::temp_dir);
@@ -94,7 +103,7 @@ fn prepare(src: &Source, threads: usize, rank: usize) -> Result<Input> {
         }
         store::write(&dir, &src.name, &image, tiling)?;
     }
-    Ok(Input { meta, image: Some(image), dir: Some(dir.clone()), scratch: Some(dir) })
+    Ok(Input { meta, image: Some(image), dir: Some(dir.clone()), scratch: Some(dir), throttle })
 }
 
 /// The collections and graphs of a run.
@@ -118,7 +127,7 @@ fn build(rt: Runtime, map: &str, input: &Input, name: &str, out_name: &str, cach
     let threads = compute.len();
     let mapping = graph::disk_mapping(&compute, input.meta.disks);
     let disks = rt.collection("disks", &mapping, |k| match (&input.dir, &input.image) {
-        (Some(dir), _) => Disk::stored(k, input.meta.clone(), dir.clone(), name, out_name, cache),
+        (Some(dir), _) => Disk::stored(k, input.meta.clone(), dir.clone(), (name, out_name), cache, input.throttle),
         (None, Some(image)) => Disk::preloaded(k, input.meta.clone(), image),
         (None, None) => unreachable!("an input is a store or an image"),
     })?;

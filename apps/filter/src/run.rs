@@ -130,6 +130,14 @@ pub struct Source {
     /// stores the image in a scratch directory first (untimed) and runs from its tile files.
     #[arg(long, value_enum, default_value = "preloaded", requires = "random")]
     pub storage: Storage,
+    /// Emulate slow disks: every tile read from or written to a tile file also waits this
+    /// long (the thesis's disks: 18.5 ms). Counted in t_dr and t_dw.
+    #[arg(long, default_value_t = 0.0, value_name = "MS", allow_negative_numbers = true)]
+    pub disk_latency_ms: f64,
+    /// Emulate slow disks: every tile read or written also waits its size over this rate
+    /// (the thesis's disks: 3.3 MB/s; 0: no limit).
+    #[arg(long, default_value_t = 0.0, value_name = "MB/S", allow_negative_numbers = true)]
+    pub disk_mb_per_s: f64,
     /// Where `--storage disk` makes its scratch store (removed at the end; default: the
     /// system's temporary directory).
     #[arg(long, value_name = "DIR", requires = "random")]

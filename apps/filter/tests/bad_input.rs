@@ -171,6 +171,8 @@ fn bad_input_is_refused_with_one_line_naming_it() {
                 &["--scratch", "no such directory"],
             ),
             case(&["median", "--random", "100", "80", "--map", "0 7"], 2, &["rank"]),
+            case(&["median", "--random", "100", "80", "--disk-latency-ms", "-1"], 2, &["--disk-latency-ms -1"]),
+            case(&["median", "--random", "100", "80", "--disk-mb-per-s", "NaN"], 2, &["--disk-mb-per-s NaN"]),
             case_on(2, &["median", "--dir", &nodisk], 2, &["disk3", "is missing"]),
             case_on(2, &["median", "--random", "100", "80", "--tiles", "0"], 2, &["tile size 0"]),
             // D = 4 has no stride coprime to it and ∉ {1, 3}: the closest rule, said clearly.

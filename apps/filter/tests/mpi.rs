@@ -188,3 +188,15 @@ fn median_with_a_mapping_of_three_compute_threads_on_two_ranks_and_a_trace() {
     let text = std::fs::read_to_string(&trace).unwrap();
     assert!(text.contains("median_tile") && text.contains("read_part"), "the trace names the operations");
 }
+
+#[test]
+fn emulated_slow_disks_show_in_the_measured_read_and_write_times() {
+    let args = ["median", "--random", "300", "300", "--tiles", "64", "--storage", "disk", "--disk-latency-ms", "3"];
+    let r = run(1, &[&args[..], &["--disk-mb-per-s", "100", "--verify", "--json"]].concat());
+    assert_eq!(r["verified"], true, "{r}");
+    // 3 ms plus 4096 bytes at 100 MB/s per tile read and written.
+    for t in ["t_dr_s", "t_dw_s"] {
+        let s = r[t].as_f64().unwrap();
+        assert!((0.00304..0.1).contains(&s), "{t} = {s}: {r}");
+    }
+}
