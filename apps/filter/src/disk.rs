@@ -1,0 +1,242 @@
+//! The state of a `disks` thread (the thesis's TileServer): one disk's input tiles (in
+//! memory, or a tile file behind an LRU tile cache), and its output tiles (in memory, or a
+//! tile file written striped like the input).
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Result;
+use dps::Bulk;
+
+use crate::layout::{TileId, Tiling};
+use crate::raster::Raster;
+use crate::store::{self, DiskReader, DiskWriter, Meta};
+
+/// Where a disk's tiles are.
+#[derive(Debug)]
+pub enum Tiles {
+    /// Held in memory, by local index (the preloaded runs).
+    Memory(Vec<Arc<Vec<u8>>>),
+    /// In `DIR/disk<k>/NAME.tiles`, opened on the first read.
+    File {
+        /// The store's directory.
+        dir: PathBuf,
+        /// The stored image's name.
+        name: String,
+        /// The open file.
+        reader: Option<DiskReader>,
+    },
+}
+
+/// Where a disk's output tiles go.
+#[derive(Debug)]
+pub enum Sink {
+    /// Kept in memory, by local index (a bulk buffer goes back to the runtime's pool when
+    /// the next run resets it).
+    Memory(Vec<Option<Bulk<u8>>>),
+    /// Written to `DIR/disk<k>/NAME.tiles` (a temporary name until committed).
+    File {
+        /// The store's directory.
+        dir: PathBuf,
+        /// The output image's name.
+        name: String,
+        /// The file being written, created on the first write.
+        writer: Option<DiskWriter>,
+    },
+}
+
+/// Counters of a disk thread, reported with the tokens that caused them.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReadCost {
+    /// Tiles read from the file (cache misses); 0 for tiles in memory.
+    pub reads: u32,
+    /// Time those reads took, ns.
+    pub read_ns: u64,
+}
+
+/// An emulated slow disk (the thesis's were 18.5 ms and 3.3 MB/s): each tile read from or
+/// written to a file also waits `latency + bytes / rate`, so that I/O hiding can be shown on
+/// a machine whose files are in the page cache.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Throttle {
+    /// Seconds per access.
+    pub latency_s: f64,
+    /// Bytes per second (0: no limit).
+    pub bytes_per_s: f64,
+}
+
+impl Throttle {
+    fn wait(&self, bytes: usize) {
+        let rate = if self.bytes_per_s > 0.0 { bytes as f64 / self.bytes_per_s } else { 0.0 };
+        let s = self.latency_s + rate;
+        if s > 0.0 {
+            std::thread::sleep(std::time::Duration::from_secs_f64(s));
+        }
+    }
+}
+
+/// A `disks` thread.
+#[derive(Debug)]
+pub struct Disk {
+    /// The disk's index.
+    pub index: usize,
+    /// The image's tiling and pixel format.
+    pub meta: Meta,
+    /// Its input tiles.
+    pub tiles: Tiles,
+    /// Its output tiles.
+    pub sink: Sink,
+    /// Recently read tiles, most recent last (file-backed input only).
+    cache: VecDeque<(usize, Arc<Vec<u8>>)>,
+    /// Capacity of the cache, tiles (0: no cache).
+    cache_tiles: usize,
+    /// The emulated disk's speed (file-backed tiles only).
+    throttle: Throttle,
+}
+
+impl Disk {
+    /// Disk `index` holding its tiles of `image` in memory.
+    pub fn preloaded(index: usize, meta: Meta, image: &Raster) -> Disk {
+        let tiling = meta.tiling();
+        // Row-major order is local-index order on each disk.
+        let tiles: Vec<Arc<Vec<u8>>> = tiling
+            .tiles()
+            .filter(|&id| tiling.disk(id) == index)
+            .map(|id| Arc::new(store::cut_tile(image, &tiling, id)))
+            .collect();
+        let outputs = vec![None; tiles.len()];
+        Disk {
+            index,
+            meta,
+            tiles: Tiles::Memory(tiles),
+            sink: Sink::Memory(outputs),
+            cache: VecDeque::new(),
+            cache_tiles: 0,
+            throttle: Throttle::default(),
+        }
+    }
+
+    /// Disk `index` of the stored image `name` in `dir`, writing `out_name` beside it, at the
+    /// speed of `throttle`.
+    pub fn stored(
+        index: usize,
+        meta: Meta,
+        dir: PathBuf,
+        names: (&str, &str),
+        cache_tiles: usize,
+        throttle: Throttle,
+    ) -> Disk {
+        let tiles = Tiles::File { dir: dir.clone(), name: names.0.into(), reader: None };
+        let sink = Sink::File { dir, name: names.1.into(), writer: None };
+        Disk { index, meta, tiles, sink, cache: VecDeque::new(), cache_tiles, throttle }
+    }
+
+    /// The tiling.
+    pub fn tiling(&self) -> Tiling {
+        self.meta.tiling()
+    }
+
+    /// Input tile `id` (on this disk), from memory, the cache or the file.
+    ///
+    /// # Panics
+    /// If the file cannot be read: the job ends with the operation and the rank named.
+    pub fn tile(&mut self, id: TileId) -> (Arc<Vec<u8>>, ReadCost) {
+        let tiling = self.tiling();
+        assert_eq!(tiling.disk(id), self.index, "tile {id:?} asked of the wrong disk");
+        let local = tiling.local(id);
+        match &mut self.tiles {
+            Tiles::Memory(tiles) => (tiles[local].clone(), ReadCost::default()),
+            Tiles::File { dir, name, reader } => {
+                if let Some(pos) = self.cache.iter().position(|(l, _)| *l == local) {
+                    let hit = self.cache.remove(pos).expect("found");
+                    self.cache.push_back(hit.clone());
+                    return (hit.1, ReadCost::default());
+                }
+                let start = Instant::now();
+                if reader.is_none() {
+                    *reader = Some(must(DiskReader::open(dir, name, &self.meta, self.index)));
+                }
+                let slot = Arc::new(must(reader.as_ref().expect("opened").read(local)));
+                self.throttle.wait(slot.len());
+                let cost = ReadCost { reads: 1, read_ns: start.elapsed().as_nanos() as u64 };
+                if self.cache_tiles > 0 {
+                    if self.cache.len() == self.cache_tiles {
+                        self.cache.pop_front();
+                    }
+                    self.cache.push_back((local, slot.clone()));
+                }
+                (slot, cost)
+            }
+        }
+    }
+
+    /// Stores output tile `id`; returns the time the write took, ns.
+    ///
+    /// # Panics
+    /// If the file cannot be written (the job ends, naming the operation and rank), or if
+    /// the tile is written twice.
+    pub fn write(&mut self, id: TileId, slot: Bulk<u8>) -> u64 {
+        let start = Instant::now();
+        let local = self.tiling().local(id);
+        match &mut self.sink {
+            Sink::Memory(outputs) => {
+                assert!(outputs[local].is_none(), "output tile {id:?} written twice");
+                outputs[local] = Some(slot);
+            }
+            Sink::File { dir, name, writer } => {
+                if writer.is_none() {
+                    *writer = Some(must(DiskWriter::create(dir, name, &self.meta, self.index)));
+                }
+                must(writer.as_mut().expect("created").write(local, &slot));
+                self.throttle.wait(slot.len());
+            }
+        }
+        start.elapsed().as_nanos() as u64
+    }
+
+    /// Output tile `id`, once written (and committed, for a file).
+    ///
+    /// # Panics
+    /// If it was not written, or cannot be read back.
+    pub fn output(&self, id: TileId) -> Vec<u8> {
+        let local = self.tiling().local(id);
+        match &self.sink {
+            Sink::Memory(outputs) => outputs[local].as_ref().map(|t| t.to_vec()).unwrap_or_else(|| {
+                panic!("output tile {id:?} was never written");
+            }),
+            Sink::File { dir, name, .. } => {
+                must(DiskReader::open(dir, name, &self.meta, self.index).and_then(|r| r.read(local)))
+            }
+        }
+    }
+
+    /// Ends a run: commits the output file (if any tile of it was written: a disk with no
+    /// tiles writes an empty file all the same), and forgets the in-memory output.
+    pub fn commit(&mut self) -> Result<()> {
+        match &mut self.sink {
+            Sink::Memory(_) => Ok(()),
+            Sink::File { dir, name, writer } => {
+                let w = match writer.take() {
+                    Some(w) => w,
+                    None => DiskWriter::create(dir, name, &self.meta, self.index)?,
+                };
+                w.commit()
+            }
+        }
+    }
+
+    /// Clears the in-memory output and the cache before a new run.
+    pub fn reset(&mut self) {
+        if let Sink::Memory(outputs) = &mut self.sink {
+            outputs.iter_mut().for_each(|o| *o = None);
+        }
+        self.cache.clear();
+    }
+}
+
+/// An I/O error inside an operation ends the job; the message names the file.
+fn must<T>(r: Result<T>) -> T {
+    r.unwrap_or_else(|e| panic!("{e:#}"))
+}

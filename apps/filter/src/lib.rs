@@ -1,0 +1,17 @@
+//! Parallel imaging on DPS (thesis ch. 7): a tiled image striped over the disks of the
+//! ranks ([`layout`], [`store`]), process-and-gather with linear filters ([`linear`]) and
+//! exchange-process-and-store with the 5×5 median ([`median`], [`network`]) as DPS graphs
+//! ([`graph`]), and the command line ([`run`]).
+
+pub mod disk;
+pub mod exchange;
+pub mod graph;
+pub mod layout;
+pub mod linear;
+pub mod median;
+pub mod network;
+mod parallel;
+pub mod raster;
+pub mod record;
+pub mod run;
+pub mod store;

@@ -1,0 +1,188 @@
+//! Bad input never panics, hangs or leaves a partial file: each row runs `dps-filter` with
+//! files, stores, windows or sizes a user may get wrong and states the exit code (2: refused
+//! before any work) and words of the message (which must name the file or option at fault).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use dps_harness::bad_input::{case, case_on, check_table};
+
+const BIN: &str = env!("CARGO_BIN_EXE_dps-filter");
+
+struct Files {
+    dir: tempfile::TempDir,
+}
+
+impl Files {
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn p(&self, name: &str) -> String {
+        self.path(name).to_str().unwrap().to_string()
+    }
+
+    fn new() -> Files {
+        let files = Files { dir: tempfile::tempdir().unwrap() };
+        image::GrayImage::from_fn(100, 80, |x, y| image::Luma([(x * 3 + y) as u8]))
+            .save(files.path("grey.png"))
+            .unwrap();
+        image::ImageBuffer::<image::Luma<u16>, _>::from_fn(100, 80, |x, y| image::Luma([(x * 300 + y) as u16]))
+            .save(files.path("grey16.png"))
+            .unwrap();
+        image::RgbImage::from_fn(100, 80, |x, y| image::Rgb([x as u8, y as u8, 7]))
+            .save(files.path("rgb.png"))
+            .unwrap();
+        let png = std::fs::read(files.path("grey.png")).unwrap();
+        std::fs::write(files.path("truncated.png"), &png[..png.len() / 2]).unwrap();
+        std::fs::write(files.path("text.png"), "not an image at all").unwrap();
+        for (store, png, disks) in [
+            ("s8", "grey.png", 5),
+            ("s16", "grey16.png", 5),
+            ("srgb", "rgb.png", 5),
+            ("nodisk", "grey.png", 5),
+            ("short", "grey.png", 5),
+            ("garbage", "grey.png", 5),
+            ("badmeta", "grey.png", 5),
+        ] {
+            std::fs::create_dir(files.path(store)).unwrap();
+            let out = Command::new(BIN)
+                .args([
+                    "store",
+                    &files.p(png),
+                    "--tiles",
+                    "32",
+                    "--disks",
+                    &disks.to_string(),
+                    "--dir",
+                    &files.p(store),
+                ])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        }
+        std::fs::remove_dir_all(files.path("nodisk/disk3")).unwrap();
+        let tiles = files.path("short/disk2/image.tiles");
+        let len = std::fs::metadata(&tiles).unwrap().len();
+        std::fs::OpenOptions::new().write(true).open(&tiles).unwrap().set_len(len - 100).unwrap();
+        let tiles = files.path("garbage/disk1/image.tiles");
+        let len = std::fs::metadata(&tiles).unwrap().len() as usize;
+        std::fs::write(&tiles, vec![0x5a; len]).unwrap();
+        std::fs::write(files.path("badmeta/image.json"), "{\"format\": \"dps-filter tiled image\", \"width\": 3}")
+            .unwrap();
+        std::fs::write(files.path("a_file"), "not a directory").unwrap();
+        files
+    }
+}
+
+/// Files a failed row may have left: partial outputs or outputs that should not exist.
+fn leftovers(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in walk(dir) {
+        let name = entry.file_name().unwrap().to_string_lossy().into_owned();
+        if name.ends_with(".partial") || name.starts_with("out") || name.contains("median") {
+            found.push(entry.display().to_string());
+        }
+    }
+    found
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn bad_input_is_refused_with_one_line_naming_it() {
+    let f = Files::new();
+    let (grey, s8, s16, srgb) = (f.p("grey.png"), f.p("s8"), f.p("s16"), f.p("srgb"));
+    let (nodisk, short, garbage, badmeta) = (f.p("nodisk"), f.p("short"), f.p("garbage"), f.p("badmeta"));
+    let (missing, truncated, text, a_file) = (f.p("missing.png"), f.p("truncated.png"), f.p("text.png"), f.p("a_file"));
+    let new_store = f.p("new");
+    std::fs::create_dir(&new_store).unwrap();
+    let out = f.p("out.png");
+    let out_in_missing_dir = f.p("no/such/dir/out.png");
+    check_table(
+        BIN.as_ref(),
+        &[
+            // Input images.
+            case(&["store", &missing, "--dir", &new_store], 2, &["missing.png", "No such file"]),
+            case(&["store", &truncated, "--dir", &new_store], 2, &["truncated.png", "not a readable image"]),
+            case(&["store", &text, "--dir", &new_store], 2, &["text.png"]),
+            // Tile sizes, disks, strides.
+            case(&["store", &grey, "--tiles", "0", "--dir", &new_store], 2, &["--tiles", "tile size 0"]),
+            case(
+                &["store", &grey, "--tiles", "101", "--dir", &new_store],
+                2,
+                &["--tiles", "larger than the 100x80 image"],
+            ),
+            case(&["store", &grey, "--disks", "0", "--dir", &new_store], 2, &["--disks 0"]),
+            case(
+                &["store", &grey, "--disks", "8", "--stride", "1", "--dir", &new_store],
+                2,
+                &["--stride 1", "coprime", "for example 5"],
+            ),
+            case(&["store", &grey, "--disks", "8", "--stride", "4", "--dir", &new_store], 2, &["--stride 4"]),
+            case(
+                &["store", &grey, "--disks", "6", "--stride", "5", "--dir", &new_store],
+                2,
+                &["none exists for D = 6", "s = 2"],
+            ),
+            // Store directories: missing, a file, unwritable.
+            case(&["store", &grey, "--dir", &f.p("nowhere")], 2, &["--dir", "nowhere", "no such directory"]),
+            case(&["store", &grey, "--dir", &a_file], 2, &["a_file", "no such directory"]),
+            case(&["store", &grey, "--dir", "/proc"], 2, &["/proc/disk0"]),
+            case(&["store", &grey, "--name", "../x", "--dir", &new_store], 2, &["--name", "plain file name"]),
+            // Reading a store: missing metadata, a missing disk, a tile file of the wrong size
+            // or contents, metadata that is not the format's.
+            case(&["load", &new_store, "--name", "nothing", "-o", &out], 2, &["nothing.json"]),
+            case(&["load", &nodisk, "-o", &out], 2, &["disk3", "is missing"]),
+            case(&["load", &short, "-o", &out], 2, &["disk2/image.tiles", "truncated"]),
+            case(&["load", &garbage, "-o", &out], 2, &["disk1/image.tiles", "wrong magic"]),
+            case(&["load", &badmeta, "-o", &out], 2, &["image.json", "missing field"]),
+            // Windows.
+            case(
+                &["load", &s8, "--window", "90", "0", "20", "10", "-o", &out],
+                2,
+                &["--window 90 0 20 10", "outside the 100x80 image"],
+            ),
+            case(&["load", &s8, "--window", "0", "0", "0", "10", "-o", &out], 2, &["--window", "empty"]),
+            case(&["load", &s8, "-o", &out_in_missing_dir], 2, &["--out", "does not exist"]),
+            case(&["gather", "--dir", &s8, "--window", "0", "70", "10", "11"], 2, &["--window", "outside"]),
+            case(&["gather", "--dir", &srgb], 2, &["gather needs", "24 bits"]),
+            // The median: 8-bit only, sizes, a store with a missing disk, no input.
+            case(&["median", "--dir", &s16], 2, &["median needs 8-bit", "16 bits"]),
+            case(&["median", "--random", "100", "80", "--tiles", "0"], 2, &["--tiles", "tile size 0"]),
+            case(&["median", "--random", "100", "80", "--tiles", "300"], 2, &["--tiles", "larger than"]),
+            case(&["median", "--random", "0", "80"], 2, &["--random 0 80"]),
+            case(&["median"], 2, &["--dir", "--random"]),
+            case(&["median", "--dir", &s8, "--out-name", "image"], 2, &["--out-name", "overwritten"]),
+            case(
+                &["median", "--random", "100", "80", "--storage", "disk", "--scratch", &f.p("nowhere")],
+                2,
+                &["--scratch", "no such directory"],
+            ),
+            case(&["median", "--random", "100", "80", "--map", "0 7"], 2, &["rank"]),
+            case(&["median", "--random", "100", "80", "--disk-latency-ms", "-1"], 2, &["--disk-latency-ms -1"]),
+            case(&["median", "--random", "100", "80", "--disk-mb-per-s", "NaN"], 2, &["--disk-mb-per-s NaN"]),
+            case_on(2, &["median", "--dir", &nodisk], 2, &["disk3", "is missing"]),
+            case_on(2, &["median", "--random", "100", "80", "--tiles", "0"], 2, &["tile size 0"]),
+            // D = 4 has no stride coprime to it and ∉ {1, 3}: the closest rule, said clearly.
+            case(
+                &["store", &grey, "--disks", "4", "--tiles", "16", "--dir", &new_store],
+                0,
+                &["note", "s = 2", "all 8 neighbours"],
+            ),
+        ],
+    );
+    let left = leftovers(f.dir.path());
+    assert!(left.is_empty(), "files left behind: {left:?}");
+}
