@@ -84,6 +84,13 @@ pub struct Job {
     timeout_s: u64,
 }
 
+/// The JSON record a run printed (its first line starting with `{`), for tests: panics,
+/// showing the output, when there is none or it does not parse.
+pub fn json_record(stdout: &str) -> serde_json::Value {
+    let line = stdout.lines().find(|l| l.starts_with('{')).unwrap_or_else(|| panic!("no JSON line in:\n{stdout}"));
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("{e} in the JSON line {line:?}"))
+}
+
 /// How a captured job ended, what it printed and how long it took.
 #[derive(Debug)]
 pub struct Finished {

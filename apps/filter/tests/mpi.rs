@@ -7,15 +7,11 @@
 use std::path::Path;
 
 use dps_filter::median::median_image;
+use dps_harness::launch::json_record as json;
 use dps_harness::launch::mpirun;
 use rand::{Rng, SeedableRng};
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-filter");
-
-fn json(stdout: &str) -> serde_json::Value {
-    let line = stdout.lines().find(|l| l.starts_with('{')).unwrap_or_else(|| panic!("no JSON line in:\n{stdout}"));
-    serde_json::from_str(line).unwrap()
-}
 
 fn run(ranks: usize, args: &[&str]) -> serde_json::Value {
     let job = mpirun(ranks, BIN.as_ref(), args);

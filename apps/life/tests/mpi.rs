@@ -4,15 +4,11 @@
 
 use std::path::PathBuf;
 
+use dps_harness::launch::json_record as json;
 use dps_harness::launch::mpirun;
 use dps_life::rle::{self, Pattern};
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-life");
-
-fn json(stdout: &str) -> serde_json::Value {
-    let line = stdout.lines().find(|l| l.starts_with('{')).unwrap_or_else(|| panic!("no JSON line in:\n{stdout}"));
-    serde_json::from_str(line).unwrap()
-}
 
 fn temp(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("dps-life-{}-{name}", std::process::id()))

@@ -2,14 +2,10 @@
 //! dgetrf's) on 1, 2 and 4 ranks for orders the block size does not divide; a singular
 //! matrix gives a clear error (bad input: tests/bad_input.rs).
 
+use dps_harness::launch::json_record as json;
 use dps_harness::launch::mpirun;
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-lu");
-
-fn json(stdout: &str) -> serde_json::Value {
-    let line = stdout.lines().find(|l| l.starts_with('{')).unwrap_or_else(|| panic!("no JSON line in:\n{stdout}"));
-    serde_json::from_str(line).unwrap()
-}
 
 fn matrix_file(name: &str, text: &str) -> std::path::PathBuf {
     let path = std::env::temp_dir().join(format!("dps-lu-{}-{name}.mtx", std::process::id()));

@@ -1,14 +1,10 @@
 //! `dps-matmul` under mpirun: every variant equals the serial dgemm (to rounding) on 1, 2 and
 //! 4 ranks, for orders the block size does not divide (bad options: tests/bad_input.rs).
 
+use dps_harness::launch::json_record as json;
 use dps_harness::launch::mpirun;
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-matmul");
-
-fn json(stdout: &str) -> serde_json::Value {
-    let line = stdout.lines().find(|l| l.starts_with('{')).unwrap_or_else(|| panic!("no JSON line in:\n{stdout}"));
-    serde_json::from_str(line).unwrap()
-}
 
 #[test]
 fn every_variant_matches_serial_dgemm_on_1_2_4_ranks() {

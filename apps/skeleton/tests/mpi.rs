@@ -4,14 +4,10 @@
 
 use std::path::PathBuf;
 
+use dps_harness::launch::json_record as json;
 use dps_harness::launch::mpirun;
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-skeleton");
-
-fn json(stdout: &str) -> serde_json::Value {
-    let line = stdout.lines().find(|l| l.starts_with('{')).unwrap_or_else(|| panic!("no JSON line in:\n{stdout}"));
-    serde_json::from_str(line).unwrap()
-}
 
 fn temp(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("dps-skeleton-{}-{name}", std::process::id()))

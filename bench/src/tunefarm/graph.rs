@@ -4,6 +4,7 @@
 //! counts the items. Load-balanced routing with a window of 2 tasks per worker, as
 //! dps-matmul's farm.
 
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Result};
@@ -14,6 +15,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Serialize, Deserialize)]
 struct Task {
     items: u32,
+    /// The worker that ran it (set by the worker).
+    worker: u32,
     item_ns: u64,
     payload: Bulk<u8>,
 }
@@ -37,25 +40,39 @@ pub(super) fn mapping(n: usize, ranks: usize) -> String {
 }
 
 /// Builds the farm with `n` workers (collective).
-pub(super) fn build(rt: &Runtime, n: usize) -> Result<Graph<Work, u64>> {
+pub(super) fn build(rt: &Runtime, n: usize) -> Result<Graph<Work, Done>> {
     let main = rt.collection(&format!("farm-main-{n}"), "0", |_| ())?;
-    let workers = rt.collection(&format!("farm-workers-{n}"), &mapping(n, rt.ranks()), |_| ())?;
-    let split = Node::split("emit", &main, route::load_balanced(), |_: &mut (), w: Work| {
+    let workers = rt.collection(&format!("farm-workers-{n}"), &mapping(n, rt.ranks()), |i| i as u32)?;
+    let split = Node::split("emit", &main, route::fixed(0), |_: &mut (), w: Work| {
         let tasks = w.items.div_ceil(w.k);
         (0..tasks).map(move |t| {
             let items = w.k.min(w.items - t * w.k);
-            Task { items: items as u32, item_ns: w.item_ns, payload: Bulk::recycled((items * w.d0) as usize) }
+            Task {
+                items: items as u32,
+                worker: 0,
+                item_ns: w.item_ns,
+                payload: Bulk::recycled((items * w.d0) as usize),
+            }
         })
     })
     .window(2 * n);
-    let work = Node::leaf("work", &workers, route::fixed(0), |_: &mut (), t: Task| {
+    // A node's route picks the thread that runs it: the tasks spread over the workers.
+    let work = Node::leaf("work", &workers, route::load_balanced(), |index: &mut u32, mut t: Task| {
         spin(Duration::from_nanos(t.item_ns * u64::from(t.items)));
+        t.worker = *index;
         t
     });
     let count = Node::merge(
         "collect",
         &main,
-        MergeFn::new(|_: &mut ()| 0u64, |_, n: &mut u64, t: Task| *n += u64::from(t.items), |_, n| n),
+        MergeFn::new(
+            |_: &mut ()| Done::default(),
+            |_, done: &mut Done, t: Task| {
+                done.items += u64::from(t.items);
+                done.workers.insert(t.worker);
+            },
+            |_, done| done,
+        ),
     );
     Ok(rt.graph(&format!("farm-{n}"), split >> work >> count)?)
 }
@@ -68,11 +85,27 @@ fn spin(d: Duration) {
     }
 }
 
-/// Runs `work` through `farm` once: the seconds of the call.
-pub(super) fn run_once(rt: &Runtime, farm: &Graph<Work, u64>, work: Work) -> Result<f64> {
+/// What a farm call did: the items, and which workers ran them.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub(super) struct Done {
+    items: u64,
+    workers: BTreeSet<u32>,
+}
+
+/// Runs `work` through `farm` (of `n` workers) once: the seconds of the call. An error unless
+/// every item came back and every worker took part (a farm whose tasks all went to one
+/// worker would measure one worker, whatever `n`).
+pub(super) fn run_once(rt: &Runtime, farm: &Graph<Work, Done>, n: usize, work: Work) -> Result<f64> {
     let start = Instant::now();
     let done = rt.call(farm, work)?;
     let seconds = start.elapsed().as_secs_f64();
-    ensure!(done == work.items, "the farm returned {done} items instead of {}", work.items);
+    ensure!(done.items == work.items, "the farm returned {} items instead of {}", done.items, work.items);
+    let tasks = work.items.div_ceil(work.k);
+    let expected = n.min(usize::try_from(tasks).unwrap_or(usize::MAX));
+    ensure!(
+        done.workers.len() == expected,
+        "the farm's {tasks} tasks ran on {} of its {n} workers",
+        done.workers.len()
+    );
     Ok(seconds)
 }

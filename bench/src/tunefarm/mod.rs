@@ -252,17 +252,17 @@ pub(crate) fn worker(args: &WorkerArgs) -> Result<()> {
         // instead of falling on a few.
         let work = |&(n, k, items): &(u64, u64, u64)| {
             let farm = &farms.iter().find(|f| f.0 == n).expect("a farm per worker count").1;
-            (farm, graph::Work { items, k, d0: args.payload, item_ns: args.item_ns })
+            (farm, n as usize, graph::Work { items, k, d0: args.payload, item_ns: args.item_ns })
         };
         for point in &points {
-            let (farm, w) = work(point);
-            graph::run_once(&rt, farm, graph::Work { items: (w.items / 10).max(w.k), ..w })?;
+            let (farm, n, w) = work(point);
+            graph::run_once(&rt, farm, n, graph::Work { items: (w.items / 10).max(w.k), ..w })?;
         }
         let mut times = vec![Vec::with_capacity(args.reps); points.len()];
         for _ in 0..args.reps {
             for (point, times) in points.iter().zip(&mut times) {
-                let (farm, w) = work(point);
-                times.push(graph::run_once(&rt, farm, w)?);
+                let (farm, n, w) = work(point);
+                times.push(graph::run_once(&rt, farm, n, w)?);
             }
         }
         for (&(n, k, items), times) in points.iter().zip(&times) {

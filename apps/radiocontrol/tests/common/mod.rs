@@ -28,7 +28,4 @@ pub fn results(out: &Path) -> PathBuf {
 }
 
 /// The one JSON line of a run.
-pub fn record(stdout: &str) -> serde_json::Value {
-    let line = stdout.lines().find(|l| l.starts_with('{')).unwrap_or_else(|| panic!("no JSON record in {stdout:?}"));
-    serde_json::from_str(line).unwrap()
-}
+pub use dps_harness::launch::json_record as record;
