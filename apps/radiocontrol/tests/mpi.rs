@@ -6,8 +6,8 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{generate, record, results, serial, BIN};
-use dps_harness::launch::mpirun;
+use common::{generate, results, serial, BIN};
+use dps_harness::launch::{json_record as record, mpirun};
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()

@@ -26,6 +26,3 @@ pub fn serial(data: &Path, out: &Path) -> Vec<u8> {
 pub fn results(out: &Path) -> PathBuf {
     out.join("results.bin")
 }
-
-/// The one JSON line of a run.
-pub use dps_harness::launch::json_record as record;
