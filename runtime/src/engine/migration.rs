@@ -119,9 +119,12 @@ pub(super) fn after_message(body: &mut ThreadBody, engine: &Engine) {
         let state = std::mem::replace(&mut body.state, Box::new(()));
         let epoch = body.moving.epoch + 1;
         body.moving.gone = true;
-        engine.registry.collection(addr.coll).relocate(addr.index as usize, order.dest, epoch);
+        // The state is queued before this rank's view points at the new rank: another thread
+        // of this rank that reads the new view then queues its messages behind the state (a
+        // message ahead of it would reach a rank that does not host the thread yet).
         let install = Header::Install { to: addr, epoch, requester: order.requester, id: order.id };
         engine.post(order.dest, install, Some((state, codec.encode)));
+        engine.registry.collection(addr.coll).relocate(addr.index as usize, order.dest, epoch);
         // Later moves follow the thread (after its state, in MPI's order).
         for later in body.moving.pending.drain(..) {
             let again = Header::Move { to: addr, dest: later.dest as u32, requester: later.requester, id: later.id };
