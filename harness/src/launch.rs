@@ -84,6 +84,33 @@ pub struct Job {
     timeout_s: u64,
 }
 
+/// The test harness's arguments that run only the ignored test `scenario` of a test binary
+/// (the scenarios a test launches under mpirun, every rank running the same binary).
+pub fn scenario_args(scenario: &str) -> [&str; 5] {
+    ["--ignored", "--exact", scenario, "--nocapture", "--test-threads=1"]
+}
+
+/// Runs the ignored test `scenario` of the calling test binary on 1, 2 and 4 ranks; each
+/// rank's output goes to a file of its own (the merged stream interleaves lines), where the
+/// test harness must report that it passed. Panics otherwise.
+pub fn scenario_passes_on_1_2_4(scenario: &str) {
+    for ranks in [1, 2, 4] {
+        let dir = std::env::temp_dir().join(format!("dps-{scenario}-{ranks}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let exe = std::env::current_exe().unwrap();
+        let job = mpirun_with(ranks, &["--output-filename", dir.to_str().unwrap()], &exe, &scenario_args(scenario));
+        assert!(job.status.success(), "{scenario} on {ranks} ranks failed:\n{}\n{}", job.stdout, job.stderr);
+        for rank in 0..ranks {
+            let out = std::fs::read_to_string(dir.join(format!("1/rank.{rank}/stdout"))).unwrap_or_default();
+            assert!(
+                out.contains("test result: ok. 1 passed"),
+                "{scenario} on {ranks} ranks: rank {rank} did not run it:\n{out}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
 /// The JSON record a run printed (its first line starting with `{`), for tests: panics,
 /// showing the output, when there is none or it does not parse.
 pub fn json_record(stdout: &str) -> serde_json::Value {

@@ -5,31 +5,8 @@
 //! matching normal test relaunches this binary under `mpirun`.
 
 use dps::{route, Bulk, ErrorKind, MergeFn, Node, Runtime};
-use dps_harness::launch;
+use dps_harness::launch::scenario_passes_on_1_2_4 as passes_on_1_2_4;
 use serde::{Deserialize, Serialize};
-
-fn only(scenario: &str) -> [&str; 5] {
-    ["--ignored", "--exact", scenario, "--nocapture", "--test-threads=1"]
-}
-
-/// Runs `scenario` on 1, 2 and 4 ranks; every rank must report that it passed.
-fn passes_on_1_2_4(scenario: &str) {
-    for ranks in [1, 2, 4] {
-        let dir = std::env::temp_dir().join(format!("dps-{scenario}-{ranks}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let exe = std::env::current_exe().unwrap();
-        let job = launch::mpirun_with(ranks, &["--output-filename", dir.to_str().unwrap()], &exe, &only(scenario));
-        assert!(job.status.success(), "{scenario} on {ranks} ranks failed:\n{}\n{}", job.stdout, job.stderr);
-        for rank in 0..ranks {
-            let out = std::fs::read_to_string(dir.join(format!("1/rank.{rank}/stdout"))).unwrap_or_default();
-            assert!(
-                out.contains("test result: ok. 1 passed"),
-                "{scenario} on {ranks} ranks: rank {rank} did not run it:\n{out}"
-            );
-        }
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-}
 
 /// A moving thread's state: what it has handled, and a large payload that must survive
 /// every move (out of band, as a `Bulk`).

@@ -1,7 +1,7 @@
 //! Runtime scenarios on 1, 2 and 4 ranks. Each `scenario_*` test is `#[ignore]`d: the
 //! matching normal test relaunches this test binary under `mpirun` to run it on every rank.
 
-use dps_harness::launch as common;
+use dps_harness::launch::{self as common, scenario_args as only, scenario_passes_on_1_2_4 as passes_on_1_2_4};
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -9,32 +9,8 @@ use std::time::Duration;
 use dps::{branch, route, Either, Merge, MergeFn, Node, Posted, Runtime, Stream};
 
 /// Arguments that make this test binary run just `scenario`.
-fn only(scenario: &str) -> [&str; 5] {
-    ["--ignored", "--exact", scenario, "--nocapture", "--test-threads=1"]
-}
-
 fn run_on(ranks: usize, scenario: &str) -> common::Finished {
     common::mpirun(ranks, &std::env::current_exe().unwrap(), &only(scenario))
-}
-
-/// Runs `scenario` on 1, 2 and 4 ranks; each rank's output goes to a file of its own (the
-/// merged stream interleaves lines), where the test harness must report it passed.
-fn passes_on_1_2_4(scenario: &str) {
-    for ranks in [1, 2, 4] {
-        let dir = std::env::temp_dir().join(format!("dps-{scenario}-{ranks}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let exe = std::env::current_exe().unwrap();
-        let job = common::mpirun_with(ranks, &["--output-filename", dir.to_str().unwrap()], &exe, &only(scenario));
-        assert!(job.status.success(), "{scenario} on {ranks} ranks failed:\n{}\n{}", job.stdout, job.stderr);
-        for rank in 0..ranks {
-            let out = std::fs::read_to_string(dir.join(format!("1/rank.{rank}/stdout"))).unwrap_or_default();
-            assert!(
-                out.contains("test result: ok. 1 passed"),
-                "{scenario} on {ranks} ranks: rank {rank} did not run it:\n{out}"
-            );
-        }
-        let _ = std::fs::remove_dir_all(&dir);
-    }
 }
 
 /// Sums `u64` tokens.
