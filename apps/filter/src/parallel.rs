@@ -225,16 +225,9 @@ fn drive_median(a: &MedianArgs, job: &Job, input: &Input, out_name: &str, cache:
         |v: &[u64]| if v.is_empty() { 0.0 } else { median_of(&v.iter().map(|&x| x as f64 * 1e-9).collect::<Vec<_>>()) };
     let (t_p, t_dr, t_dw) = (ns(&report.compute_ns), ns(&report.read_ns), ns(&report.write_ns));
     let model = t_dr + max_tiles as f64 * t_p + t_dw;
+    let common = Common::new("filter", "exchange", rt.ranks(), job.threads, seconds, None).bound_by(rt);
+    let mpix_per_s = (tiling.width * tiling.height) as f64 / seconds / 1e6;
     let mut record = Record {
-        common: Common::new("filter", "exchange", rt.ranks(), job.threads, seconds, None).bound_by(rt),
-        width: tiling.width,
-        height: tiling.height,
-        tile: tiling.tile,
-        disks: tiling.disks,
-        stride: tiling.stride,
-        source: input.label().into(),
-        mpix_per_s: (tiling.width * tiling.height) as f64 / seconds / 1e6,
-        tiles: report.tiles,
         window: Some(job.window),
         max_in_flight: Some(report.max_in_flight),
         tiles_max_per_node: Some(max_tiles),
@@ -250,6 +243,7 @@ fn drive_median(a: &MedianArgs, job: &Job, input: &Input, out_name: &str, cache:
         filter: Some("median5".into()),
         serial_mpix_per_s: (!serial_times.is_empty())
             .then(|| (tiling.width * tiling.height) as f64 / median_of(&serial_times) / 1e6),
+        ..Record::new(common, &tiling, input.label(), mpix_per_s, report.tiles)
     };
     let mut outcome = Ok(());
     if a.check.verify {
@@ -313,30 +307,12 @@ fn median_serial(a: &MedianArgs) -> Result<()> {
     }
     let seconds = median_of(&times);
     let t = input.meta.tiling();
+    let mpix_per_s = (w * h) as f64 / seconds / 1e6;
     let mut record = Record {
-        common: Common::new("filter", "serial", 1, 1, seconds, None),
         width: w,
         height: h,
-        tile: t.tile,
-        disks: t.disks,
-        stride: t.stride,
-        source: input.label().into(),
-        mpix_per_s: (w * h) as f64 / seconds / 1e6,
-        tiles: t.count(),
-        window: None,
-        max_in_flight: None,
-        tiles_max_per_node: None,
-        reads: None,
-        reads_per_tile: None,
-        requests: None,
-        cache_tiles: None,
-        t_p_s: None,
-        t_dr_s: None,
-        t_dw_s: None,
-        model_seconds: None,
-        model_speedup: None,
         filter: Some("median5".into()),
-        serial_mpix_per_s: None,
+        ..Record::new(Common::new("filter", "serial", 1, 1, seconds, None), &t, input.label(), mpix_per_s, t.count())
     };
     let mut outcome = Ok(());
     if a.check.verify {
@@ -384,30 +360,13 @@ fn drive_gather(a: &GatherArgs, job: &Job, input: &Input, window: Area, out: Opt
     let gathered = last.expect("at least one timed run");
     let seconds = median_of(&times);
     let t_p = median_of(&gathered.compute_ns.iter().map(|&x| x as f64 * 1e-9).collect::<Vec<_>>());
+    let common = Common::new("filter", "gather", job.rt.ranks(), job.threads, seconds, None).bound_by(&job.rt);
+    let mpix_per_s = (window.w * window.h) as f64 / seconds / 1e6;
     let mut record = Record {
-        common: Common::new("filter", "gather", job.rt.ranks(), job.threads, seconds, None).bound_by(&job.rt),
-        width: tiling.width,
-        height: tiling.height,
-        tile: tiling.tile,
-        disks: tiling.disks,
-        stride: tiling.stride,
-        source: input.label().into(),
-        mpix_per_s: (window.w * window.h) as f64 / seconds / 1e6,
-        tiles: gathered.tiles,
         window: Some(job.window),
-        max_in_flight: None,
-        tiles_max_per_node: None,
-        reads: None,
-        reads_per_tile: None,
-        requests: None,
-        cache_tiles: None,
         t_p_s: Some(t_p),
-        t_dr_s: None,
-        t_dw_s: None,
-        model_seconds: None,
-        model_speedup: None,
         filter: Some(format!("{:?}", a.filter).to_lowercase()),
-        serial_mpix_per_s: None,
+        ..Record::new(common, &tiling, input.label(), mpix_per_s, gathered.tiles)
     };
     let mut outcome = Ok(());
     if a.check.verify {

@@ -5,6 +5,8 @@ use std::fmt;
 use dps_harness::Common;
 use serde::{Deserialize, Serialize};
 
+use crate::layout::Tiling;
+
 /// One run of `dps-filter median` or `gather`. Fields that do not apply are `null` (the
 /// sweep's columns may name any of them).
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -59,6 +61,38 @@ pub struct Record {
     /// `--compare-serial`: the serial whole-image median on one core of rank 0, timed after
     /// each timed run (median), Mpix/s.
     pub serial_mpix_per_s: Option<f64>,
+}
+
+impl Record {
+    /// A run over `tiling`'s image from `source`: what every variant reports, and `null` for
+    /// the measurements a variant adds itself (struct update syntax).
+    pub fn new(common: Common, tiling: &Tiling, source: &str, mpix_per_s: f64, tiles: usize) -> Record {
+        Record {
+            common,
+            width: tiling.width,
+            height: tiling.height,
+            tile: tiling.tile,
+            disks: tiling.disks,
+            stride: tiling.stride,
+            source: source.into(),
+            mpix_per_s,
+            tiles,
+            window: None,
+            max_in_flight: None,
+            tiles_max_per_node: None,
+            reads: None,
+            reads_per_tile: None,
+            requests: None,
+            cache_tiles: None,
+            t_p_s: None,
+            t_dr_s: None,
+            t_dw_s: None,
+            model_seconds: None,
+            model_speedup: None,
+            filter: None,
+            serial_mpix_per_s: None,
+        }
+    }
 }
 
 impl fmt::Display for Record {
