@@ -14,12 +14,32 @@ pub(crate) fn prints_shared_messages() -> bool {
     launch_rank().unwrap_or(0) == 0
 }
 
-/// On a rank other than 0 that is about to exit because of bad input that rank 0 reports:
-/// waits a second first, since mpirun ends the whole job as soon as one rank exits with an
-/// error, and a rank that does not print must not end it before rank 0 has printed.
+/// How long a rank other than 0 waits, before it prints its own bad-input message, for
+/// rank 0 to print it and end the job. mpirun ends the others about 2 s after rank 0 exited
+/// non-zero (Open MPI 4 waits `odls_base_sigkill_timeout`, 1 s, twice), so the usual case,
+/// all ranks refusing the same input, prints once.
+const RANK_0_PRINTS_WITHIN: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// On a rank other than 0 that is about to exit because of bad input: gives rank 0 time to
+/// print the same message and end the job (mpirun ends the whole job as soon as one rank
+/// exits with an error, so exiting at once could kill rank 0 before it printed). A rank
+/// still alive afterwards saw something rank 0 did not (a file missing on its node, a
+/// different command line under MPMD) and must print it itself: never a silent exit.
 pub fn wait_for_rank_0_to_print() {
     if !prints_shared_messages() {
-        std::thread::sleep(std::time::Duration::from_secs(1));
+        std::thread::sleep(RANK_0_PRINTS_WITHIN);
+    }
+}
+
+/// Prints a bad-input message once: on rank 0 at once; on another rank only if rank 0 has
+/// not ended the job within [`RANK_0_PRINTS_WITHIN`], with the rank named.
+pub(crate) fn print_bad_input(program: &str, message: &str) {
+    match launch_rank() {
+        Some(rank) if rank != 0 => {
+            wait_for_rank_0_to_print();
+            eprintln!("{program}: rank {rank}: {message}");
+        }
+        _ => eprintln!("{program}: {message}"),
     }
 }
 
@@ -38,18 +58,13 @@ fn one_line(report: &str) -> String {
 /// block). Every rank of a job parses the same line, so only rank 0 ([`launch_rank`]) prints.
 pub fn parse_args<A: clap::Parser>() -> A {
     A::try_parse().unwrap_or_else(|e| {
-        let prints = prints_shared_messages();
         if !e.use_stderr() {
-            if prints {
+            if prints_shared_messages() {
                 e.exit(); // --help, --version
             }
             std::process::exit(0)
         }
-        if prints {
-            eprintln!("{}: {}", A::command().get_name(), one_line(&e.to_string()));
-        } else {
-            wait_for_rank_0_to_print();
-        }
+        print_bad_input(A::command().get_name(), &one_line(&e.to_string()));
         std::process::exit(i32::from(crate::exit::BAD_INPUT))
     })
 }

@@ -2,14 +2,15 @@
 //!
 //! Every rank of an SPMD job parses the same options and checks the same input, so a bad
 //! option would otherwise be printed once per rank, interleaved. A [`BadInput`] error (and
-//! a runtime error about a mapping, a graph or the options) is printed by rank 0 only and
+//! a runtime error about a mapping, a graph or the options) is printed by rank 0 only (by
+//! another rank only if rank 0 did not end the job: it saw something rank 0 did not) and
 //! ends the program with exit code 2; any other error is a failure of the run, printed by
 //! every rank that has it, exit code 1. Errors are printed with their causes (`{:#}`) and
 //! never with a backtrace, whatever `RUST_BACKTRACE` says.
 
 use std::process::ExitCode;
 
-use crate::cli::{launch_rank, prints_shared_messages, wait_for_rank_0_to_print};
+use crate::cli::{launch_rank, print_bad_input};
 
 /// Exit code of a run refused because of its input.
 pub const BAD_INPUT: u8 = 2;
@@ -24,7 +25,10 @@ pub struct BadInput(String);
 impl BadInput {
     /// A bad-input error with this message.
     pub fn new(message: impl Into<String>) -> Self {
-        BadInput(message.into())
+        let message = message.into();
+        // Said now: if only this rank refuses, the runtime ends the job on the way to `main`.
+        dps::last_words(message.clone(), i32::from(BAD_INPUT));
+        BadInput(message)
     }
 }
 
@@ -35,7 +39,7 @@ impl BadInput {
 /// assert!(checked.unwrap_err().is::<dps_harness::BadInput>());
 /// ```
 pub fn input<T>(checked: anyhow::Result<T>) -> anyhow::Result<T> {
-    checked.map_err(|e| if is_bad_input(&e) { e } else { BadInput(format!("{e:#}")).into() })
+    checked.map_err(|e| if is_bad_input(&e) { e } else { BadInput::new(format!("{e:#}")).into() })
 }
 
 /// True for a [`BadInput`] anywhere in the chain, or a runtime error about the program's
@@ -86,11 +90,7 @@ pub fn main<A: clap::Parser, E: Into<anyhow::Error>>(run: impl FnOnce(&A) -> Res
 pub fn finish(program: &str, result: anyhow::Result<()>) -> ExitCode {
     let Err(e) = result else { return ExitCode::SUCCESS };
     if is_bad_input(&e) {
-        if prints_shared_messages() {
-            eprintln!("{program}: {e:#}");
-        } else {
-            wait_for_rank_0_to_print();
-        }
+        print_bad_input(program, &format!("{e:#}"));
         return ExitCode::from(BAD_INPUT);
     }
     match launch_rank() {

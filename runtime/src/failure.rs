@@ -3,12 +3,16 @@
 
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Once};
+use std::sync::{Arc, Mutex, Once};
 
 static ABORT_JOB_ON_PANIC: AtomicBool = AtomicBool::new(false);
 static RANK: AtomicUsize = AtomicUsize::new(0);
 static INSTALL: Once = Once::new();
 static ABORTING: AtomicBool = AtomicBool::new(false);
+
+/// What this rank's program is failing with, and the exit code that says so: when only some
+/// ranks fail, the runtime's `Drop` ends the job before `main` could print the error.
+static LAST_WORDS: Mutex<Option<(String, i32)>> = Mutex::new(None);
 
 thread_local! {
     /// The operation this thread is running, as (operation, thread) names.
@@ -20,6 +24,19 @@ thread_local! {
 /// Takes the description the hook recorded for the last panic on this thread.
 pub(crate) fn take_last_panic() -> Option<String> {
     LAST_PANIC.with(|l| l.borrow_mut().take())
+}
+
+/// Records what this rank's program fails with (a message and its exit code) before the
+/// error travels up to `main`. If the runtime is dropped on the way without `shutdown()` and
+/// the other ranks do not shut down with it, the runtime prints this message, naming the
+/// rank, and ends the job with this exit code, instead of a bare "dropped without shutdown".
+pub fn last_words(message: impl Into<String>, exit_code: i32) {
+    *LAST_WORDS.lock().unwrap_or_else(|p| p.into_inner()) = Some((message.into(), exit_code));
+}
+
+/// Takes the message and exit code [`last_words`] recorded, if any.
+pub(crate) fn take_last_words() -> Option<(String, i32)> {
+    LAST_WORDS.lock().unwrap_or_else(|p| p.into_inner()).take()
 }
 
 /// Exit code of a job ended by a panic.

@@ -64,6 +64,7 @@ pub use bulk_vec::{BulkElem, BulkVec};
 pub use cli::RuntimeArgs;
 pub use collection::Collection;
 pub use error::{Error, ErrorKind};
+pub use failure::last_words;
 pub use graph::Graph;
 pub use node::{branch, Either, Node, Path, DEFAULT_WINDOW, MAX_WINDOW};
 pub use ops::{Merge, MergeFn, Posted, Stream};

@@ -480,8 +480,16 @@ impl Drop for Runtime {
             // The shutdown itself went well: report, there is nobody to wait for.
             Err(e) if e.kind() == ErrorKind::Io => eprintln!("{e}"),
             Err(_) => {
-                eprintln!("dps: rank {}: the runtime was dropped without shutdown(); ending the job", self.engine.rank);
-                crate::transport::mpi::abort_job(1);
+                let rank = self.engine.rank;
+                let code = match failure::take_last_words() {
+                    Some((words, code)) => {
+                        eprintln!("dps: rank {rank}: {words}");
+                        code
+                    }
+                    None => 1,
+                };
+                eprintln!("dps: rank {rank}: the runtime was dropped without shutdown(); ending the job");
+                crate::transport::mpi::abort_job(code);
             }
         }
         self.finished = true;

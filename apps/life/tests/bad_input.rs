@@ -321,3 +321,21 @@ fn a_full_disk_fails_the_run_and_leaves_no_file() {
         assert_eq!(stdout.trim(), "filler", "{out} {extra}: files left on the full disk");
     }
 }
+
+/// Bad input that only a rank other than 0 sees (here under MPMD, rank 1 with a world too
+/// large for memory) is still printed, by that rank, and ends the job with exit code 2.
+#[test]
+fn bad_input_seen_only_by_another_rank_is_printed_by_it() {
+    let rank_0 = [BIN, "--random", "64", "64", "--generations", "1", ":", "-n", "1"];
+    let job = dps_harness::launch::Job::new(BIN)
+        .ranks(1)
+        .launcher_options(rank_0)
+        .args(["--random", "10000000", "10000000"])
+        .env("RUST_BACKTRACE", "1")
+        .timeout_s(60)
+        .output()
+        .unwrap();
+    assert_eq!(job.status.code(), Some(2), "{}", job.stderr);
+    assert!(job.stderr.contains("rank 1: --random 10000000 10000000 needs"), "{}", job.stderr);
+    assert!(!job.stderr.contains("panicked"), "{}", job.stderr);
+}
