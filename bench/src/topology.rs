@@ -56,11 +56,16 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     let threads = rt.threads_in(mapping)?;
     let main = rt.collection("main", "0", |_| ())?;
     let binding = rt.binding().to_string();
-    let reporters = rt.collection("reporters", mapping, move |_| binding.clone())?;
+    // A rank of several has a progress thread.
+    let several = rt.ranks() > 1;
+    let reporters = rt.collection("reporters", mapping, move |_| (binding.clone(), several))?;
     let split = Node::split("one per rank", &main, route::fixed(0), |_: &mut (), n: usize| 0..n);
-    let report = Node::leaf("report", &reporters, route::by_key(|i: &usize| *i), |binding: &mut String, _| {
-        describe_rank(binding)
-    });
+    let report = Node::leaf(
+        "report",
+        &reporters,
+        route::by_key(|i: &usize| *i),
+        |(binding, several): &mut (String, bool), _| describe_rank(binding, *several),
+    );
     let gather = Node::merge(
         "gather",
         &main,
@@ -139,14 +144,31 @@ fn describe_machine(topology: &Topology) -> String {
 }
 
 /// One rank's report: its binding and the CPUs its threads may run on.
-fn describe_rank(binding: &str) -> String {
+fn describe_rank(binding: &str, has_progress_thread: bool) -> String {
     let rank = dps_harness::launch_rank().unwrap_or(0);
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     let mut out = format!("rank {rank} on {}: binding {binding}\n", host.trim());
-    for (name, cpus) in thread_affinities() {
+    for (name, cpus) in runtime_thread_affinities(has_progress_thread) {
         let _ = writeln!(out, "  {name}: PUs {cpus}");
     }
     out
+}
+
+/// As [`thread_affinities`], once the runtime's threads bear their names: a thread names
+/// itself when it first runs, which on a loaded machine can be after this report is asked
+/// for (a worker not yet named would be taken for one of MPI's threads). Gives up after 2 s.
+fn runtime_thread_affinities(has_progress_thread: bool) -> Vec<(String, String)> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    loop {
+        let threads = thread_affinities();
+        let named = |prefix: &str| threads.iter().any(|(name, _)| name.starts_with(prefix));
+        if (named("dps-worker-") && (named("dps-progress") || !has_progress_thread))
+            || std::time::Instant::now() > deadline
+        {
+            return threads;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
 }
 
 /// This process's main thread, workers and progress thread, each with the CPUs the kernel lets it
