@@ -36,17 +36,32 @@ pub struct Common {
     /// Where the rank's threads ran: `"none"` (the OS placed them; also every run without
     /// the runtime), or the cores of `--bind cores` ([`dps::Runtime::binding`]).
     pub binding: String,
+    /// Under `--simulate`: the prediction and what the simulator saw
+    /// ([`crate::simulate::Simulation`]); absent on a real run.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub simulation: Option<crate::simulate::Simulation>,
 }
 
 impl Common {
     /// The common fields of a run of `app`'s `variant`, with no binding.
     pub fn new(app: &str, variant: &str, ranks: usize, threads: usize, seconds: f64, verified: Option<bool>) -> Common {
-        Common { app: app.into(), variant: variant.into(), ranks, threads, seconds, verified, binding: "none".into() }
+        Common {
+            app: app.into(),
+            variant: variant.into(),
+            ranks,
+            threads,
+            seconds,
+            verified,
+            binding: "none".into(),
+            simulation: None,
+        }
     }
 
-    /// The same fields, with the binding the runtime used.
+    /// The same fields, with the binding the runtime used; under simulation, with the
+    /// simulation's fields, `seconds` being the prediction.
     pub fn bound_by(self, rt: &dps::Runtime) -> Common {
-        Common { binding: rt.binding().to_string(), ..self }
+        let simulation = crate::simulate::Simulation::of(rt, self.seconds);
+        Common { binding: rt.binding().to_string(), simulation, ..self }
     }
 }
 
