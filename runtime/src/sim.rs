@@ -6,7 +6,8 @@
 //! the operation's start plus the time it has used so far (`simclock`); a message to
 //! another rank arrives `link(from, to, bytes)` later, one to the same rank at once. Events
 //! (arrivals, ends of operations) are handled in the order of their time, ties broken by
-//! the order they were created in, never by the wall clock or by thread scheduling: the
+//! the order they were created in (so messages between two ranks keep their order, as
+//! MPI keeps it, even when a small one would arrive before a large one sent earlier), never by the wall clock or by thread scheduling: the
 //! same operation times give the same run. A rank runs up to `cores` operations at once (one
 //! per DPS thread, as its workers would, capped by [`SimOptions::cores_per_rank`]); a DPS
 //! thread runs one at a time, its next operation starting when the last one ends.
@@ -15,7 +16,7 @@
 //! until the call's output is there. A panic in an operation ends the simulation: the error
 //! names the virtual rank, and every later call returns it.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use crate::engine::{Engine, Header, Payload, SimPost, ThreadCell};
@@ -105,6 +106,9 @@ struct State {
     messages: u64,
     bytes: u64,
     failure: Option<String>,
+    /// Per (from, to), when the last message arrives: messages between two ranks arrive in
+    /// the order they were sent, as MPI keeps them (programs rely on it).
+    last_arrival: HashMap<(usize, usize), u64>,
 }
 
 impl State {
@@ -247,7 +251,10 @@ impl SimPost for Simulator {
         } else {
             s.messages += 1;
             s.bytes += bytes as u64;
-            sent + ns((self.opts.link)(from, to, bytes as u64))
+            let at = sent + ns((self.opts.link)(from, to, bytes as u64));
+            let last = s.last_arrival.entry((from, to)).or_insert(0);
+            *last = at.max(*last);
+            *last
         };
         s.push(at, Event::Deliver { to, header, payload });
     }
