@@ -14,7 +14,8 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use dps::{Runtime, RuntimeArgs, SimMode, SimOptions};
-use dps_model::platform::{Carrier, PathKind, Platform};
+use dps_model::fit::Segment;
+use dps_model::platform::{Carrier, Header, Kernel, KernelPoint, Link, Machine, Overheads, PathKind, Platform};
 use serde::{Deserialize, Serialize};
 
 use crate::bad_input;
@@ -134,7 +135,10 @@ impl Simulate {
             bad_input!("--sim-cores 0: a virtual rank needs at least one core");
         }
         let path = self.platform_path();
-        let platform = Platform::load(&path).map_err(|e| crate::BadInput::new(e.to_string()))?;
+        let platform = Platform::load(&path).map_err(|e| {
+            let from = if self.platform.is_some() { "" } else { "(no --platform given, so the default) " };
+            crate::BadInput::new(format!("--simulate needs a platform file: {from}{e}"))
+        })?;
         if mode != SimMode::De {
             if let Some(k) = support.kernels.iter().find(|k| platform.kernel(k).is_err()) {
                 bad_input!(
@@ -213,5 +217,70 @@ impl Simulation {
             sim_operations: r.operations,
             sim_messages: r.messages,
         })
+    }
+}
+
+/// A platform file for this machine, dated now, with made-up round costs (a 5 µs, 5 GB/s
+/// link; gemm at 10 GFLOP/s): for tests and examples that need a valid file without
+/// measuring. Never use it to predict.
+pub fn made_up_platform() -> Platform {
+    let machine = Machine::this();
+    let gemm = |r: u64| {
+        let work = 2.0 * (r as f64).powi(3);
+        KernelPoint { dims: vec![r; 3], seconds: work / 1e10, work }
+    };
+    let mut p = Platform {
+        header: Header {
+            format: dps_model::platform::FORMAT,
+            dps_version: dps_model::platform::DPS_VERSION.into(),
+            date: jiff::Timestamp::now().to_string(),
+            hosts: vec![machine.hostname],
+            cpu_model: machine.cpu_model,
+            cpus: machine.cpus,
+            ranks: 2,
+            quick: true,
+            load_average: 0.0,
+            warnings: vec!["made up for tests: not measured".into()],
+            measured_hash: String::new(),
+        },
+        links: vec![Link {
+            path: PathKind::IntraNode,
+            carrier: Carrier::Dps,
+            ranks: [0, 1],
+            sizes: vec![1, 1 << 20],
+            times_us: vec![5.0, 5.0 + (1 << 20) as f64 / 5000.0],
+            fit: vec![Segment { from_bytes: 1, to_bytes: 1 << 20, latency_us: 5.0, bytes_per_us: 5000.0 }],
+        }],
+        overheads: Overheads {
+            measurable: false,
+            note: "made up".into(),
+            alpha_out: 0.0,
+            alpha_in: 0.0,
+            send_us_per_message: 0.0,
+            receive_us_per_message: 0.0,
+            message_bytes: 0,
+        },
+        kernels: vec![Kernel {
+            name: "gemm".into(),
+            dims: "m,n,k".into(),
+            work_unit: "flop".into(),
+            points: vec![gemm(64), gemm(256)],
+        }],
+    };
+    p.seal();
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_made_up_platform_loads_on_this_machine() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.toml");
+        std::fs::write(&path, made_up_platform().to_toml()).unwrap();
+        let p = Platform::load(&path).unwrap();
+        assert_eq!(p.kernel("gemm").unwrap().seconds(&[64, 64, 64], 1.0), Some(2.0 * 64f64.powi(3) / 1e10));
     }
 }

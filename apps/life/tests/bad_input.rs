@@ -321,3 +321,28 @@ fn a_full_disk_fails_the_run_and_leaves_no_file() {
         assert_eq!(stdout.trim(), "filler", "{out} {extra}: files left on the full disk");
     }
 }
+
+#[test]
+fn bad_simulations_are_refused_once_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("platform.toml");
+    std::fs::write(&good, dps_harness::simulate::made_up_platform().to_toml()).unwrap();
+    let good = good.to_str().unwrap();
+    check_table(
+        Path::new(BIN),
+        &[
+            case(&["--random", "64", "64", "--simulate", "0", "--platform", good], 2, &["--simulate 0"]),
+            case(
+                &["--random", "64", "64", "--simulate", "2", "--sim-mode", "pdexec", "--platform", good],
+                2,
+                &["--sim-mode pdexec", "dps-life", "--sim-mode de"],
+            ),
+            case(&["--random", "64", "64", "--simulate", "2", "--view", "8x8", "--platform", good], 2, &["--view"]),
+            case(
+                &["--random", "64", "64", "--simulate", "2", "--compare-serial", "--platform", good],
+                2,
+                &["--compare-serial"],
+            ),
+        ],
+    );
+}
