@@ -198,6 +198,10 @@ pub fn run(args: &Args) -> Result<()> {
         return dps_harness::print_record(&Record::new(common, n, &choice, args.run.repeat.reps), args.run.output.json);
     }
     let how = if args.variant == Variant::Stream { Pipelining::Stream } else { Pipelining::MergeSplit };
+    if args.run.sim.simulate.is_some() {
+        // A rank's BLAS runs one thread (scripts/mpirun says so); DE measures this thread's CPU time.
+        dps_dense::blas::set_threads(1);
+    }
     let rt = args.run.sim.start(&args.run.runtime, &SIMULATION)?;
     let main = rt.collection("main", "0", |_| ())?;
     let threads = rt.threads_in(&args.run.map.map)?;

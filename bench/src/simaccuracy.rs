@@ -1,0 +1,229 @@
+//! `dps-bench sim-accuracy --platform FILE`: the simulator against reality (issue 14,
+//! point 3; seed 003's validation). Each point (matmul pipelined and phased, LU stream and
+//! merge-split at several block sizes, Life) runs for real on 1 and 2 ranks under mpirun,
+//! then in the simulator on as many virtual ranks, in DE and, where the app supports it,
+//! PDEXEC; the error of a prediction is `(predicted − measured) / measured`. Printed: a
+//! markdown table per point, then the fraction of points within ±4 / ±6 / ±12 % beside
+//! seed 003's 71.4 / 81.6 / >95 % (168 runs), the issue's floor (70 % of the 2-rank points
+//! within ±10 %), and whether the predictions rank the block sizes and variants as the
+//! measurements do.
+//!
+//! A run's time is its record's `seconds` (the median of `--reps` after a warm-up): the
+//! same field a simulated run fills with its prediction.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use dps_harness::launch::{Job, Launcher};
+use dps_model::platform::Platform;
+
+/// Options of `sim-accuracy`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct Args {
+    /// The platform file the simulations read (`dps-bench calibrate --out FILE`).
+    #[arg(long)]
+    platform: PathBuf,
+    /// Timed repetitions per run (the median is kept), after one warm-up.
+    #[arg(long, default_value_t = 3)]
+    reps: usize,
+    /// Fewer points (one block size per app), for a quick look.
+    #[arg(long)]
+    quick: bool,
+}
+
+/// One configuration of one app.
+struct Point {
+    app: &'static str,
+    variant: &'static str,
+    /// The size options (`--n`, `--block`, ...).
+    size: Vec<String>,
+    /// What the table calls the size.
+    label: String,
+    /// Whether the app simulates it in PDEXEC.
+    pdexec: bool,
+}
+
+fn points(quick: bool) -> Vec<Point> {
+    let words = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+    let mut out = Vec::new();
+    // Sizes of a few tenths of a second per run on one core: long enough to stand above
+    // the noise of a shared machine, short enough for the main job.
+    let blocks: &[usize] = if quick { &[256] } else { &[128, 256] };
+    for &b in blocks {
+        for variant in ["pipelined", "phased"] {
+            let size = words(&format!("--n 1536 --block {b}"));
+            out.push(Point { app: "dps-matmul", variant, size, label: format!("n=1536 block={b}"), pdexec: true });
+        }
+        for variant in ["stream", "merge-split"] {
+            let size = words(&format!("--n 2048 --block {b}"));
+            out.push(Point { app: "dps-lu", variant, size, label: format!("n=2048 block={b}"), pdexec: false });
+        }
+    }
+    let size = words("--random 4096 4096 --generations 128");
+    out.push(Point { app: "dps-life", variant: "overlap", size, label: "4096² 128 gen.".into(), pdexec: false });
+    out
+}
+
+/// A point's results on one rank count.
+struct Row<'a> {
+    point: &'a Point,
+    ranks: usize,
+    measured: f64,
+    de: f64,
+    /// The simulator's own wall time for the DE run, seconds.
+    de_wall: f64,
+    pdexec: Option<f64>,
+}
+
+fn err(predicted: f64, measured: f64) -> f64 {
+    (predicted - measured) / measured
+}
+
+/// Runs `app` (from `bin`) and returns its record's `seconds` and the launch's wall time.
+fn seconds(
+    bin: &Path,
+    point: &Point,
+    launcher: Launcher,
+    ranks: usize,
+    extra: &[String],
+    reps: usize,
+) -> Result<(f64, f64)> {
+    let mut args: Vec<String> = point.size.clone();
+    args.extend(["--variant".into(), point.variant.into(), "--json".into()]);
+    // Life's --warmup counts generations; the dense apps repeat whole runs.
+    if point.app == "dps-life" {
+        args.extend(["--warmup".into(), "8".into()]);
+    } else {
+        args.extend(["--warmup".into(), "1".into(), "--reps".into(), reps.to_string()]);
+    }
+    args.extend(extra.iter().cloned());
+    let job = Job::new(bin.join(point.app)).launcher(launcher).ranks(ranks).args(&args).timeout_s(300);
+    let done = job.output()?;
+    if !done.status.success() {
+        bail!("{} failed ({}): {}", job.display(), done.status, done.stderr.trim());
+    }
+    let line = done
+        .stdout
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .with_context(|| format!("{}: no JSON record", job.display()))?;
+    let record: serde_json::Value =
+        serde_json::from_str(line).with_context(|| format!("{}: bad JSON record", job.display()))?;
+    let s = record["seconds"].as_f64().filter(|s| s.is_finite() && *s > 0.0);
+    Ok((s.with_context(|| format!("{}: no positive seconds in {line}", job.display()))?, done.elapsed.as_secs_f64()))
+}
+
+/// Runs the comparison and prints the tables.
+///
+/// # Errors
+/// A bad platform file (before any run: exit 2), or a run that failed.
+pub(crate) fn run(args: &Args) -> Result<()> {
+    Platform::load(&args.platform).map_err(|e| dps_harness::BadInput::new(e.to_string()))?;
+    if args.reps == 0 {
+        dps_harness::bad_input!("--reps must be at least 1");
+    }
+    let bin = std::env::current_exe()?.parent().context("no executable directory")?.to_path_buf();
+    let platform = args.platform.to_string_lossy().into_owned();
+    let points = points(args.quick);
+    let mut rows = Vec::new();
+    for point in &points {
+        for ranks in [1, 2] {
+            let (measured, _) = seconds(&bin, point, Launcher::Mpirun, ranks, &[], args.reps)?;
+            let sim = |mode: &str| -> Vec<String> {
+                ["--simulate", &ranks.to_string(), "--sim-mode", mode, "--platform", &platform]
+                    .map(String::from)
+                    .to_vec()
+            };
+            let (de, de_wall) = seconds(&bin, point, Launcher::None, 1, &sim("de"), args.reps)?;
+            let pdexec = if point.pdexec {
+                Some(seconds(&bin, point, Launcher::None, 1, &sim("pdexec"), args.reps)?.0)
+            } else {
+                None
+            };
+            rows.push(Row { point, ranks, measured, de, de_wall, pdexec });
+        }
+    }
+    crate::print_out(&report(&rows))
+}
+
+fn pct(x: f64) -> String {
+    format!("{:+.1} %", 100.0 * x)
+}
+
+/// The per-point table and the summary.
+fn report(rows: &[Row]) -> String {
+    let mut out = String::from(
+        "| app | variant | size | ranks | measured (s) | DE (s) | DE err | PDEXEC (s) | PDEXEC err | DE simulator wall (s) |\n\
+         |---|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for r in rows {
+        let (pd, pd_err) =
+            r.pdexec.map_or(("—".into(), "—".into()), |p| (format!("{p:.4}"), pct(err(p, r.measured))));
+        out += &format!(
+            "| {} | {} | {} | {} | {:.4} | {:.4} | {} | {pd} | {pd_err} | {:.2} |\n",
+            r.point.app,
+            r.point.variant,
+            r.point.label,
+            r.ranks,
+            r.measured,
+            r.de,
+            pct(err(r.de, r.measured)),
+            r.de_wall
+        );
+    }
+    let within = |errs: &[f64], bound: f64| {
+        if errs.is_empty() {
+            "—".to_string()
+        } else {
+            let n = errs.iter().filter(|e| e.abs() <= bound).count();
+            format!("{:.1} % ({n}/{})", 100.0 * n as f64 / errs.len() as f64, errs.len())
+        }
+    };
+    out += "\n| predictions | within ±4 % | within ±6 % | within ±12 % | 2-rank points within ±10 % (floor 70 %) |\n|---|---:|---:|---:|---:|\n";
+    let de: Vec<f64> = rows.iter().map(|r| err(r.de, r.measured)).collect();
+    let de2: Vec<f64> = rows.iter().filter(|r| r.ranks == 2).map(|r| err(r.de, r.measured)).collect();
+    let pd: Vec<f64> = rows.iter().filter_map(|r| Some(err(r.pdexec?, r.measured))).collect();
+    let pd2: Vec<f64> = rows.iter().filter(|r| r.ranks == 2).filter_map(|r| Some(err(r.pdexec?, r.measured))).collect();
+    out += &format!(
+        "| DE | {} | {} | {} | {} |\n",
+        within(&de, 0.04),
+        within(&de, 0.06),
+        within(&de, 0.12),
+        within(&de2, 0.10)
+    );
+    out += &format!(
+        "| PDEXEC | {} | {} | {} | {} |\n",
+        within(&pd, 0.04),
+        within(&pd, 0.06),
+        within(&pd, 0.12),
+        within(&pd2, 0.10)
+    );
+    out += "| seed 003 (168 runs) | 71.4 % | 81.6 % | > 95 % | |\n";
+    out += &format!("\n{}\n", rankings(rows));
+    out
+}
+
+/// Whether DE orders what the measurements order: for each app and rank count, the
+/// configurations (variant, block size) from fastest to slowest.
+fn rankings(rows: &[Row]) -> String {
+    let mut lines = Vec::new();
+    let groups: std::collections::BTreeSet<(&str, usize)> = rows.iter().map(|r| (r.point.app, r.ranks)).collect();
+    for (app, ranks) in groups {
+        let group: Vec<&Row> = rows.iter().filter(|r| r.point.app == app && r.ranks == ranks).collect();
+        if group.len() < 2 {
+            continue;
+        }
+        let order = |key: &dyn Fn(&Row) -> f64| {
+            let mut g = group.clone();
+            g.sort_by(|a, b| key(a).total_cmp(&key(b)));
+            g.iter().map(|r| format!("{} {}", r.point.variant, r.point.label)).collect::<Vec<_>>()
+        };
+        let (measured, de) = (order(&|r| r.measured), order(&|r| r.de));
+        let same = if measured == de { "same" } else { "different" };
+        lines.push(format!(
+            "- {app} on {ranks} rank(s): DE ranks the configurations {same} as measured (measured, fastest first: {})",
+            measured.join(", ")
+        ));
+    }
+    lines.join("\n")
+}
