@@ -118,10 +118,30 @@ impl fmt::LowerExp for FiniteOrText {
 /// # Errors
 /// If standard output cannot be written (a closed pipe, a full disk).
 pub fn print<R: Serialize + fmt::Display>(record: &R, json: bool) -> Result<()> {
-    let text =
-        if json { serde_json::to_string(record).context("cannot write the JSON record")? } else { record.to_string() };
+    let text = if json {
+        serde_json::to_string(record).context("cannot write the JSON record")?
+    } else {
+        record.to_string() + &simulated_note(record)
+    };
     let mut out = std::io::stdout().lock();
     writeln!(out, "{text}").and_then(|()| out.flush()).context("cannot write the report to standard output")
+}
+
+/// Under simulation, a second line for the human-readable form: the time above is a
+/// prediction, and what each virtual rank was busy for.
+fn simulated_note<R: Serialize>(record: &R) -> String {
+    let Ok(value) = serde_json::to_value(record) else { return String::new() };
+    let Ok(sim) = serde_json::from_value::<crate::simulate::Simulation>(value) else { return String::new() };
+    let busy: Vec<String> = sim.sim_busy_seconds.iter().map(|b| format!("{b:.4}")).collect();
+    format!(
+        "\n(predicted by the simulator, {} mode, on {} virtual ranks: {:.6} s; busy per rank {} s; {} operations, {} messages)",
+        sim.sim_mode,
+        sim.simulated_ranks,
+        sim.predicted_seconds,
+        busy.join(" "),
+        sim.sim_operations,
+        sim.sim_messages
+    )
 }
 
 #[cfg(test)]
