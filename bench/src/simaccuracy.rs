@@ -72,6 +72,8 @@ struct Row<'a> {
     de: f64,
     /// The simulator's own wall time for the DE run, seconds.
     de_wall: f64,
+    /// The simulator's peak resident memory in the DE run, bytes.
+    de_rss: Option<u64>,
     pdexec: Option<f64>,
 }
 
@@ -79,15 +81,16 @@ fn err(predicted: f64, measured: f64) -> f64 {
     (predicted - measured) / measured
 }
 
-/// Runs `app` (from `bin`) and returns its record's `seconds` and the launch's wall time.
-fn seconds(
-    bin: &Path,
-    point: &Point,
-    launcher: Launcher,
-    ranks: usize,
-    extra: &[String],
-    reps: usize,
-) -> Result<(f64, f64)> {
+/// What a run reported: its record's `seconds`, the launch's wall time, the simulator's
+/// peak memory (simulated runs).
+struct Ran {
+    seconds: f64,
+    wall: f64,
+    rss: Option<u64>,
+}
+
+/// Runs `app` (from `bin`) with `point`'s options and `extra`.
+fn seconds(bin: &Path, point: &Point, launcher: Launcher, ranks: usize, extra: &[String], reps: usize) -> Result<Ran> {
     let mut args: Vec<String> = point.size.clone();
     args.extend(["--variant".into(), point.variant.into(), "--json".into()]);
     // Life's --warmup counts generations; the dense apps repeat whole runs.
@@ -110,7 +113,8 @@ fn seconds(
     let record: serde_json::Value =
         serde_json::from_str(line).with_context(|| format!("{}: bad JSON record", job.display()))?;
     let s = record["seconds"].as_f64().filter(|s| s.is_finite() && *s > 0.0);
-    Ok((s.with_context(|| format!("{}: no positive seconds in {line}", job.display()))?, done.elapsed.as_secs_f64()))
+    let seconds = s.with_context(|| format!("{}: no positive seconds in {line}", job.display()))?;
+    Ok(Ran { seconds, wall: done.elapsed.as_secs_f64(), rss: record["sim_peak_rss_bytes"].as_u64() })
 }
 
 /// Runs the comparison and prints the tables.
@@ -128,22 +132,60 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     let mut rows = Vec::new();
     for point in &points {
         for ranks in [1, 2] {
-            let (measured, _) = seconds(&bin, point, Launcher::Mpirun, ranks, &[], args.reps)?;
+            let measured = seconds(&bin, point, Launcher::Mpirun, ranks, &[], args.reps)?.seconds;
             let sim = |mode: &str| -> Vec<String> {
                 ["--simulate", &ranks.to_string(), "--sim-mode", mode, "--platform", &platform]
                     .map(String::from)
                     .to_vec()
             };
-            let (de, de_wall) = seconds(&bin, point, Launcher::None, 1, &sim("de"), args.reps)?;
+            let de = seconds(&bin, point, Launcher::None, 1, &sim("de"), args.reps)?;
             let pdexec = if point.pdexec {
-                Some(seconds(&bin, point, Launcher::None, 1, &sim("pdexec"), args.reps)?.0)
+                Some(seconds(&bin, point, Launcher::None, 1, &sim("pdexec"), args.reps)?.seconds)
             } else {
                 None
             };
-            rows.push(Row { point, ranks, measured, de, de_wall, pdexec });
+            rows.push(Row { point, ranks, measured, de: de.seconds, de_wall: de.wall, de_rss: de.rss, pdexec });
         }
     }
-    crate::print_out(&report(&rows))
+    let mut out = report(&rows);
+    out += &scaling(&bin, &platform, args.reps)?;
+    crate::print_out(&out)
+}
+
+/// The thesis's speedup experiments predicted at more ranks than this machine has: the
+/// matmul farm (Fig. 6.6, N = 1000, n = 125) in PDEXEC and pipelined LU (Fig. 6.7,
+/// N = 2000, n = 125) in DE, one core per virtual rank; S(P) = T(1)/T(P).
+fn scaling(bin: &Path, platform: &str, reps: usize) -> Result<String> {
+    let mut out = String::from(
+        "\n### Predicted speedups at more ranks (one core per virtual rank)\n\n\
+         | app | P | predicted (s) | predicted S(P) | published |\n|---|---:|---:|---:|---|\n",
+    );
+    let words = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+    let cases = [
+        (
+            "dps-matmul",
+            "farm",
+            "--n 1000 --block 125",
+            "pdexec",
+            &[1usize, 2, 4, 8, 16, 20][..],
+            20,
+            "S(20) = 18.8 (SPARC 20 + FDDI)",
+        ),
+        ("dps-lu", "stream", "--n 2000 --block 125", "de", &[1, 2, 4, 8, 10][..], 10, "S(10) = 8.38 (SPARC 20 + FDDI)"),
+    ];
+    for (app, variant, size, mode, ps, at, published) in cases {
+        let point = Point { app, variant, size: words(size), label: size.into(), pdexec: mode == "pdexec" };
+        let mut one = None;
+        for &p in ps {
+            let extra = ["--simulate", &p.to_string(), "--sim-mode", mode, "--sim-cores", "1", "--platform", platform]
+                .map(String::from);
+            let t = seconds(bin, &point, Launcher::None, 1, &extra, reps)?.seconds;
+            let t1 = *one.get_or_insert(t);
+            let shown = if p == at { published } else { "" };
+            out += &format!("| {app} {variant} {size} ({mode}) | {p} | {t:.4} | {:.2} | {shown} |\n", t1 / t);
+        }
+    }
+    Ok(out)
 }
 
 fn pct(x: f64) -> String {
@@ -153,14 +195,14 @@ fn pct(x: f64) -> String {
 /// The per-point table and the summary.
 fn report(rows: &[Row]) -> String {
     let mut out = String::from(
-        "| app | variant | size | ranks | measured (s) | DE (s) | DE err | PDEXEC (s) | PDEXEC err | DE simulator wall (s) |\n\
-         |---|---|---|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| app | variant | size | ranks | measured (s) | DE (s) | DE err | PDEXEC (s) | PDEXEC err | DE simulator wall (s) | DE simulator peak RSS (MiB) |\n\
+         |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in rows {
         let (pd, pd_err) =
             r.pdexec.map_or(("—".into(), "—".into()), |p| (format!("{p:.4}"), pct(err(p, r.measured))));
         out += &format!(
-            "| {} | {} | {} | {} | {:.4} | {:.4} | {} | {pd} | {pd_err} | {:.2} |\n",
+            "| {} | {} | {} | {} | {:.4} | {:.4} | {} | {pd} | {pd_err} | {:.2} | {} |\n",
             r.point.app,
             r.point.variant,
             r.point.label,
@@ -168,7 +210,8 @@ fn report(rows: &[Row]) -> String {
             r.measured,
             r.de,
             pct(err(r.de, r.measured)),
-            r.de_wall
+            r.de_wall,
+            r.de_rss.map_or("—".into(), |b| format!("{:.0}", b as f64 / (1 << 20) as f64))
         );
     }
     let within = |errs: &[f64], bound: f64| {

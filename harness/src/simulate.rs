@@ -202,6 +202,17 @@ pub struct Simulation {
     pub sim_operations: u64,
     /// Messages between virtual ranks.
     pub sim_messages: u64,
+    /// The simulator's peak resident memory so far (`VmHWM`), bytes: every virtual rank's
+    /// data lives in this process.
+    pub sim_peak_rss_bytes: Option<u64>,
+}
+
+/// This process's peak resident set (`VmHWM` of /proc/self/status), bytes.
+fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 impl Simulation {
@@ -216,6 +227,7 @@ impl Simulation {
             sim_total_seconds: r.now_s,
             sim_operations: r.operations,
             sim_messages: r.messages,
+            sim_peak_rss_bytes: peak_rss(),
         })
     }
 }
