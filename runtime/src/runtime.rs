@@ -125,12 +125,6 @@ pub struct Stopwatch {
     sim: Option<(Arc<Simulator>, u64)>,
 }
 
-impl std::fmt::Debug for Simulator {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Simulator")
-    }
-}
-
 impl Stopwatch {
     /// Seconds since the stopwatch was started.
     pub fn seconds(&self) -> f64 {

@@ -123,6 +123,15 @@ pub(crate) struct Simulator {
     engines: Vec<Arc<Engine>>,
     opts: SimOptions,
     state: Mutex<State>,
+    /// Held by the thread running events: one driver at a time (calls waited for on
+    /// several threads take turns, and each event still runs one operation at a time).
+    driver: Mutex<()>,
+}
+
+impl std::fmt::Debug for Simulator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Simulator")
+    }
 }
 
 fn ns(seconds: f64) -> u64 {
@@ -143,7 +152,7 @@ impl Simulator {
                 })
                 .collect();
             let state = State { running: vec![0; ranks], busy: vec![0; ranks], ..State::default() };
-            Simulator { engines, opts, state: Mutex::new(state) }
+            Simulator { engines, opts, state: Mutex::new(state), driver: Mutex::new(()) }
         })
     }
 
@@ -160,6 +169,13 @@ impl Simulator {
     /// # Errors
     /// The description of the panic that ended the simulation.
     pub(crate) fn run(&self, mut done: impl FnMut() -> bool) -> Result<bool, String> {
+        let _driver = self.driver.lock().unwrap_or_else(|p| p.into_inner());
+        // A call waited for on another thread than the one that started the simulation:
+        // the clock moves to this thread (DE measures this thread's CPU time).
+        if simclock::simulated().is_none() {
+            simclock::install(self.opts.mode, self.opts.kernels.clone());
+            simclock::set_now(self.now_ns());
+        }
         loop {
             if let Some(f) = &self.state().failure {
                 return Err(f.clone());

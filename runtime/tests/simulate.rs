@@ -126,3 +126,22 @@ fn zero_ranks_is_refused() {
     let e = Runtime::simulate(0, SimOptions::ideal(SimMode::De)).unwrap_err().to_string();
     assert!(e.contains("at least one rank"), "{e}");
 }
+
+#[test]
+fn a_call_waited_for_on_another_thread_is_charged_too() {
+    let rt = Runtime::simulate(2, costed(SimMode::Pdexec)).unwrap();
+    let g = sum_of_squares(&rt);
+    let watch = rt.stopwatch();
+    let (sum, seconds) = std::thread::scope(|s| {
+        s.spawn(|| {
+            let sum = rt.call(&g, 8).unwrap();
+            (sum, watch.seconds())
+        })
+        .join()
+        .unwrap()
+    });
+    assert_eq!(sum, (0..8).map(|x| x * x).sum::<u64>());
+    // Four squares per rank at 1 ms; rank 1's arrive 10 µs late and return in 10 µs.
+    assert_eq!(seconds, 4.020e-3);
+    rt.shutdown().unwrap();
+}
