@@ -59,4 +59,11 @@ REPS=1 bench/linalg.sh > results/linalg.log 2>&1 || echo "main job: bench/linalg
   echo
   echo "(Model: seed 002's P3L farm on the platform file's link; the simulator column is filled when the simulator exists.)"
 } >> results/report.md
+# Issue 14: the simulator's predictions (DE, PDEXEC) against real runs on 1 and 2 ranks.
+{
+  echo
+  echo "## Simulator accuracy: predictions against real runs on 1 and 2 ranks"
+  echo
+  target/release/dps-bench sim-accuracy --platform results/platform.toml || echo "(sim-accuracy failed)"
+} >> results/report.md
 echo "main job: wrote results/report.md"

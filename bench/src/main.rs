@@ -13,6 +13,8 @@
 //! * `dps-bench tune-farm --item-us T --payload BYTES [--platform FILE] [--ranks P]`: a
 //!   farm's worker count and grain from the P3L cost model, checked on a synthetic farm
 //!   (see `tunefarm`).
+//! * `dps-bench sim-accuracy --platform FILE`: the simulator's predictions against real
+//!   runs on 1 and 2 ranks (see `simaccuracy`).
 //! * `dps-bench table`: JSON lines on stdin to a markdown table.
 //! * `dps-bench sweep [EXPERIMENT…]`: the experiments of `bench/experiments.toml`, with
 //!   tables beside the published numbers and plots (see `sweep`).
@@ -23,6 +25,7 @@
 mod calibrate;
 mod launch;
 mod overlap;
+mod simaccuracy;
 mod sweep;
 mod table;
 mod topology;
@@ -117,6 +120,9 @@ enum Command {
         #[command(flatten)]
         args: tunefarm::WorkerArgs,
     },
+    /// The simulator against real runs on 1 and 2 ranks (matmul, LU, Life): the error of
+    /// each prediction and the fraction within ±4/±6/±12 % beside seed 003's.
+    SimAccuracy(simaccuracy::Args),
     /// Reads JSON lines (as printed with --json) on stdin and prints a markdown table.
     Table,
     /// The machine as hwloc sees it: packages, cores, hardware threads, caches, NUMA nodes;
@@ -169,6 +175,7 @@ fn run(command: Command) -> Result<()> {
             tunefarm::launch(&args, output.json, timeout)
         }
         Command::TuneFarmWorker { args } => tunefarm::worker(&args),
+        Command::SimAccuracy(args) => simaccuracy::run(&args),
         Command::Table => table::print_from_stdin(),
         Command::Topology(opts) => topology::run(&opts),
         Command::Sweep(args) => sweep::run(&args),

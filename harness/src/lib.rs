@@ -25,6 +25,7 @@ pub mod memory;
 pub mod options;
 pub mod output;
 pub mod record;
+pub mod simulate;
 mod stats;
 
 pub use cli::{launch_rank, parse_args, wait_for_rank_0_to_print};

@@ -147,6 +147,9 @@ pub struct Timed<const SEED: u64> {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub runtime: dps::RuntimeArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub sim: crate::simulate::Simulate,
 }
 
 impl<const SEED: u64> Timed<SEED> {

@@ -36,17 +36,32 @@ pub struct Common {
     /// Where the rank's threads ran: `"none"` (the OS placed them; also every run without
     /// the runtime), or the cores of `--bind cores` ([`dps::Runtime::binding`]).
     pub binding: String,
+    /// Under `--simulate`: the prediction and what the simulator saw
+    /// ([`crate::simulate::Simulation`]); absent on a real run.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub simulation: Option<crate::simulate::Simulation>,
 }
 
 impl Common {
     /// The common fields of a run of `app`'s `variant`, with no binding.
     pub fn new(app: &str, variant: &str, ranks: usize, threads: usize, seconds: f64, verified: Option<bool>) -> Common {
-        Common { app: app.into(), variant: variant.into(), ranks, threads, seconds, verified, binding: "none".into() }
+        Common {
+            app: app.into(),
+            variant: variant.into(),
+            ranks,
+            threads,
+            seconds,
+            verified,
+            binding: "none".into(),
+            simulation: None,
+        }
     }
 
-    /// The same fields, with the binding the runtime used.
+    /// The same fields, with the binding the runtime used; under simulation, with the
+    /// simulation's fields, `seconds` being the prediction.
     pub fn bound_by(self, rt: &dps::Runtime) -> Common {
-        Common { binding: rt.binding().to_string(), ..self }
+        let simulation = crate::simulate::Simulation::of(rt, self.seconds);
+        Common { binding: rt.binding().to_string(), simulation, ..self }
     }
 }
 
@@ -103,10 +118,30 @@ impl fmt::LowerExp for FiniteOrText {
 /// # Errors
 /// If standard output cannot be written (a closed pipe, a full disk).
 pub fn print<R: Serialize + fmt::Display>(record: &R, json: bool) -> Result<()> {
-    let text =
-        if json { serde_json::to_string(record).context("cannot write the JSON record")? } else { record.to_string() };
+    let text = if json {
+        serde_json::to_string(record).context("cannot write the JSON record")?
+    } else {
+        record.to_string() + &simulated_note(record)
+    };
     let mut out = std::io::stdout().lock();
     writeln!(out, "{text}").and_then(|()| out.flush()).context("cannot write the report to standard output")
+}
+
+/// Under simulation, a second line for the human-readable form: the time above is a
+/// prediction, and what each virtual rank was busy for.
+fn simulated_note<R: Serialize>(record: &R) -> String {
+    let Ok(value) = serde_json::to_value(record) else { return String::new() };
+    let Ok(sim) = serde_json::from_value::<crate::simulate::Simulation>(value) else { return String::new() };
+    let busy: Vec<String> = sim.sim_busy_seconds.iter().map(|b| format!("{b:.4}")).collect();
+    format!(
+        "\n(predicted by the simulator, {} mode, on {} virtual ranks: {:.6} s; busy per rank {} s; {} operations, {} messages)",
+        sim.sim_mode,
+        sim.simulated_ranks,
+        sim.predicted_seconds,
+        busy.join(" "),
+        sim.sim_operations,
+        sim.sim_messages
+    )
 }
 
 #[cfg(test)]

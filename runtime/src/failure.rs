@@ -15,6 +15,8 @@ static ABORTING: AtomicBool = AtomicBool::new(false);
 static LAST_WORDS: Mutex<Option<(String, i32)>> = Mutex::new(None);
 
 thread_local! {
+    /// Overrides `RANK` on a thread that runs a simulation.
+    static THREAD_RANK: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
     /// The operation this thread is running, as (operation, thread) names.
     static CURRENT_OP: RefCell<Option<(Arc<str>, Arc<str>)>> = const { RefCell::new(None) };
     /// The description of the last panic on this thread, for the worker that catches it.
@@ -66,6 +68,12 @@ pub(crate) fn install_hook(rank: usize, abort_job: bool) {
     });
 }
 
+/// The rank that panics on this thread name from now on: the simulator sets the virtual
+/// rank of each operation it runs (on its own thread: simulations in parallel tests do not mix).
+pub(crate) fn set_rank(rank: usize) {
+    THREAD_RANK.with(|r| r.set(Some(rank)));
+}
+
 /// Stops aborting on panic (after a clean shutdown MPI is finalised).
 pub(crate) fn disarm() {
     ABORT_JOB_ON_PANIC.store(false, Ordering::SeqCst);
@@ -73,7 +81,7 @@ pub(crate) fn disarm() {
 
 /// "dps: rank R: operation 'x' on thread 'c[i]' panicked: msg", or "dps: rank R: panic: msg".
 pub(crate) fn describe_panic(message: &str) -> String {
-    let rank = RANK.load(Ordering::SeqCst);
+    let rank = THREAD_RANK.with(std::cell::Cell::get).unwrap_or_else(|| RANK.load(Ordering::SeqCst));
     CURRENT_OP.with(|c| match &*c.borrow() {
         Some((op, thread)) => format!("dps: rank {rank}: operation '{op}' on thread '{thread}' panicked: {message}"),
         None => format!("dps: rank {rank}: panic: {message}"),

@@ -51,6 +51,8 @@ mod ops;
 mod pool;
 pub mod route;
 mod runtime;
+mod sim;
+mod simclock;
 #[cfg(test)]
 mod stress;
 mod token;
@@ -69,5 +71,7 @@ pub use graph::Graph;
 pub use node::{branch, Either, Node, Path, DEFAULT_WINDOW, MAX_WINDOW};
 pub use ops::{Merge, MergeFn, Posted, Stream};
 pub use route::{Route, RouteCtx};
-pub use runtime::{Pending, Runtime};
+pub use runtime::{Pending, Runtime, Stopwatch};
+pub use sim::{LinkCost, SimOptions, SimReport};
+pub use simclock::{simulated, skip_kernel, KernelCost, SimMode};
 pub use token::{Bulk, Token};

@@ -18,6 +18,7 @@ use crate::error::ErrorKind;
 use crate::failure;
 use crate::graph::{self, Graph};
 use crate::node::{AnyToken, Entry, Path};
+use crate::sim::{SimOptions, SimReport, Simulator};
 use crate::trace::TraceFile;
 use crate::transport::mpi::{CoreShare, MpiTransport};
 use crate::transport::watchdog;
@@ -55,6 +56,8 @@ pub struct Runtime {
     /// Where rank 0 writes the trace, if tracing.
     trace: Option<TraceFile>,
     finished: bool,
+    /// Under simulation ([`Runtime::simulate`]): every virtual rank; `engine` is rank 0's.
+    sim: Option<Arc<Simulator>>,
 }
 
 impl std::fmt::Debug for Runtime {
@@ -69,6 +72,8 @@ pub struct Pending<O> {
     rx: Receiver<CallResult>,
     /// Driven by the waiting caller (`transport::recv_helping`); `None` on one rank.
     transport: Option<Arc<dyn Transport>>,
+    /// Driven by the waiting caller under simulation.
+    sim: Option<Arc<Simulator>>,
     decode: fn(crate::wire::WireToken) -> AnyToken,
     _out: std::marker::PhantomData<fn() -> O>,
 }
@@ -88,13 +93,45 @@ impl<O: Token> Pending<O> {
         // Polls briefly before sleeping: waking a sleeping caller would add microseconds to
         // every short call. Meanwhile the caller runs the transport itself, which saves a
         // round trip two hops between threads.
-        let result = match &self.transport {
-            Some(t) => crate::transport::recv_helping(&**t, &self.rx),
-            None => engine::recv_eagerly(&self.rx),
+        let result = match (&self.sim, &self.transport) {
+            (Some(sim), _) => simulated_wait(sim, &self.rx)?,
+            (None, Some(t)) => crate::transport::recv_helping(&**t, &self.rx),
+            (None, None) => engine::recv_eagerly(&self.rx),
         }
         .ok_or_else(|| Error::new(ErrorKind::Failed, "dps: the runtime stopped before the call finished"))?;
         let payload = result.map_err(|m| Error::new(ErrorKind::Failed, m))?;
         Ok(*payload.into_token(self.decode).downcast::<O>().expect("dps: graph output type"))
+    }
+}
+
+/// Runs the simulation until the call's output is in `rx`.
+fn simulated_wait(sim: &Simulator, rx: &Receiver<CallResult>) -> Result<Option<CallResult>, Error> {
+    match sim.run(|| !rx.is_empty()) {
+        Ok(true) => Ok(rx.try_recv().ok()),
+        Ok(false) => Err(Error::new(
+            ErrorKind::Failed,
+            "dps simulator: no event is left and the call has not returned: the graph is stuck \
+             (a merge waiting for tokens that never come, or a program waiting for another rank)",
+        )),
+        Err(e) => Err(Error::new(ErrorKind::Failed, format!("dps simulator: {e}"))),
+    }
+}
+
+/// Measures the time of a program's work: the wall clock, or under simulation the
+/// simulated clock ([`Runtime::stopwatch`]).
+#[derive(Debug)]
+pub struct Stopwatch {
+    start: std::time::Instant,
+    sim: Option<(Arc<Simulator>, u64)>,
+}
+
+impl Stopwatch {
+    /// Seconds since the stopwatch was started.
+    pub fn seconds(&self) -> f64 {
+        match &self.sim {
+            Some((sim, start)) => (sim.now_ns() - start) as f64 / 1e9,
+            None => self.start.elapsed().as_secs_f64(),
+        }
     }
 }
 
@@ -186,12 +223,59 @@ impl Runtime {
     /// A one-rank runtime without MPI, for tests, examples and serial runs.
     pub fn single() -> Runtime {
         failure::install_hook(0, false);
-        let host = std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_string());
-        Runtime::start_engine(0, 1, vec![host.unwrap_or_else(|_| "localhost".into())])
+        Runtime::start_engine(0, 1, vec![this_host()])
+    }
+
+    /// A runtime that simulates `ranks` ranks in this process, without MPI (see the
+    /// runtime's README, "Simulator"): the program runs as rank 0 of `ranks`; collections are
+    /// spread over the virtual ranks as their mappings say, and every operation runs on the
+    /// calling thread, one at a time, in the order of simulated time. Time the program's
+    /// work with [`Runtime::stopwatch`]; [`Runtime::simulation`] says what each rank did.
+    ///
+    /// ```
+    /// use dps::{route, Node, Runtime, SimMode, SimOptions};
+    /// let rt = Runtime::simulate(4, SimOptions::ideal(SimMode::De)).unwrap();
+    /// let main = rt.collection("main", "0", |_| ()).unwrap();
+    /// let work = rt.collection("work", "all", |i| i).unwrap();
+    /// let split = Node::split("split", &main, route::fixed(0), |_: &mut (), n: u64| 0..n);
+    /// let square = Node::leaf("square", &work, route::round_robin(), |_: &mut usize, x: u64| x * x);
+    /// let sum = Node::merge("sum", &main, dps::MergeFn::new(|_: &mut ()| 0u64, |_, acc: &mut u64, x: u64| *acc += x, |_, acc| acc));
+    /// let graph = rt.graph("sum of squares", split >> square >> sum).unwrap();
+    /// assert_eq!(rt.call(&graph, 4).unwrap(), 0 + 1 + 4 + 9);
+    /// assert_eq!(rt.simulation().unwrap().ranks, 4);
+    /// rt.shutdown().unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// If `ranks` is 0.
+    pub fn simulate(ranks: usize, opts: SimOptions) -> Result<Runtime, Error> {
+        if ranks == 0 {
+            return Err(Error::new(ErrorKind::Usage, "dps simulator: at least one rank to simulate"));
+        }
+        failure::install_hook(0, false);
+        let sim = Simulator::new(ranks, &this_host(), opts);
+        let mut rt = Runtime::from_engine(sim.engines()[0].clone());
+        rt.sim = Some(sim);
+        Ok(rt)
+    }
+
+    /// Under simulation, what the simulation measured so far; `None` on a real run.
+    pub fn simulation(&self) -> Option<SimReport> {
+        self.sim.as_ref().map(|s| s.report())
+    }
+
+    /// A stopwatch started now: it reads the simulated clock under simulation, the wall
+    /// clock otherwise. Programs time their work with it so that a simulated run reports
+    /// its prediction where a real run reports its measurement.
+    pub fn stopwatch(&self) -> Stopwatch {
+        Stopwatch { start: std::time::Instant::now(), sim: self.sim.as_ref().map(|s| (s.clone(), s.now_ns())) }
     }
 
     fn start_engine(rank: usize, ranks: usize, hosts: Vec<String>) -> Runtime {
-        let engine = Arc::new(Engine::new(rank, ranks, hosts));
+        Runtime::from_engine(Arc::new(Engine::new(rank, ranks, hosts)))
+    }
+
+    fn from_engine(engine: Arc<Engine>) -> Runtime {
         Runtime {
             engine,
             workers: Mutex::default(),
@@ -200,6 +284,7 @@ impl Runtime {
             universe: None,
             trace: None,
             finished: false,
+            sim: None,
         }
     }
 
@@ -211,6 +296,9 @@ impl Runtime {
     /// As `add_workers`, with at least `threads` workers (up to `max_workers()`): a rank may
     /// come to host every thread of a movable collection.
     fn add_workers_at_least(&self, threads: usize) {
+        if self.sim.is_some() {
+            return;
+        }
         let wanted = self.engine.registry.local_threads().max(threads).min(max_workers());
         let mut workers = self.workers.lock().unwrap();
         while workers.len() < wanted {
@@ -265,6 +353,15 @@ impl Runtime {
     /// [`Runtime::trace_to`], with errors starting with `label` (the option that gave the
     /// path) and the path.
     pub(crate) fn trace_as(&mut self, path: &std::path::Path, label: &str) -> Result<(), Error> {
+        if let Some(sim) = &self.sim {
+            let file = TraceFile::prepare(path)
+                .map_err(|e| Error::new(ErrorKind::Io, format!("{label} {}: {e}", path.display())))?;
+            for engine in sim.engines() {
+                engine.tracer.enable(engine.rank);
+            }
+            self.trace = Some(file);
+            return Ok(());
+        }
         let file = if self.is_root() { Some(TraceFile::prepare(path)) } else { None };
         let error = match &file {
             Some(Err(e)) => Some(format!("{label} {}: {e}", path.display())),
@@ -295,7 +392,9 @@ impl Runtime {
             .map_err(|e| Error::mapping(format!("collection \"{name}\": {e}")))?;
         let id = self.engine.registry.collections();
         let info = Arc::new(CollInfo::new(id, name.to_string(), mapping.to_string(), ranks));
-        self.engine.registry.add_collection(self.engine.rank, info.clone(), |i| Box::new(init(i)));
+        for engine in self.engines() {
+            engine.registry.add_collection(engine.rank, info.clone(), |i| Box::new(init(i)));
+        }
         self.add_workers();
         Ok(Collection::new(info))
     }
@@ -323,7 +422,9 @@ impl Runtime {
     ) -> Result<Collection<S>, Error> {
         let coll = self.collection(name, mapping, init)?;
         let codec = StateCodec { encode: crate::wire::encode::<S>, decode: crate::wire::decode::<S> };
-        self.engine.codecs.register(coll.info.id as u32, codec);
+        for engine in self.engines() {
+            engine.codecs.register(coll.info.id as u32, codec);
+        }
         self.add_workers_at_least(coll.len());
         Ok(coll)
     }
@@ -341,7 +442,7 @@ impl Runtime {
     /// [`Runtime::movable_collection`] ([`ErrorKind::Usage`]). If the move does not
     /// complete within two minutes ([`ErrorKind::Failed`]).
     pub fn migrate<S>(&self, coll: &Collection<S>, index: usize, to: usize) -> Result<(), Error> {
-        self.engine.move_threads(&coll.info, &[(index, to)])
+        self.migrate_each(coll, &[(index, to)])
     }
 
     /// As [`Runtime::migrate`] for each `(index, rank)` of `moves`, all at once: returns
@@ -350,6 +451,9 @@ impl Runtime {
     /// # Errors
     /// As [`Runtime::migrate`], for any of the moves; nothing moves if one is refused.
     pub fn migrate_each<S>(&self, coll: &Collection<S>, moves: &[(usize, usize)]) -> Result<(), Error> {
+        if self.sim.is_some() {
+            return Err(Error::new(ErrorKind::Usage, "dps simulator: moving threads is not simulated"));
+        }
         self.engine.move_threads(&coll.info, moves)
     }
 
@@ -373,7 +477,7 @@ impl Runtime {
             )));
         }
         let moves: Vec<(usize, usize)> = ranks.into_iter().enumerate().collect();
-        self.engine.move_threads(&coll.info, &moves)
+        self.migrate_each(coll, &moves)
     }
 
     /// The number of threads a collection mapped by `mapping` would have.
@@ -395,8 +499,13 @@ impl Runtime {
         let id = self.engine.registry.graph_count();
         let imp = Arc::new(graph::build(id, name, path.into())?);
         // Registered before agreeing: once rank 0 has agreed, tokens may arrive at once.
-        self.engine.registry.add_graph(imp.clone());
-        collectives::agree_on_graph(&self.engine, id as u32, &imp.description)?;
+        for engine in self.engines() {
+            engine.registry.add_graph(imp.clone());
+        }
+        // The virtual ranks of a simulation share the one graph built here.
+        if self.sim.is_none() {
+            collectives::agree_on_graph(&self.engine, id as u32, &imp.description)?;
+        }
         Ok(Graph::new(imp))
     }
 
@@ -415,7 +524,13 @@ impl Runtime {
         let ctx = Ctx { call_rank: self.engine.rank as u32, call, frames: Vec::new() };
         let entry: &Entry<usize> = &g.entry;
         self.engine.forward(g, Some(entry), Box::new(input), ctx);
-        Pending { rx, transport: self.engine.transport(), decode: g.decode_out, _out: std::marker::PhantomData }
+        Pending {
+            rx,
+            transport: self.engine.transport(),
+            sim: self.sim.clone(),
+            decode: g.decode_out,
+            _out: std::marker::PhantomData,
+        }
     }
 
     /// Ends the runtime on this rank. Collective: each rank calls it once its own calls are
@@ -432,6 +547,19 @@ impl Runtime {
         if self.finished {
             return Ok(());
         }
+        if let Some(sim) = &self.sim {
+            // What is still in flight (credits, closes) completes; a failure was reported
+            // by the call it ended.
+            let _ = sim.run(|| false);
+            self.finished = true;
+            let all: Vec<String> = sim.engines().iter().map(|e| e.tracer.take()).collect();
+            return match self.trace.take() {
+                Some(file) if self.engine.tracer.is_enabled() => {
+                    file.write(&all).map_err(|e| Error::new(ErrorKind::Io, format!("dps: trace: {e}")))
+                }
+                _ => Ok(()),
+            };
+        }
         collectives::shut_down_together(&self.engine, timeout)?;
         self.finished = true;
         let trace_result = self.collect_trace();
@@ -443,6 +571,14 @@ impl Runtime {
         failure::disarm();
         drop(self.universe.take());
         trace_result
+    }
+
+    /// Every engine of this process: the virtual ranks of a simulation, or this rank's.
+    fn engines(&self) -> &[Arc<Engine>] {
+        match &self.sim {
+            Some(sim) => sim.engines(),
+            None => std::slice::from_ref(&self.engine),
+        }
     }
 
     fn collect_trace(&mut self) -> Result<(), Error> {
@@ -495,4 +631,9 @@ impl Drop for Runtime {
         self.finished = true;
         self.stop_workers();
     }
+}
+
+/// This host's name (the kernel's), or `localhost`.
+fn this_host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").map_or_else(|_| "localhost".into(), |h| h.trim().to_string())
 }

@@ -64,7 +64,12 @@ impl Event {
     }
 }
 
+/// Now, µs: the simulated time on the thread that runs a simulation (`simclock`), else the
+/// wall clock since the epoch.
 fn now_us() -> f64 {
+    if let Some(ns) = crate::simclock::now_ns() {
+        return ns as f64 / 1e3;
+    }
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64() * 1e6).unwrap_or(0.0)
 }
 

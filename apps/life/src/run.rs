@@ -9,6 +9,7 @@ use anyhow::{bail, Result};
 use clap::{Parser, ValueEnum};
 use dps::{Runtime, RuntimeArgs};
 use dps_harness::options::{Check, Output, Seed};
+use dps_harness::simulate::{Simulate, Support};
 use dps_harness::{bad_input, median, Common, OutputFile};
 
 use crate::graph::{self, Band, Graphs, Layout, Rect, RegionRequest, Schedule, Step};
@@ -127,6 +128,32 @@ pub struct Args {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub runtime: RuntimeArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub sim: Simulate,
+}
+
+/// What the simulator supports of dps-life: direct execution only.
+const SIMULATION: Support = Support {
+    program: "dps-life",
+    modes: &[],
+    why_not: "its kernel is not marked for skipping, and the band exchange carries the cells themselves",
+    kernels: &[],
+};
+
+/// The options a simulated run cannot have, refused before any work.
+fn check_simulation(args: &Args) -> Result<()> {
+    let Some(p) = args.sim.simulate else { return Ok(()) };
+    if args.variant == Variant::Serial {
+        bad_input!("--simulate {p}: the serial variant runs no DPS graph to simulate");
+    }
+    if args.view.is_some() {
+        bad_input!("--simulate {p}: --view runs a client program on the last rank, which the simulator does not run");
+    }
+    if args.compare_serial {
+        bad_input!("--simulate {p}: --compare-serial times the serial kernel for real, against a predicted time");
+    }
+    Ok(())
 }
 
 fn variant_name(v: Variant) -> String {
@@ -152,11 +179,12 @@ fn step_depth(args: &Args, rows: usize, what: &str) -> Result<usize> {
 /// Bad options or input (a [`dps_harness::BadInput`], before any work), a failed call, a
 /// failed output, or a failed verification.
 pub fn run(args: &Args) -> Result<()> {
+    check_simulation(args)?;
     let mut input = dps_harness::input(input::check(args))?;
     if args.variant == Variant::Serial {
         return run_serial(args, input);
     }
-    let rt = args.runtime.start()?;
+    let rt = args.sim.start(&args.runtime, &SIMULATION)?;
     // Every rank opened --out to check it; rank 0 writes it.
     let out = input.out.take().filter(|_| rt.is_root());
     let ranks = rt.ranks();
@@ -399,10 +427,10 @@ impl Sim<'_> {
         let depth = (self.depth as u64).min(budget);
         let steps = if schedule == Schedule::Overlap { (self.steps_per_call as u64).min(budget / depth) } else { 1 };
         let step = Step { generation: self.done, depth: depth as usize, end: self.done + steps * depth };
-        let start = Instant::now();
+        let start = self.rt.stopwatch();
         self.rt.call(self.graphs.generation(schedule), step)?;
         let generations = steps * depth;
-        let per_generation = start.elapsed().as_secs_f64() / generations as f64;
+        let per_generation = start.seconds() / generations as f64;
         self.done += generations;
         self.progress.set_position(self.done);
         if snapshot.is_some_and(|k| self.done.is_multiple_of(k)) {

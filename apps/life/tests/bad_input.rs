@@ -339,3 +339,28 @@ fn bad_input_seen_only_by_another_rank_is_printed_by_it() {
     assert!(job.stderr.contains("rank 1: --random 10000000 10000000 needs"), "{}", job.stderr);
     assert!(!job.stderr.contains("panicked"), "{}", job.stderr);
 }
+
+#[test]
+fn bad_simulations_are_refused_once_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("platform.toml");
+    std::fs::write(&good, dps_harness::simulate::made_up_platform().to_toml()).unwrap();
+    let good = good.to_str().unwrap();
+    check_table(
+        Path::new(BIN),
+        &[
+            case(&["--random", "64", "64", "--simulate", "0", "--platform", good], 2, &["--simulate 0"]),
+            case(
+                &["--random", "64", "64", "--simulate", "2", "--sim-mode", "pdexec", "--platform", good],
+                2,
+                &["--sim-mode pdexec", "dps-life", "--sim-mode de"],
+            ),
+            case(&["--random", "64", "64", "--simulate", "2", "--view", "8x8", "--platform", good], 2, &["--view"]),
+            case(
+                &["--random", "64", "64", "--simulate", "2", "--compare-serial", "--platform", good],
+                2,
+                &["--compare-serial"],
+            ),
+        ],
+    );
+}

@@ -77,12 +77,25 @@ fn block_width(args: &Args, n: usize, file_bytes: u64) -> Result<Choice> {
                 let (rank0, other) = memory_need(args, n, r, file_bytes);
                 grain::fits_in_half_the_node(rank0, other, on_node)
             };
-            Ok(grain::lu_block(&grain::DEV_VM, n, footprint::launched_ranks() as usize, fits))
+            Ok(grain::lu_block(&grain::DEV_VM, n, ranks(args) as usize, fits))
         }
         Some(r) if r > n => bad_input!("--block {r} is larger than the matrix order n = {n}"),
         Some(r) => Ok(Choice { block: r, reason: "--block".into() }),
     }
 }
+
+/// The ranks of the run: launched, or simulated (`--simulate P`).
+fn ranks(args: &Args) -> u64 {
+    args.run.sim.simulate.map_or_else(footprint::launched_ranks, |p| p.max(1) as u64)
+}
+
+/// What the simulator supports of dps-lu: direct execution only.
+const SIMULATION: dps_harness::simulate::Support = dps_harness::simulate::Support {
+    program: "dps-lu",
+    modes: &[],
+    why_not: "each panel's pivots decide the row swaps, and its kernels are not marked for skipping",
+    kernels: &[],
+};
 
 /// Bytes the run needs on rank 0 and on every other rank, from the options alone.
 /// `file_bytes` is what reading the file allocates (every rank reads it).
@@ -95,7 +108,7 @@ fn memory_need(args: &Args, n: usize, r: usize, file_bytes: u64) -> (u64, u64) {
         // The source, and a fresh copy factored in place per repetition.
         return (source.saturating_add(m), 0);
     }
-    let ranks = footprint::launched_ranks();
+    let ranks = ranks(args);
     let blocks = n.div_ceil(r) as u64;
     // Column blocks owned by a rank, plus panels in flight (a few per rank).
     let owned = footprint::block(n, r).saturating_mul(blocks.div_ceil(ranks));
@@ -162,6 +175,9 @@ fn singular(info: i32) -> anyhow::Error {
 /// # Errors
 /// Bad options or input (before any work), a singular matrix, or a failed check.
 pub fn run(args: &Args) -> Result<()> {
+    if args.run.sim.simulate.is_some() && args.variant == Variant::Serial {
+        bad_input!("--simulate: the serial variant runs no DPS graph to simulate");
+    }
     let (n, choice, src) = source(args)?;
     let r = choice.block;
     let variant = args.variant.to_possible_value().expect("every variant has a name").get_name().to_string();
@@ -182,7 +198,11 @@ pub fn run(args: &Args) -> Result<()> {
         return dps_harness::print_record(&Record::new(common, n, &choice, args.run.repeat.reps), args.run.output.json);
     }
     let how = if args.variant == Variant::Stream { Pipelining::Stream } else { Pipelining::MergeSplit };
-    let rt = args.run.runtime.start()?;
+    if args.run.sim.simulate.is_some() {
+        // A rank's BLAS runs one thread (scripts/mpirun says so); DE measures this thread's CPU time.
+        dps_dense::blas::set_threads(1);
+    }
+    let rt = args.run.sim.start(&args.run.runtime, &SIMULATION)?;
     let main = rt.collection("main", "0", |_| ())?;
     let threads = rt.threads_in(&args.run.map.map)?;
     let columns = rt.collection("columns", &args.run.map.map, |t| Columns::new(n, r, src.clone(), t, threads))?;
@@ -197,10 +217,10 @@ pub fn run(args: &Args) -> Result<()> {
             if rep > 0 {
                 rt.call(&graphs.reload, ())?;
             }
-            let t = Instant::now();
+            let t = rt.stopwatch();
             rt.call(&graphs.factor, ())?;
             (ipiv, info) = rt.call(&graphs.finish, ())?;
-            times.push(t.elapsed().as_secs_f64());
+            times.push(t.seconds());
         }
         let common = Common::new("lu", &variant, rt.ranks(), threads, median(&times[args.run.repeat.warmup..]), None)
             .bound_by(&rt);

@@ -102,3 +102,24 @@ fn verified_is_true_only_for_a_finite_small_residual_and_matching_pivots() {
     assert!(!passes(&Check { residual: f64::NAN, pivots_match: true }), "a NaN residual passed");
     assert!(!passes(&Check { residual: f64::INFINITY, pivots_match: true }));
 }
+
+#[test]
+fn bad_simulations_are_refused_once_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("none.toml");
+    check_table(
+        Path::new(BIN),
+        &[
+            case(
+                &["--n", "64", "--simulate", "2", "--sim-mode", "pdexec"],
+                2,
+                &["--sim-mode pdexec", "dps-lu", "pivots"],
+            ),
+            case(
+                &["--n", "64", "--simulate", "2", "--platform", missing.to_str().unwrap()],
+                2,
+                &["platform file", "not found", "dps-bench calibrate --out"],
+            ),
+        ],
+    );
+}

@@ -5,10 +5,11 @@ use std::time::Instant;
 
 use anyhow::{bail, Result};
 use clap::{Parser, ValueEnum};
-use dps::Runtime;
+use dps::{Runtime, SimMode};
 use dps_dense::footprint;
 use dps_dense::grain::{self, Choice};
 use dps_harness::options::Timed;
+use dps_harness::simulate::Support;
 use dps_harness::{bad_input, median, Common, FiniteOrText};
 
 use crate::graph::{self, Graphs, Master};
@@ -89,7 +90,7 @@ impl Args {
 
     /// The cost model's block for this run (see [`Args::block_size`]).
     fn default_block(&self) -> Choice {
-        let ranks = footprint::launched_ranks();
+        let ranks = self.ranks();
         let on_node = dps_harness::memory::ranks_on_this_node();
         let fits = |bs| {
             let (rank0, other) = self.memory_need(bs);
@@ -98,13 +99,18 @@ impl Args {
         grain::matmul_block(&grain::DEV_VM, self.n, ranks as usize, fits)
     }
 
+    /// The ranks of the run: launched, or simulated (`--simulate P`).
+    fn ranks(&self) -> u64 {
+        self.run.sim.simulate.map_or_else(footprint::launched_ranks, |p| p.max(1) as u64)
+    }
+
     /// Bytes the run needs on rank 0 and on every other rank, from the options alone.
     pub fn memory_need(&self, bs: usize) -> (u64, u64) {
         let (n, m) = (self.n, footprint::matrix(self.n));
         if self.variant == Variant::Serial {
             return (m.saturating_mul(3), 0); // A, B and C
         }
-        let ranks = footprint::launched_ranks();
+        let ranks = self.ranks();
         let p = kernel::blocks(n, bs) as u64;
         // Jobs in flight: the default window is 2 per worker, one worker per rank by default.
         let window = self.window.map_or(2 * ranks, |w| w as u64);
@@ -124,10 +130,20 @@ impl Args {
     }
 }
 
-fn timed(f: impl FnOnce() -> Result<()>) -> Result<f64> {
-    let t = Instant::now();
+/// What the simulator supports of dps-matmul: every mode (the control flow never depends
+/// on the values), the products charged as gemm calls.
+const SIMULATION: Support = Support {
+    program: "dps-matmul",
+    modes: &[SimMode::De, SimMode::Pdexec],
+    why_not: "noalloc is not implemented (the tokens would carry sizes instead of blocks)",
+    kernels: &["gemm"],
+};
+
+/// The time of `f` on the runtime's clock (simulated under --simulate).
+fn timed(rt: &Runtime, f: impl FnOnce() -> Result<()>) -> Result<f64> {
+    let t = rt.stopwatch();
     f()?;
-    Ok(t.elapsed().as_secs_f64())
+    Ok(t.seconds())
 }
 
 /// Runs the program; returns the exit code.
@@ -138,13 +154,36 @@ pub fn run(args: &Args) -> Result<()> {
     let choice = args.block_size()?;
     let bs = choice.block;
     let (rank0, other) = args.memory_need(bs);
-    dps_harness::check_memory(&format!("--n {}", args.n), rank0, other)?;
+    match args.run.sim.simulate {
+        // Every virtual rank lives in this process.
+        Some(p) => dps_harness::check_memory(
+            &format!("--n {} --simulate {p}", args.n),
+            rank0.saturating_add(other.saturating_mul(p.saturating_sub(1) as u64)),
+            0,
+        )?,
+        None => dps_harness::check_memory(&format!("--n {}", args.n), rank0, other)?,
+    }
+    if args.run.sim.simulate.is_some() {
+        if args.variant == Variant::Serial {
+            bad_input!("--simulate: the serial variant runs no DPS graph to simulate");
+        }
+        if args.run.check.verify && args.run.sim.mode() != SimMode::De {
+            bad_input!(
+                "--verify: --sim-mode {} skips the products, so there is no result to verify; use --sim-mode de",
+                args.run.sim.mode().name()
+            );
+        }
+    }
     dps_harness::options::check_trace(&args.run.runtime)?;
     let n = args.n;
     if args.variant == Variant::Serial {
         return run_serial(args, &choice);
     }
-    let rt = args.run.runtime.start()?;
+    if args.run.sim.simulate.is_some() {
+        // A rank's BLAS runs one thread (scripts/mpirun says so); DE measures this thread's CPU time.
+        dps_dense::blas::set_threads(1);
+    }
+    let rt = args.run.sim.start(&args.run.runtime, &SIMULATION)?;
     let main = rt.collection("main", "0", |_| Master::new(n, bs, args.run.seed.seed))?;
     let workers = rt.collection("workers", &args.run.map.map, |_| graph::worker(n))?;
     let window = args.window.unwrap_or(2 * workers.len());
@@ -166,16 +205,18 @@ fn report(args: &Args, rt: &Runtime, g: &Graphs, choice: &Choice, threads: usize
             (seconds, phased, pipelined, ratios) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         }
         match args.variant {
-            Variant::Pipelined => seconds.push(timed(|| rt.call(&g.pipelined, ()).map(|_| ()).map_err(Into::into))?),
-            Variant::Farm => seconds.push(timed(|| rt.call(&g.farm, ()).map(|_| ()).map_err(Into::into))?),
+            Variant::Pipelined => {
+                seconds.push(timed(rt, || rt.call(&g.pipelined, ()).map(|_| ()).map_err(Into::into))?)
+            }
+            Variant::Farm => seconds.push(timed(rt, || rt.call(&g.farm, ()).map(|_| ()).map_err(Into::into))?),
             Variant::Phased | Variant::Compare => {
-                let t1 = timed(|| rt.call(&g.distribute, ()).map(|_| ()).map_err(Into::into))?;
-                let t2 = timed(|| rt.call(&g.compute, ()).map(|_| ()).map_err(Into::into))?;
-                let t3 = timed(|| rt.call(&g.gather, ()).map(|_| ()).map_err(Into::into))?;
+                let t1 = timed(rt, || rt.call(&g.distribute, ()).map(|_| ()).map_err(Into::into))?;
+                let t2 = timed(rt, || rt.call(&g.compute, ()).map(|_| ()).map_err(Into::into))?;
+                let t3 = timed(rt, || rt.call(&g.gather, ()).map(|_| ()).map_err(Into::into))?;
                 phased.push(t1 + t2 + t3);
                 ratios.push((t1 + t3) / t2);
                 if args.variant == Variant::Compare {
-                    pipelined.push(timed(|| rt.call(&g.pipelined, ()).map(|_| ()).map_err(Into::into))?);
+                    pipelined.push(timed(rt, || rt.call(&g.pipelined, ()).map(|_| ()).map_err(Into::into))?);
                 }
             }
             Variant::Serial => unreachable!("handled before the runtime starts"),

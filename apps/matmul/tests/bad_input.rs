@@ -40,3 +40,71 @@ fn bad_options_are_refused_once_with_exit_2() {
         ],
     );
 }
+
+/// Platform files for the simulator rows: good, of another version, of another host,
+/// without the gemm table.
+fn platforms(dir: &Path) -> [String; 4] {
+    let write = |name: &str, edit: &dyn Fn(&mut dps_model::platform::Platform)| {
+        let mut p = dps_harness::simulate::made_up_platform();
+        edit(&mut p);
+        p.seal();
+        let path = dir.join(name);
+        std::fs::write(&path, p.to_toml()).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    [
+        write("good.toml", &|_| {}),
+        write("old.toml", &|p| p.header.dps_version = "0.0.0".into()),
+        write("elsewhere.toml", &|p| p.header.hosts = vec!["some-other-host".into()]),
+        write("no-gemm.toml", &|p| p.kernels.clear()),
+    ]
+}
+
+#[test]
+fn bad_simulations_are_refused_once_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let [good, old, elsewhere, no_gemm] = platforms(dir.path());
+    let missing = dir.path().join("none.toml");
+    let missing = missing.to_str().unwrap();
+    check_table(
+        Path::new(BIN),
+        &[
+            case(&["--n", "64", "--simulate", "0", "--platform", &good], 2, &["--simulate 0", "at least one rank"]),
+            case(
+                &["--n", "64", "--simulate", "2", "--platform", missing],
+                2,
+                &["platform file", "not found", "dps-bench calibrate --out"],
+            ),
+            case(
+                &["--n", "64", "--simulate", "2", "--platform", &old],
+                2,
+                &["made by dps 0.0.0", "dps-bench calibrate"],
+            ),
+            case(
+                &["--n", "64", "--simulate", "2", "--platform", &elsewhere],
+                2,
+                &["not on this host", "dps-bench calibrate"],
+            ),
+            case(
+                &["--n", "64", "--simulate", "2", "--sim-mode", "pdexec", "--platform", &no_gemm],
+                2,
+                &["no cost table for kernel 'gemm'", "dps-bench calibrate"],
+            ),
+            case(
+                &["--n", "64", "--simulate", "2", "--sim-mode", "noalloc", "--platform", &good],
+                2,
+                &["--sim-mode noalloc", "dps-matmul"],
+            ),
+            case(
+                &["--n", "64", "--simulate", "2", "--sim-mode", "pdexec", "--verify", "--platform", &good],
+                2,
+                &["--verify", "pdexec", "--sim-mode de"],
+            ),
+            case(&["--n", "64", "--simulate", "2", "--sim-cores", "0", "--platform", &good], 2, &["--sim-cores 0"]),
+            case(&["--n", "64", "--simulate", "2", "--variant", "serial", "--platform", &good], 2, &["serial"]),
+            case(&["--n", "64", "--sim-mode", "de"], 2, &["--simulate"]),
+            case_on(2, &["--n", "64", "--simulate", "2", "--platform", &good], 2, &["without mpirun"]),
+            case(&["--n", "64", "--simulate", "3", "--verify", "--platform", &good], 0, &[]),
+        ],
+    );
+}

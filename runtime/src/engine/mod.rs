@@ -24,7 +24,7 @@ mod registry;
 mod schedule;
 mod thread;
 
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock, Weak};
 
 pub(crate) use calls::CallResult;
 pub(crate) use messages::{Control, Ctx, Header, InstanceId, Payload, ThreadAddr};
@@ -71,6 +71,15 @@ pub(crate) struct Engine {
     pub(crate) activity: Arc<Activity>,
     transport: RwLock<Option<Arc<dyn Transport>>>,
     pub(crate) tracer: Tracer,
+    /// Under simulation, where posts go instead of the queues and the transport.
+    sim: OnceLock<Weak<dyn SimPost>>,
+}
+
+/// The simulator as an engine sees it (see `sim`): it takes every message an engine posts
+/// and delivers it, in simulated time, with [`Engine::deliver`].
+pub(crate) trait SimPost: Send + Sync {
+    /// A message from rank `from` to rank `to`; `bytes`: its size on the wire (0 on one rank).
+    fn post(&self, from: usize, to: usize, header: Header, payload: Option<Payload>, bytes: usize);
 }
 
 impl Engine {
@@ -87,7 +96,13 @@ impl Engine {
             activity: Arc::default(),
             transport: RwLock::new(None),
             tracer: Tracer::default(),
+            sim: OnceLock::new(),
         }
+    }
+
+    /// Makes this engine a virtual rank of a simulation: its posts go to `sim`.
+    pub(crate) fn set_sim(&self, sim: Weak<dyn SimPost>) {
+        let _ = self.sim.set(sim);
     }
 
     pub(crate) fn set_transport(&self, t: Option<Arc<dyn Transport>>) {
@@ -100,6 +115,9 @@ impl Engine {
 
     /// Sends a message to `rank`: moved into a local queue, or encoded for the transport.
     pub(crate) fn post(&self, rank: usize, header: Header, payload: Option<(AnyToken, Encoder)>) {
+        if let Some(sim) = self.sim.get().and_then(Weak::upgrade) {
+            return self.post_simulated(&*sim, rank, header, payload);
+        }
         if rank == self.rank {
             self.dispatch(header, payload.map(|(t, _)| Payload::Local(t)), false);
             return;
@@ -115,6 +133,51 @@ impl Engine {
             Some(t) => t.send(rank, bytes, token),
             None => panic!("dps: no transport to reach rank {rank}"),
         }
+    }
+
+    /// A post under simulation. A token for another rank is encoded only to learn its size
+    /// on the wire; the token itself travels (decoding it back would copy every bulk).
+    fn post_simulated(&self, sim: &dyn SimPost, rank: usize, header: Header, payload: Option<(AnyToken, Encoder)>) {
+        if rank == self.rank {
+            sim.post(self.rank, rank, header, payload.map(|(t, _)| Payload::Local(t)), 0);
+            return;
+        }
+        let token = payload.map(|(t, encode)| encode(t));
+        let header_bytes = bincode::serialized_size(&header).expect("dps: header encoding") as usize;
+        let bytes = header_bytes
+            + token.as_ref().map_or(0, |t| t.bytes.len() + t.bulks_out.iter().map(|b| b.len).sum::<usize>());
+        self.tracer.message(rank, bytes);
+        let token = token.map(|t| Payload::Local(t.keep.expect("dps: an encoded token keeps its value")));
+        sim.post(self.rank, rank, header, token, bytes);
+    }
+
+    /// Delivers a message the simulator took from [`SimPost::post`], at its arrival time.
+    pub(crate) fn deliver(&self, header: Header, payload: Option<Payload>) {
+        self.dispatch(header, payload, false);
+    }
+
+    /// Simulation: a cell ready to run, if any.
+    pub(crate) fn sim_take(&self) -> Option<Arc<ThreadCell>> {
+        self.scheduler.try_take()
+    }
+
+    /// Simulation: runs one message of `cell` (from [`Engine::sim_take`]), which stays
+    /// scheduled until [`Engine::sim_release`]; a panic is returned as its description.
+    pub(crate) fn sim_run(&self, cell: &Arc<ThreadCell>) -> Result<(), String> {
+        let mut failed = Ok(());
+        self.scheduler.run_one(cell, |body, env| {
+            let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body.handle(self, env)));
+            if let Err(payload) = run {
+                let described = failure::take_last_panic();
+                failed = Err(described.unwrap_or_else(|| failure::describe_panic(&failure::panic_message(&*payload))));
+            }
+        });
+        failed
+    }
+
+    /// Simulation: the operation on `cell` is over (in simulated time).
+    pub(crate) fn sim_release(&self, cell: &Arc<ThreadCell>) {
+        self.scheduler.release(cell);
     }
 
     /// Called by the transport for every frame received.

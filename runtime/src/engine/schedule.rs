@@ -90,8 +90,28 @@ impl<M, B> Scheduler<M, B> {
         None
     }
 
+    /// Simulation: the next cell on the ready queue, without waiting.
+    pub(crate) fn try_take(&self) -> Option<Arc<Cell<M, B>>> {
+        loop {
+            match self.rx.try_recv() {
+                Ok(Some(cell)) => return Some(cell),
+                Ok(None) => continue,
+                Err(_) => return None,
+            }
+        }
+    }
+
+    /// Simulation: handles one message of `cell`, taken from the ready queue; the cell stays
+    /// scheduled (its operation lasts until the simulator [`release`](Scheduler::release)s it).
+    pub(crate) fn run_one(&self, cell: &Arc<Cell<M, B>>, handle: impl FnOnce(&mut B, M)) {
+        let msg = cell.queue.lock().unwrap().pop_front();
+        if let Some(msg) = msg {
+            handle(&mut cell.body(), msg);
+        }
+    }
+
     /// Gives up `cell` after running it, scheduling it again if messages are waiting.
-    fn release(&self, cell: &Arc<Cell<M, B>>) {
+    pub(crate) fn release(&self, cell: &Arc<Cell<M, B>>) {
         if !cell.queue.lock().unwrap().is_empty() {
             let _ = self.tx.send(Some(cell.clone()));
             return;

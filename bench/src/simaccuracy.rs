@@ -1,0 +1,272 @@
+//! `dps-bench sim-accuracy --platform FILE`: the simulator against reality (issue 14,
+//! point 3; seed 003's validation). Each point (matmul pipelined and phased, LU stream and
+//! merge-split at several block sizes, Life) runs for real on 1 and 2 ranks under mpirun,
+//! then in the simulator on as many virtual ranks, in DE and, where the app supports it,
+//! PDEXEC; the error of a prediction is `(predicted − measured) / measured`. Printed: a
+//! markdown table per point, then the fraction of points within ±4 / ±6 / ±12 % beside
+//! seed 003's 71.4 / 81.6 / >95 % (168 runs), the issue's floor (70 % of the 2-rank points
+//! within ±10 %), and whether the predictions rank the block sizes and variants as the
+//! measurements do.
+//!
+//! A run's time is its record's `seconds` (the median of `--reps` after a warm-up): the
+//! same field a simulated run fills with its prediction.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use dps_harness::launch::{Job, Launcher};
+use dps_model::platform::Platform;
+
+/// Options of `sim-accuracy`.
+#[derive(clap::Args, Debug)]
+pub(crate) struct Args {
+    /// The platform file the simulations read (`dps-bench calibrate --out FILE`).
+    #[arg(long)]
+    platform: PathBuf,
+    /// Timed repetitions per run (the median is kept), after one warm-up.
+    #[arg(long, default_value_t = 3)]
+    reps: usize,
+    /// Fewer points (one block size per app), for a quick look.
+    #[arg(long)]
+    quick: bool,
+}
+
+/// One configuration of one app.
+struct Point {
+    app: &'static str,
+    variant: &'static str,
+    /// The size options (`--n`, `--block`, ...).
+    size: Vec<String>,
+    /// What the table calls the size.
+    label: String,
+    /// Whether the app simulates it in PDEXEC.
+    pdexec: bool,
+}
+
+fn points(quick: bool) -> Vec<Point> {
+    let words = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+    let mut out = Vec::new();
+    // Sizes of a few tenths of a second per run on one core: long enough to stand above
+    // the noise of a shared machine, short enough for the main job.
+    let blocks: &[usize] = if quick { &[256] } else { &[128, 256] };
+    for &b in blocks {
+        for variant in ["pipelined", "phased"] {
+            let size = words(&format!("--n 1536 --block {b}"));
+            out.push(Point { app: "dps-matmul", variant, size, label: format!("n=1536 block={b}"), pdexec: true });
+        }
+        for variant in ["stream", "merge-split"] {
+            let size = words(&format!("--n 2048 --block {b}"));
+            out.push(Point { app: "dps-lu", variant, size, label: format!("n=2048 block={b}"), pdexec: false });
+        }
+    }
+    let size = words("--random 4096 4096 --generations 128");
+    out.push(Point { app: "dps-life", variant: "overlap", size, label: "4096² 128 gen.".into(), pdexec: false });
+    out
+}
+
+/// A point's results on one rank count.
+struct Row<'a> {
+    point: &'a Point,
+    ranks: usize,
+    measured: f64,
+    de: f64,
+    /// The simulator's own wall time for the DE run, seconds.
+    de_wall: f64,
+    /// The simulator's peak resident memory in the DE run, bytes.
+    de_rss: Option<u64>,
+    pdexec: Option<f64>,
+}
+
+fn err(predicted: f64, measured: f64) -> f64 {
+    (predicted - measured) / measured
+}
+
+/// What a run reported: its record's `seconds`, the launch's wall time, the simulator's
+/// peak memory (simulated runs).
+struct Ran {
+    seconds: f64,
+    wall: f64,
+    rss: Option<u64>,
+}
+
+/// Runs `app` (from `bin`) with `point`'s options and `extra`.
+fn seconds(bin: &Path, point: &Point, launcher: Launcher, ranks: usize, extra: &[String], reps: usize) -> Result<Ran> {
+    let mut args: Vec<String> = point.size.clone();
+    args.extend(["--variant".into(), point.variant.into(), "--json".into()]);
+    // Life's --warmup counts generations; the dense apps repeat whole runs.
+    if point.app == "dps-life" {
+        args.extend(["--warmup".into(), "8".into()]);
+    } else {
+        args.extend(["--warmup".into(), "1".into(), "--reps".into(), reps.to_string()]);
+    }
+    args.extend(extra.iter().cloned());
+    let job = Job::new(bin.join(point.app)).launcher(launcher).ranks(ranks).args(&args).timeout_s(300);
+    let done = job.output()?;
+    if !done.status.success() {
+        bail!("{} failed ({}): {}", job.display(), done.status, done.stderr.trim());
+    }
+    let line = done
+        .stdout
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .with_context(|| format!("{}: no JSON record", job.display()))?;
+    let record: serde_json::Value =
+        serde_json::from_str(line).with_context(|| format!("{}: bad JSON record", job.display()))?;
+    let s = record["seconds"].as_f64().filter(|s| s.is_finite() && *s > 0.0);
+    let seconds = s.with_context(|| format!("{}: no positive seconds in {line}", job.display()))?;
+    Ok(Ran { seconds, wall: done.elapsed.as_secs_f64(), rss: record["sim_peak_rss_bytes"].as_u64() })
+}
+
+/// Runs the comparison and prints the tables.
+///
+/// # Errors
+/// A bad platform file (before any run: exit 2), or a run that failed.
+pub(crate) fn run(args: &Args) -> Result<()> {
+    Platform::load(&args.platform).map_err(|e| dps_harness::BadInput::new(e.to_string()))?;
+    if args.reps == 0 {
+        dps_harness::bad_input!("--reps must be at least 1");
+    }
+    let bin = std::env::current_exe()?.parent().context("no executable directory")?.to_path_buf();
+    let platform = args.platform.to_string_lossy().into_owned();
+    let points = points(args.quick);
+    let mut rows = Vec::new();
+    for point in &points {
+        for ranks in [1, 2] {
+            let measured = seconds(&bin, point, Launcher::Mpirun, ranks, &[], args.reps)?.seconds;
+            let sim = |mode: &str| -> Vec<String> {
+                ["--simulate", &ranks.to_string(), "--sim-mode", mode, "--platform", &platform]
+                    .map(String::from)
+                    .to_vec()
+            };
+            let de = seconds(&bin, point, Launcher::None, 1, &sim("de"), args.reps)?;
+            let pdexec = if point.pdexec {
+                Some(seconds(&bin, point, Launcher::None, 1, &sim("pdexec"), args.reps)?.seconds)
+            } else {
+                None
+            };
+            rows.push(Row { point, ranks, measured, de: de.seconds, de_wall: de.wall, de_rss: de.rss, pdexec });
+        }
+    }
+    let mut out = report(&rows);
+    out += &scaling(&bin, &platform, args.reps)?;
+    crate::print_out(&out)
+}
+
+/// The thesis's speedup experiments predicted at more ranks than this machine has: the
+/// matmul farm (Fig. 6.6, N = 1000, n = 125) in PDEXEC and pipelined LU (Fig. 6.7,
+/// N = 2000, n = 125) in DE, one core per virtual rank; S(P) = T(1)/T(P).
+fn scaling(bin: &Path, platform: &str, reps: usize) -> Result<String> {
+    let mut out = String::from(
+        "\n### Predicted speedups at more ranks (one core per virtual rank)\n\n\
+         | app | P | predicted (s) | predicted S(P) | published |\n|---|---:|---:|---:|---|\n",
+    );
+    let words = |s: &str| s.split_whitespace().map(str::to_string).collect::<Vec<_>>();
+    let cases = [
+        (
+            "dps-matmul",
+            "farm",
+            "--n 1000 --block 125",
+            "pdexec",
+            &[1usize, 2, 4, 8, 16, 20][..],
+            20,
+            "S(20) = 18.8 (SPARC 20 + FDDI)",
+        ),
+        ("dps-lu", "stream", "--n 2000 --block 125", "de", &[1, 2, 4, 8, 10][..], 10, "S(10) = 8.38 (SPARC 20 + FDDI)"),
+    ];
+    for (app, variant, size, mode, ps, at, published) in cases {
+        let point = Point { app, variant, size: words(size), label: size.into(), pdexec: mode == "pdexec" };
+        let mut one = None;
+        for &p in ps {
+            let extra = ["--simulate", &p.to_string(), "--sim-mode", mode, "--sim-cores", "1", "--platform", platform]
+                .map(String::from);
+            let t = seconds(bin, &point, Launcher::None, 1, &extra, reps)?.seconds;
+            let t1 = *one.get_or_insert(t);
+            let shown = if p == at { published } else { "" };
+            out += &format!("| {app} {variant} {size} ({mode}) | {p} | {t:.4} | {:.2} | {shown} |\n", t1 / t);
+        }
+    }
+    Ok(out)
+}
+
+fn pct(x: f64) -> String {
+    format!("{:+.1} %", 100.0 * x)
+}
+
+/// The per-point table and the summary.
+fn report(rows: &[Row]) -> String {
+    let mut out = String::from(
+        "| app | variant | size | ranks | measured (s) | DE (s) | DE err | PDEXEC (s) | PDEXEC err | DE simulator wall (s) | DE simulator peak RSS (MiB) |\n\
+         |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    for r in rows {
+        let (pd, pd_err) =
+            r.pdexec.map_or(("—".into(), "—".into()), |p| (format!("{p:.4}"), pct(err(p, r.measured))));
+        out += &format!(
+            "| {} | {} | {} | {} | {:.4} | {:.4} | {} | {pd} | {pd_err} | {:.2} | {} |\n",
+            r.point.app,
+            r.point.variant,
+            r.point.label,
+            r.ranks,
+            r.measured,
+            r.de,
+            pct(err(r.de, r.measured)),
+            r.de_wall,
+            r.de_rss.map_or("—".into(), |b| format!("{:.0}", b as f64 / (1 << 20) as f64))
+        );
+    }
+    let within = |errs: &[f64], bound: f64| {
+        if errs.is_empty() {
+            "—".to_string()
+        } else {
+            let n = errs.iter().filter(|e| e.abs() <= bound).count();
+            format!("{:.1} % ({n}/{})", 100.0 * n as f64 / errs.len() as f64, errs.len())
+        }
+    };
+    out += "\n| predictions | within ±4 % | within ±6 % | within ±12 % | 2-rank points within ±10 % (floor 70 %) |\n|---|---:|---:|---:|---:|\n";
+    let de: Vec<f64> = rows.iter().map(|r| err(r.de, r.measured)).collect();
+    let de2: Vec<f64> = rows.iter().filter(|r| r.ranks == 2).map(|r| err(r.de, r.measured)).collect();
+    let pd: Vec<f64> = rows.iter().filter_map(|r| Some(err(r.pdexec?, r.measured))).collect();
+    let pd2: Vec<f64> = rows.iter().filter(|r| r.ranks == 2).filter_map(|r| Some(err(r.pdexec?, r.measured))).collect();
+    out += &format!(
+        "| DE | {} | {} | {} | {} |\n",
+        within(&de, 0.04),
+        within(&de, 0.06),
+        within(&de, 0.12),
+        within(&de2, 0.10)
+    );
+    out += &format!(
+        "| PDEXEC | {} | {} | {} | {} |\n",
+        within(&pd, 0.04),
+        within(&pd, 0.06),
+        within(&pd, 0.12),
+        within(&pd2, 0.10)
+    );
+    out += "| seed 003 (168 runs) | 71.4 % | 81.6 % | > 95 % | |\n";
+    out += &format!("\n{}\n", rankings(rows));
+    out
+}
+
+/// Whether DE orders what the measurements order: for each app and rank count, the
+/// configurations (variant, block size) from fastest to slowest.
+fn rankings(rows: &[Row]) -> String {
+    let mut lines = Vec::new();
+    let groups: std::collections::BTreeSet<(&str, usize)> = rows.iter().map(|r| (r.point.app, r.ranks)).collect();
+    for (app, ranks) in groups {
+        let group: Vec<&Row> = rows.iter().filter(|r| r.point.app == app && r.ranks == ranks).collect();
+        if group.len() < 2 {
+            continue;
+        }
+        let order = |key: &dyn Fn(&Row) -> f64| {
+            let mut g = group.clone();
+            g.sort_by(|a, b| key(a).total_cmp(&key(b)));
+            g.iter().map(|r| format!("{} {}", r.point.variant, r.point.label)).collect::<Vec<_>>()
+        };
+        let (measured, de) = (order(&|r| r.measured), order(&|r| r.de));
+        let same = if measured == de { "same" } else { "different" };
+        lines.push(format!(
+            "- {app} on {ranks} rank(s): DE ranks the configurations {same} as measured (measured, fastest first: {})",
+            measured.join(", ")
+        ));
+    }
+    lines.join("\n")
+}

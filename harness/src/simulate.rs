@@ -1,0 +1,298 @@
+//! `--simulate P [--sim-mode de|pdexec|noalloc] [--platform FILE] [--sim-cores N]`: run the
+//! program on P virtual ranks in this process ([`dps::Runtime::simulate`]) with the costs
+//! of a platform file (`dps-bench calibrate --out FILE`), and report the predicted time.
+//!
+//! A program flattens [`Simulate`] beside `dps::RuntimeArgs` and starts its runtime with
+//! [`Simulate::start`], which checks everything (P, the mode against what the program
+//! supports, the platform file and the kernels the mode needs) before any work: each
+//! refusal is one line, exit 2. Programs time their work with `rt.stopwatch()`; the record's
+//! [`Common::bound_by`](crate::Common::bound_by) then adds `predicted_seconds`,
+//! `simulated_ranks`, `sim_mode` and the per-rank busy time.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Result;
+use dps::{Runtime, RuntimeArgs, SimMode, SimOptions};
+use dps_model::fit::Segment;
+use dps_model::platform::{Carrier, Header, Kernel, KernelPoint, Link, Machine, Overheads, PathKind, Platform};
+use serde::{Deserialize, Serialize};
+
+use crate::bad_input;
+
+/// Where the platform file is looked for without `--platform`: `$DPS_PLATFORM`, else this
+/// file in the working directory (as `dps-bench tune-farm` does).
+pub const DEFAULT_PLATFORM: &str = "platform.toml";
+
+/// The simulation modes on the command line.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Mode {
+    /// Direct execution: every operation runs and its CPU time is charged.
+    #[default]
+    De,
+    /// The program's kernels are skipped and their calibrated cost charged (deterministic).
+    Pdexec,
+    /// As pdexec, without the data.
+    Noalloc,
+}
+
+impl From<Mode> for SimMode {
+    fn from(m: Mode) -> SimMode {
+        match m {
+            Mode::De => SimMode::De,
+            Mode::Pdexec => SimMode::Pdexec,
+            Mode::Noalloc => SimMode::Noalloc,
+        }
+    }
+}
+
+/// The simulator's options.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct Simulate {
+    /// Simulate the run on P virtual ranks in this process, without MPI (run it without
+    /// mpirun), and report the predicted time (`predicted_seconds`).
+    #[arg(long, value_name = "P")]
+    pub simulate: Option<usize>,
+    /// How the simulator charges operations: `de` measures each one, `pdexec` charges the
+    /// calibrated cost of the kernels and skips them.
+    #[arg(long, value_enum, value_name = "de|pdexec|noalloc", requires = "simulate")]
+    pub sim_mode: Option<Mode>,
+    /// The platform file (`dps-bench calibrate --out FILE`); default $DPS_PLATFORM, else
+    /// platform.toml.
+    #[arg(long, value_name = "FILE", requires = "simulate")]
+    pub platform: Option<PathBuf>,
+    /// Cores of each virtual rank (operations it runs at once); default: this machine's CPUs
+    /// shared among the P ranks, at least 1.
+    #[arg(long, value_name = "N", requires = "simulate")]
+    pub sim_cores: Option<usize>,
+}
+
+/// What a program supports of the simulator.
+#[derive(Debug, Clone, Copy)]
+pub struct Support<'a> {
+    /// The program's name, for messages.
+    pub program: &'a str,
+    /// The modes it supports (DE is always possible).
+    pub modes: &'a [SimMode],
+    /// Why the others are not (the message's end), e.g. "its control flow depends on the data".
+    pub why_not: &'a str,
+    /// The kernels PDEXEC charges (the platform must have their tables).
+    pub kernels: &'a [&'a str],
+}
+
+impl Simulate {
+    /// The mode asked for.
+    pub fn mode(&self) -> SimMode {
+        self.sim_mode.unwrap_or_default().into()
+    }
+
+    /// The platform file's path: `--platform`, else `$DPS_PLATFORM`, else platform.toml.
+    pub fn platform_path(&self) -> PathBuf {
+        self.platform.clone().unwrap_or_else(|| {
+            std::env::var_os("DPS_PLATFORM").map_or_else(|| PathBuf::from(DEFAULT_PLATFORM), PathBuf::from)
+        })
+    }
+
+    /// Starts the runtime: simulated with `--simulate`, else `runtime.start()`.
+    ///
+    /// # Errors
+    /// A bad input (exit 2, before any work): P is 0, the mode is one `support` does not
+    /// list, the platform file is missing, stale, of another machine or version (the
+    /// message names the command that makes one), or lacks a kernel the mode needs; and as
+    /// `RuntimeArgs::start`.
+    pub fn start(&self, runtime: &RuntimeArgs, support: &Support) -> Result<Runtime> {
+        let Some(ranks) = self.simulate else { return Ok(runtime.start()?) };
+        let opts = self.options(ranks, support)?;
+        let mut rt = Runtime::simulate(ranks, opts)?;
+        if let Some(path) = &runtime.trace {
+            rt.trace_to(path).map_err(|e| crate::BadInput::new(format!("--trace {}: {e}", path.display())))?;
+        }
+        Ok(rt)
+    }
+
+    /// The simulator's options from the platform file, checked.
+    fn options(&self, ranks: usize, support: &Support) -> Result<SimOptions> {
+        if ranks == 0 {
+            bad_input!("--simulate 0: at least one rank to simulate");
+        }
+        let launched = ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE"]
+            .iter()
+            .find_map(|v| std::env::var(v).ok()?.parse::<usize>().ok())
+            .unwrap_or(1);
+        if launched > 1 {
+            bad_input!("--simulate {ranks}: the simulator runs in one process; start it without mpirun (here {launched} ranks)");
+        }
+        let mode = self.mode();
+        if mode != SimMode::De && !support.modes.contains(&mode) {
+            bad_input!(
+                "--sim-mode {}: {} cannot be simulated in this mode: {}; use --sim-mode de",
+                mode.name(),
+                support.program,
+                support.why_not
+            );
+        }
+        if self.sim_cores == Some(0) {
+            bad_input!("--sim-cores 0: a virtual rank needs at least one core");
+        }
+        let path = self.platform_path();
+        let platform = Platform::load(&path).map_err(|e| {
+            let from = if self.platform.is_some() { "" } else { "(no --platform given, so the default) " };
+            crate::BadInput::new(format!("--simulate needs a platform file: {from}{e}"))
+        })?;
+        if mode != SimMode::De {
+            if let Some(k) = support.kernels.iter().find(|k| platform.kernel(k).is_err()) {
+                bad_input!(
+                    "platform file {}: no cost table for kernel '{k}', which --sim-mode {} charges; \
+                     recalibrate with `dps-bench calibrate --out {}`",
+                    path.display(),
+                    mode.name(),
+                    path.display()
+                );
+            }
+        }
+        let cpus = platform.header.cpus.max(1) as usize;
+        let intra = platform.link(PathKind::IntraNode, Carrier::Dps).cloned();
+        let inter = platform.link(PathKind::InterNode, Carrier::Dps).cloned().or_else(|| intra.clone());
+        let Some(intra) = intra.or_else(|| inter.clone()) else {
+            if ranks > 1 {
+                bad_input!(
+                    "platform file {}: no DPS link was measured (calibrated on one rank); \
+                     recalibrate with `dps-bench calibrate --ranks 2 --out {}`",
+                    path.display(),
+                    path.display()
+                );
+            }
+            return Ok(self.finish(SimOptions::ideal(mode), cpus, ranks, platform));
+        };
+        let inter = inter.unwrap_or_else(|| intra.clone());
+        let mut opts = SimOptions::ideal(mode);
+        // Ranks fill nodes of this machine's CPU count, one rank per CPU.
+        opts.link = Arc::new(move |a, b, bytes| {
+            let link = if a / cpus == b / cpus { &intra } else { &inter };
+            link.time_us(bytes) * 1e-6
+        });
+        if platform.overheads.measurable {
+            opts.send_overhead_s = platform.overheads.send_us_per_message * 1e-6;
+        }
+        Ok(self.finish(opts, cpus, ranks, platform))
+    }
+
+    fn finish(&self, mut opts: SimOptions, cpus: usize, ranks: usize, platform: Platform) -> SimOptions {
+        opts.cores_per_rank = Some(self.sim_cores.unwrap_or((cpus / ranks.min(cpus)).max(1)));
+        let platform = Arc::new(platform);
+        opts.kernels = Arc::new(move |name, dims, work| platform.kernel(name).ok()?.seconds(dims, work));
+        opts
+    }
+}
+
+/// What a simulated run adds to its record ([`crate::Common`]).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Simulation {
+    /// The simulated time of what the program timed (its `seconds`).
+    pub predicted_seconds: f64,
+    /// Virtual ranks.
+    pub simulated_ranks: usize,
+    /// `de`, `pdexec` or `noalloc`.
+    pub sim_mode: String,
+    /// Per virtual rank, the simulated time its operations took over the whole run.
+    pub sim_busy_seconds: Vec<f64>,
+    /// The simulated time of the whole run (set-up, verification calls and all).
+    pub sim_total_seconds: f64,
+    /// Operations the simulator ran.
+    pub sim_operations: u64,
+    /// Messages between virtual ranks.
+    pub sim_messages: u64,
+    /// The simulator's peak resident memory so far (`VmHWM`), bytes: every virtual rank's
+    /// data lives in this process.
+    pub sim_peak_rss_bytes: Option<u64>,
+}
+
+/// This process's peak resident set (`VmHWM` of /proc/self/status), bytes.
+fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+impl Simulation {
+    /// The simulation of `rt`, if simulated, with `seconds` as the prediction.
+    pub fn of(rt: &Runtime, seconds: f64) -> Option<Simulation> {
+        let r = rt.simulation()?;
+        Some(Simulation {
+            predicted_seconds: seconds,
+            simulated_ranks: r.ranks,
+            sim_mode: r.mode.name().into(),
+            sim_busy_seconds: r.busy_s,
+            sim_total_seconds: r.now_s,
+            sim_operations: r.operations,
+            sim_messages: r.messages,
+            sim_peak_rss_bytes: peak_rss(),
+        })
+    }
+}
+
+/// A platform file for this machine, dated now, with made-up round costs (a 5 µs, 5 GB/s
+/// link; gemm at 10 GFLOP/s): for tests and examples that need a valid file without
+/// measuring. Never use it to predict.
+pub fn made_up_platform() -> Platform {
+    let machine = Machine::this();
+    let gemm = |r: u64| {
+        let work = 2.0 * (r as f64).powi(3);
+        KernelPoint { dims: vec![r; 3], seconds: work / 1e10, work }
+    };
+    let mut p = Platform {
+        header: Header {
+            format: dps_model::platform::FORMAT,
+            dps_version: dps_model::platform::DPS_VERSION.into(),
+            date: jiff::Timestamp::now().to_string(),
+            hosts: vec![machine.hostname],
+            cpu_model: machine.cpu_model,
+            cpus: machine.cpus,
+            ranks: 2,
+            quick: true,
+            load_average: 0.0,
+            warnings: vec!["made up for tests: not measured".into()],
+            measured_hash: String::new(),
+        },
+        links: vec![Link {
+            path: PathKind::IntraNode,
+            carrier: Carrier::Dps,
+            ranks: [0, 1],
+            sizes: vec![1, 1 << 20],
+            times_us: vec![5.0, 5.0 + (1 << 20) as f64 / 5000.0],
+            fit: vec![Segment { from_bytes: 1, to_bytes: 1 << 20, latency_us: 5.0, bytes_per_us: 5000.0 }],
+        }],
+        overheads: Overheads {
+            measurable: false,
+            note: "made up".into(),
+            alpha_out: 0.0,
+            alpha_in: 0.0,
+            send_us_per_message: 0.0,
+            receive_us_per_message: 0.0,
+            message_bytes: 0,
+        },
+        kernels: vec![Kernel {
+            name: "gemm".into(),
+            dims: "m,n,k".into(),
+            work_unit: "flop".into(),
+            points: vec![gemm(64), gemm(256)],
+        }],
+    };
+    p.seal();
+    p
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_made_up_platform_loads_on_this_machine() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.toml");
+        std::fs::write(&path, made_up_platform().to_toml()).unwrap();
+        let p = Platform::load(&path).unwrap();
+        assert_eq!(p.kernel("gemm").unwrap().seconds(&[64, 64, 64], 1.0), Some(2.0 * 64f64.powi(3) / 1e10));
+    }
+}

@@ -1,0 +1,147 @@
+//! The simulator (`Runtime::simulate`): exact predictions where the costs are known
+//! (PDEXEC with a kernel table and a fixed link), determinism, the result of a simulated
+//! run equal to the real one's, the trace in simulated time, and loud failure.
+
+use std::sync::Arc;
+
+use dps::{route, MergeFn, Node, Runtime, SimMode, SimOptions};
+
+/// Each leaf call charges kernel "k" at 1 ms per unit of work; messages between ranks take
+/// 10 µs; one core per rank.
+fn costed(mode: SimMode) -> SimOptions {
+    let mut opts = SimOptions::ideal(mode);
+    opts.link = Arc::new(|_, _, _| 10e-6);
+    opts.kernels = Arc::new(|name, _, work| (name == "k").then_some(work * 1e-3));
+    opts.cores_per_rank = Some(1);
+    opts
+}
+
+/// Sum of squares of 0..n, the squares on the `work` collection ("all"); each square
+/// charges one unit of kernel "k" (skipped, so it also computes it: the result stays right).
+fn sum_of_squares(rt: &Runtime) -> dps::Graph<u64, u64> {
+    let main = rt.collection("main", "0", |_| ()).unwrap();
+    let work = rt.collection("work", "all", |i| i).unwrap();
+    let split = Node::split("split", &main, route::fixed(0), |_: &mut (), n: u64| 0..n);
+    let square = Node::leaf("square", &work, route::round_robin(), |_: &mut usize, x: u64| {
+        dps::skip_kernel("k", &[1], 1.0);
+        x * x
+    });
+    let sum =
+        Node::merge("sum", &main, MergeFn::new(|_: &mut ()| 0u64, |_, acc: &mut u64, x: u64| *acc += x, |_, acc| acc));
+    rt.graph("sum of squares", split >> square >> sum).unwrap()
+}
+
+#[test]
+fn pdexec_predicts_exactly_what_the_costs_say() {
+    let rt = Runtime::simulate(4, costed(SimMode::Pdexec)).unwrap();
+    let g = sum_of_squares(&rt);
+    let watch = rt.stopwatch();
+    assert_eq!(rt.call(&g, 8).unwrap(), (0..8).map(|x| x * x).sum::<u64>());
+    // Each rank squares two numbers (2 ms); ranks 1-3 get theirs 10 µs late and send the
+    // squares back in 10 µs: the last arrives at 2.020 ms. The split and merge cost nothing.
+    assert_eq!(watch.seconds(), 2.020e-3);
+    let report = rt.simulation().unwrap();
+    assert_eq!(report.busy_s, vec![2e-3; 4]);
+    assert_eq!(report.messages, 12, "6 numbers out to ranks 1-3, 6 squares back");
+    rt.shutdown().unwrap();
+}
+
+/// The trace of one PDEXEC run, and its prediction.
+fn traced_run(dir: &std::path::Path, name: &str) -> (String, f64) {
+    let mut rt = Runtime::simulate(3, costed(SimMode::Pdexec)).unwrap();
+    let path = dir.join(name);
+    rt.trace_to(&path).unwrap();
+    let g = sum_of_squares(&rt);
+    let watch = rt.stopwatch();
+    for n in [5, 17, 40] {
+        rt.call(&g, n).unwrap();
+    }
+    let seconds = watch.seconds();
+    rt.shutdown().unwrap();
+    (std::fs::read_to_string(path).unwrap(), seconds)
+}
+
+#[test]
+fn pdexec_runs_are_identical_down_to_the_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, ta) = traced_run(dir.path(), "a.json");
+    let (b, tb) = traced_run(dir.path(), "b.json");
+    assert_eq!(ta, tb);
+    assert_eq!(a, b, "two simulations of the same program wrote different traces");
+    // The trace is in simulated time: it starts at 0 and ends at the prediction.
+    let trace: serde_json::Value = serde_json::from_str(&a).unwrap();
+    let spans: Vec<&serde_json::Value> =
+        trace["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").collect();
+    assert!(!spans.is_empty());
+    let end = spans.iter().map(|e| e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap()).fold(0.0, f64::max);
+    assert!(end <= ta * 1e6 + 1e-6 && end > 0.5 * ta * 1e6, "last span ends at {end} µs, prediction {ta} s");
+    let pids: std::collections::BTreeSet<u64> = spans.iter().map(|e| e["pid"].as_u64().unwrap()).collect();
+    assert_eq!(pids.into_iter().collect::<Vec<_>>(), [0, 1, 2], "every virtual rank has its track");
+}
+
+#[test]
+fn de_gives_the_real_result_on_any_number_of_ranks() {
+    let real = {
+        let rt = Runtime::single();
+        let g = sum_of_squares(&rt);
+        let r = rt.call(&g, 1000).unwrap();
+        rt.shutdown().unwrap();
+        r
+    };
+    for ranks in [1, 2, 4, 7] {
+        let rt = Runtime::simulate(ranks, costed(SimMode::De)).unwrap();
+        let g = sum_of_squares(&rt);
+        let watch = rt.stopwatch();
+        assert_eq!(rt.call(&g, 1000).unwrap(), real, "{ranks} virtual ranks");
+        assert_eq!(rt.call(&g, 1000).unwrap(), real, "{ranks} virtual ranks, second call");
+        // DE charges the measured CPU time, never less than the messages' 10 µs.
+        assert!(watch.seconds() > if ranks > 1 { 20e-6 } else { 0.0 }, "{ranks} ranks: {}", watch.seconds());
+        assert_eq!(rt.simulation().unwrap().ranks, ranks);
+        rt.shutdown().unwrap();
+    }
+}
+
+#[test]
+fn a_panic_ends_the_simulation_naming_the_virtual_rank() {
+    let rt = Runtime::simulate(3, SimOptions::ideal(SimMode::De)).unwrap();
+    let main = rt.collection("main", "0", |_| ()).unwrap();
+    let work = rt.collection("work", "all", |i| i).unwrap();
+    let split = Node::split("split", &main, route::fixed(0), |_: &mut (), n: u64| 0..n);
+    let fail = Node::leaf("fail", &work, route::round_robin(), |i: &mut usize, x: u64| {
+        assert!(*i != 2, "thread 2 refuses");
+        x
+    });
+    let sum =
+        Node::merge("sum", &main, MergeFn::new(|_: &mut ()| 0u64, |_, acc: &mut u64, x: u64| *acc += x, |_, acc| acc));
+    let g = rt.graph("fails on rank 2", split >> fail >> sum).unwrap();
+    let e = rt.call(&g, 9).unwrap_err().to_string();
+    assert!(e.contains("rank 2") && e.contains("'fail'") && e.contains("thread 2 refuses"), "{e}");
+    let again = rt.call(&g, 9).unwrap_err().to_string();
+    assert!(again.contains("rank 2"), "a later call gets the same failure: {again}");
+    drop(rt);
+}
+
+#[test]
+fn zero_ranks_is_refused() {
+    let e = Runtime::simulate(0, SimOptions::ideal(SimMode::De)).unwrap_err().to_string();
+    assert!(e.contains("at least one rank"), "{e}");
+}
+
+#[test]
+fn a_call_waited_for_on_another_thread_is_charged_too() {
+    let rt = Runtime::simulate(2, costed(SimMode::Pdexec)).unwrap();
+    let g = sum_of_squares(&rt);
+    let watch = rt.stopwatch();
+    let (sum, seconds) = std::thread::scope(|s| {
+        s.spawn(|| {
+            let sum = rt.call(&g, 8).unwrap();
+            (sum, watch.seconds())
+        })
+        .join()
+        .unwrap()
+    });
+    assert_eq!(sum, (0..8).map(|x| x * x).sum::<u64>());
+    // Four squares per rank at 1 ms; rank 1's arrive 10 µs late and return in 10 µs.
+    assert_eq!(seconds, 4.020e-3);
+    rt.shutdown().unwrap();
+}
