@@ -9,7 +9,9 @@
 //! ratios steer the choice, and they were checked against measured runs (`bench/linalg.sh`):
 //! matmul n = 4096 on 2 ranks makes 0.75 of two-thread dgemm with blocks of 256 and 0.88 with
 //! 2048, LU n = 8192 about 62 GFLOP/s with blocks of 128 and 114 with 512; the models rank
-//! those the same way.
+//! those the same way. For matmul the model also ranks non-square tilings of C
+//! ([`matmul_tiling`]): at n = 2048 on 2 ranks square blocks of 1024 made 0.86 (quiet) and
+//! strips of 1024 whole rows more (README, issue 15), the order the model gives them.
 
 use std::fmt::Write as _;
 
@@ -65,20 +67,25 @@ fn rate(m: &Machine, edge: usize, half: f64) -> f64 {
     m.core_flops * edge as f64 / (edge as f64 + half)
 }
 
-/// Predicted seconds of `dps-matmul --variant pipelined` with blocks of `bs` on `ranks` ranks
-/// with one worker each: the jobs in waves over the workers, plus the CPU time of shipping
-/// the strips of the remote jobs, plus the wait of the last worker for its first job.
-pub fn matmul_seconds(m: &Machine, n: usize, bs: usize, ranks: usize) -> f64 {
-    let p = n.div_ceil(bs);
-    let jobs = (p * p) as f64;
-    let workers = ranks.max(1) as f64;
-    let job = 2.0 * (bs * bs) as f64 * n as f64 / rate(m, bs, m.half_rate_at.0);
-    let waves = (jobs / workers).ceil();
-    let strips = 2.0 * bs as f64 * n as f64 * 8.0;
-    let remote = (workers - 1.0) / workers;
-    let shipping = remote * jobs * strips / m.copy_bytes_per_s;
-    let fill = if ranks > 1 { strips / m.copy_bytes_per_s } else { 0.0 };
-    waves * job + shipping + fill
+/// Predicted seconds of `dps-matmul --variant pipelined` with blocks of C of `bh` rows and
+/// `bw` columns on `ranks` ranks with one worker each: the jobs in waves over the workers,
+/// plus the CPU time of shipping the remote jobs' strips and results, plus the master's
+/// cutting of B's column strips (A's row strips are its storage, and a whole B is shared, not
+/// cut), plus the wait of the last worker for its first job's strips.
+pub fn matmul_seconds(m: &Machine, n: usize, bh: usize, bw: usize, ranks: usize) -> f64 {
+    let (pr, pc) = (n.div_ceil(bh), n.div_ceil(bw));
+    let jobs = pr * pc;
+    let workers = ranks.max(1);
+    let job = 2.0 * (bh * bw) as f64 * n as f64 / rate(m, bh.min(bw), m.half_rate_at.0);
+    let waves = jobs.div_ceil(workers) as f64;
+    let strips = (bh + bw) as f64 * n as f64 * 8.0;
+    let result = (bh * bw) as f64 * 8.0;
+    // Job k goes to worker k mod workers; worker 0 is the master's rank.
+    let remote = (jobs - jobs.div_ceil(workers)) as f64;
+    let shipping = remote * (strips + result) / m.copy_bytes_per_s;
+    let cutting = if pc > 1 { (n * n) as f64 * 8.0 / m.copy_bytes_per_s } else { 0.0 };
+    let fill = if workers > 1 { strips / m.copy_bytes_per_s } else { 0.0 };
+    waves * job + shipping + cutting + fill
 }
 
 /// Predicted seconds of `dps-lu --variant stream` with panels of width `r` on `ranks` ranks
@@ -118,15 +125,65 @@ fn best(candidates: &[usize], seconds: impl Fn(usize) -> f64, fits: impl Fn(usiz
     Choice { block: chosen, reason }
 }
 
-/// The default block of `dps-matmul` for order `n` on `ranks` ranks: block edges n/p for p
-/// from 1 to 64 (at least 32 elements), judged by [`matmul_seconds`]; `fits` says whether a
-/// block's memory fits.
-pub fn matmul_block(m: &Machine, n: usize, ranks: usize, fits: impl Fn(usize) -> bool) -> Choice {
+/// How `dps-matmul` cuts C: blocks of `rows` × `cols` (the last of a dimension may be
+/// smaller), and why, for the run's record.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tiling {
+    /// Rows of a block of C (and of A's row strips).
+    pub rows: usize,
+    /// Columns of a block of C (and of B's column strips).
+    pub cols: usize,
+    /// One line: the model's prediction for the chosen tiling and the next best ones.
+    pub reason: String,
+}
+
+/// Block edges n/p for p in 1..=64 (at least 32 elements, or n if smaller), ascending.
+fn matmul_edges(n: usize) -> Vec<usize> {
     let parts = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64];
-    let mut candidates: Vec<usize> = parts.iter().map(|&p| n.div_ceil(p)).filter(|&b| b >= 32.min(n)).collect();
-    candidates.sort_unstable();
-    candidates.dedup();
-    best(&candidates, |b| matmul_seconds(m, n, b, ranks), fits, &format!("cost model, {ranks} workers"))
+    let mut edges: Vec<usize> = parts.iter().map(|&p| n.div_ceil(p)).filter(|&b| b >= 32.min(n)).collect();
+    edges.sort_unstable();
+    edges.dedup();
+    edges
+}
+
+/// The default square block of `dps-matmul` (the farm's jobs are square) for order `n` on
+/// `ranks` ranks: the edges of [`matmul_edges`], judged by [`matmul_seconds`]; `fits` says
+/// whether a block's memory fits.
+pub fn matmul_block(m: &Machine, n: usize, ranks: usize, fits: impl Fn(usize) -> bool) -> Choice {
+    let candidates = matmul_edges(n);
+    best(&candidates, |b| matmul_seconds(m, n, b, b, ranks), fits, &format!("cost model, {ranks} workers"))
+}
+
+/// The default tiling of C for `dps-matmul`'s pipelined and phased variants, order `n` on
+/// `ranks` ranks: every pair of block heights and widths from [`matmul_edges`], judged by
+/// [`matmul_seconds`]. Strips of whole rows (one product of depth n per worker, B shared
+/// whole) usually win: nothing is cut and each worker gets one large dgemm. `fits(rows,
+/// cols)` says whether a tiling's memory fits; if none does, the smallest blocks.
+pub fn matmul_tiling(m: &Machine, n: usize, ranks: usize, fits: impl Fn(usize, usize) -> bool) -> Tiling {
+    let edges = matmul_edges(n);
+    let mut scored: Vec<(f64, usize, usize)> = edges
+        .iter()
+        .flat_map(|&bh| edges.iter().map(move |&bw| (bh, bw)))
+        .map(|(bh, bw)| (matmul_seconds(m, n, bh, bw, ranks), bh, bw))
+        .collect();
+    // Ties go to fewer, larger jobs (the candidates' order), then to whole rows.
+    scored.sort_by(|x, y| x.0.total_cmp(&y.0).then(y.1.cmp(&x.1)).then(y.2.cmp(&x.2)));
+    let chosen = scored.iter().find(|(_, bh, bw)| fits(*bh, *bw)).map_or((edges[0], edges[0]), |&(_, bh, bw)| (bh, bw));
+    let mut reason = format!("cost model, {ranks} workers: predicted");
+    let shown = scored
+        .iter()
+        .filter(|(_, bh, bw)| (*bh, *bw) == chosen)
+        .chain(scored.iter().filter(|(_, bh, bw)| (*bh, *bw) != chosen).take(2));
+    for (k, (s, bh, bw)) in shown.enumerate() {
+        let sep = if k == 0 { " " } else { ", " };
+        let mark = if (*bh, *bw) == chosen { " (chosen)" } else { "" };
+        let too_big = if fits(*bh, *bw) { "" } else { " (too big)" };
+        let _ = write!(reason, "{sep}{s:.3} s at {bh}x{bw}{mark}{too_big}");
+    }
+    if chosen.1 == n && chosen.0 < n {
+        reason.push_str("; strips of whole rows: one dgemm of depth n per job, B shared whole");
+    }
+    Tiling { rows: chosen.0, cols: chosen.1, reason }
 }
 
 /// The default panel width of `dps-lu` for order `n` on `ranks` ranks: 32 to 2048 in powers
@@ -153,6 +210,28 @@ mod tests {
     }
 
     #[test]
+    fn matmul_tiling_prefers_one_strip_of_whole_rows_per_worker() {
+        // Measured on 2 ranks at n = 2048: square blocks of 1024 made 0.86 of two-thread
+        // dgemm; strips of 1024 whole rows (one dgemm of depth n each, B shared whole) more.
+        for (n, ranks, rows) in [(2048, 2, 1024), (4096, 2, 2048), (1024, 2, 512)] {
+            let t = matmul_tiling(&DEV_VM, n, ranks, |_, _| true);
+            assert_eq!((t.rows, t.cols), (rows, n), "n {n} ranks {ranks}: {t:?}");
+            assert!(t.reason.contains("(chosen)") && t.reason.contains("whole rows"), "{t:?}");
+        }
+        // One rank: one dgemm of the whole matrix, nothing to ship.
+        let t = matmul_tiling(&DEV_VM, 2048, 1, |_, _| true);
+        assert_eq!((t.rows, t.cols), (2048, 2048), "{t:?}");
+        // Whole rows cost more than square blocks once B no longer pays for itself: the model
+        // charges a whole B per remote job.
+        assert!(matmul_seconds(&DEV_VM, 2048, 1024, 2048, 2) < matmul_seconds(&DEV_VM, 2048, 1024, 1024, 2));
+        // Memory: the best tiling that fits, flagged in the reason when a better one does not.
+        let t = matmul_tiling(&DEV_VM, 4096, 2, |r, c| r * c <= 1024 * 1024);
+        assert!(t.rows * t.cols <= 1024 * 1024 && t.reason.contains("(too big)"), "{t:?}");
+        let t = matmul_tiling(&DEV_VM, 4096, 2, |_, _| false);
+        assert_eq!((t.rows, t.cols), (64, 64), "the smallest edge, 4096/64");
+    }
+
+    #[test]
     fn lu_prefers_wide_panels_on_large_matrices() {
         // Measured: 512 makes about twice the rate of 128 at n = 8192 on 2 ranks.
         let r = lu_block(&DEV_VM, 8192, 2, |_| true).block;
@@ -166,6 +245,8 @@ mod tests {
     fn choices_stay_within_n_and_respect_memory() {
         for n in [1, 2, 31, 32, 33, 100, 1000, 5000] {
             for ranks in [1, 2, 3, 4] {
+                let t = matmul_tiling(&DEV_VM, n, ranks, |_, _| true);
+                assert!((1..=n).contains(&t.rows) && (1..=n).contains(&t.cols), "tiling n={n} ranks={ranks}: {t:?}");
                 let c = matmul_block(&DEV_VM, n, ranks, |_| true);
                 assert!((1..=n).contains(&c.block), "matmul n={n} ranks={ranks}: {c:?}");
                 let c = lu_block(&DEV_VM, n, ranks, |_| true);

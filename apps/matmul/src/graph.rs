@@ -1,9 +1,11 @@
 //! The DPS wiring of the three variants.
 //!
-//! * `pipelined` (the DPS paper's Table 1 experiment): the master splits C into s×s blocks;
-//!   job (i, j) carries row strip i of A and column strip j of B to a worker, which returns
-//!   C_ij = A_i·B_j. Strips flow as soon as they are cut, so transfers overlap products.
-//!   Traffic (2s+1)·n² elements.
+//! * `pipelined` (the DPS paper's Table 1 experiment): the master splits C into blocks of
+//!   `rows` × `cols` (s×s square blocks in the paper; by default the cost model's tiling,
+//!   usually one strip of whole rows per worker); job (i, j) carries row strip i of A and
+//!   column strip j of B to a worker, which returns C_ij = A_i·B_j. Strips flow as soon as
+//!   they are cut, so transfers overlap products. A is kept as its row strips and B whole, so
+//!   a row strip costs no copy, nor does B when blocks span whole rows.
 //! * `phased`: the same jobs, same workers, but in three graphs run one after the other: ship
 //!   every job's strips (stored on the worker), compute every product (kept on the worker),
 //!   gather the blocks. No overlap: the baseline Table 1 compares against.
@@ -18,28 +20,39 @@ use serde::{Deserialize, Serialize};
 
 use crate::kernel::{self, span};
 
-/// The master's state (rank 0): the operands and the product.
+/// The master's state (rank 0): the operands and the product, row-major n×n matrices kept
+/// as their strips of `bh` rows (A and C; concatenated they are the row-major matrix) and
+/// whole (B).
 pub struct Master {
     n: usize,
-    bs: usize,
-    a: Arc<Vec<f64>>,
-    b: Arc<Vec<f64>>,
-    c: Vec<f64>,
+    bh: usize,
+    bw: usize,
+    a_rows: Vec<Strip>,
+    b: Strip,
+    c_rows: Vec<Bulk<f64>>,
 }
 
 impl std::fmt::Debug for Master {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Master(n {}, block {})", self.n, self.bs)
+        write!(f, "Master(n {}, blocks {}x{})", self.n, self.bh, self.bw)
     }
 }
 
 impl Master {
-    /// Generates A and B from `seed`.
-    pub fn new(n: usize, bs: usize, seed: u64) -> Self {
+    /// Generates A and B from `seed`, for blocks of C of `bh` rows and `bw` columns.
+    pub fn new(n: usize, bh: usize, bw: usize, seed: u64) -> Self {
         let (sa, sb) = kernel::seeds(seed);
+        let strips = 0..kernel::blocks(n, bh);
+        let a_rows = strips.clone().map(|i| Arc::new(Bulk(kernel::rows(n, sa, span(n, bh, i))))).collect();
         // C is written with ones, not zeroes: calloc'd pages would be faulted in during the
         // first timed run.
-        Master { n, bs, a: Arc::new(kernel::matrix(n, sa)), b: Arc::new(kernel::matrix(n, sb)), c: vec![1.0; n * n] }
+        let c_rows = strips.map(|i| Bulk(vec![1.0; span(n, bh, i).len() * n])).collect();
+        Master { n, bh, bw, a_rows, b: Arc::new(Bulk(kernel::matrix(n, sb))), c_rows }
+    }
+
+    /// C, row-major (a copy).
+    pub fn product(&self) -> Vec<f64> {
+        self.c_rows.iter().flat_map(|strip| strip.iter().copied()).collect()
     }
 }
 
@@ -101,22 +114,27 @@ pub struct Graphs {
 }
 
 fn job_ids(m: &mut Master) -> impl Iterator<Item = (usize, usize, usize)> + Send + 'static {
-    let p = kernel::blocks(m.n, m.bs);
-    (0..p * p).map(move |index| (index, index / p, index % p))
+    let (pr, pc) = (kernel::blocks(m.n, m.bh), kernel::blocks(m.n, m.bw));
+    (0..pr * pc).map(move |index| (index, index / pc, index % pc))
 }
 
 /// A strip shared by the jobs that need it.
 type Strip = Arc<Bulk<f64>>;
 
-/// Yields the jobs, cutting each row strip of A and column strip of B once, when a job first
-/// needs it, so that the first jobs leave before the whole matrix is cut.
+/// Yields the jobs. A's row strips are the master's own; B's column strips are cut once, when
+/// a job first needs one, so that the first jobs leave before the whole matrix is cut (with
+/// blocks of whole rows, B itself is the one column strip: nothing is cut).
 fn cut_jobs(m: &mut Master) -> impl Iterator<Item = Job> + Send + 'static {
-    let (a, b, n, bs) = (m.a.clone(), m.b.clone(), m.n, m.bs);
-    let p = kernel::blocks(n, bs);
-    let (mut rows, mut cols): (Vec<Option<Strip>>, Vec<Option<Strip>>) = (vec![None; p], vec![None; p]);
+    let (a_rows, b, n, bw) = (m.a_rows.clone(), m.b.clone(), m.n, m.bw);
+    let pc = kernel::blocks(n, bw);
+    let mut cols: Vec<Option<Strip>> = vec![None; pc];
     job_ids(m).map(move |(index, i, j)| {
-        let a = rows[i].get_or_insert_with(|| Arc::new(kernel::row_strip(&a, n, bs, i))).clone();
-        let b = cols[j].get_or_insert_with(|| Arc::new(kernel::col_strip(&b, n, bs, j))).clone();
+        let a = a_rows[i].clone();
+        let b = if pc == 1 {
+            b.clone()
+        } else {
+            cols[j].get_or_insert_with(|| Arc::new(kernel::col_strip(&b, n, bw, j))).clone()
+        };
         Job { index, i: i as u32, j: j as u32, a, b }
     })
 }
@@ -126,10 +144,24 @@ fn multiply(job: &Job, n: usize) -> Block {
     Block { i: job.i, j: job.j, c: kernel::product(&job.a, &job.b, h, n, w) }
 }
 
+impl Master {
+    /// Writes (or, with `add`, adds) block (i, j) into C. A block of whole rows becomes C's
+    /// strip as it is: no copy.
+    fn place(&mut self, blk: Block, add: bool) {
+        let (n, i) = (self.n, blk.i as usize);
+        let (h, cols) = (span(n, self.bh, i).len(), span(n, self.bw, blk.j as usize));
+        let strip = &mut self.c_rows[i];
+        if !add && cols.len() == n && blk.c.len() == strip.len() {
+            *strip = blk.c;
+        } else {
+            kernel::put_block(strip, n, 0..h, cols, &blk.c, !add);
+        }
+    }
+}
+
 fn assemble(main: &Collection<Master>) -> Node<Block, u64> {
     let place = |m: &mut Master, count: &mut u64, blk: Block| {
-        let (n, bs) = (m.n, m.bs);
-        kernel::put_block(&mut m.c, n, span(n, bs, blk.i as usize), span(n, bs, blk.j as usize), &blk.c, true);
+        m.place(blk, false);
         *count += 1;
     };
     Node::merge("assemble", main, MergeFn::new(|_: &mut Master| 0u64, place, |_, count| count))
@@ -184,20 +216,21 @@ impl Graphs {
         let gather = rt.graph("phase3_gather", split >> take >> assemble(main))?;
 
         let split = Node::split("cut_pairs", main, route::fixed(0), |m: &mut Master, _: ()| {
-            m.c.fill(0.0);
-            let (a, b, n, bs) = (m.a.clone(), m.b.clone(), m.n, m.bs);
-            let p = kernel::blocks(n, bs);
-            (0..p * p * p).map(move |x| {
-                let (i, j, k) = (x / (p * p), (x / p) % p, x % p);
-                let (rows, mid, cols) = (span(n, bs, i), span(n, bs, k), span(n, bs, j));
-                let (h, kw, w) = (rows.len() as u32, mid.len() as u32, cols.len() as u32);
+            m.c_rows.iter_mut().for_each(|strip| strip.fill(0.0));
+            let (a_rows, b, n, bh, bw) = (m.a_rows.clone(), m.b.clone(), m.n, m.bh, m.bw);
+            // The inner dimension is cut like the columns.
+            let (pr, pc) = (kernel::blocks(n, bh), kernel::blocks(n, bw));
+            (0..pr * pc * pc).map(move |x| {
+                let (i, j, k) = (x / (pc * pc), (x / pc) % pc, x % pc);
+                let (h, mid, cols) = (span(n, bh, i).len(), span(n, bw, k), span(n, bw, j));
+                let (kw, w) = (mid.len() as u32, cols.len() as u32);
                 Pair {
                     i: i as u32,
                     j: j as u32,
-                    h,
+                    h: h as u32,
                     kw,
                     w,
-                    a: kernel::sub_block(&a, n, rows, mid.clone()),
+                    a: kernel::sub_block(&a_rows[i], n, 0..h, mid.clone()),
                     b: kernel::sub_block(&b, n, mid, cols),
                 }
             })
@@ -214,15 +247,7 @@ impl Graphs {
             MergeFn::new(
                 |_: &mut Master| 0u64,
                 |m: &mut Master, count: &mut u64, blk: Block| {
-                    let (n, bs) = (m.n, m.bs);
-                    kernel::put_block(
-                        &mut m.c,
-                        n,
-                        span(n, bs, blk.i as usize),
-                        span(n, bs, blk.j as usize),
-                        &blk.c,
-                        false,
-                    );
+                    m.place(blk, true);
                     *count += 1;
                 },
                 |_, count| count,
@@ -230,7 +255,7 @@ impl Graphs {
         );
         let farm = rt.graph("farm", split >> partial >> add)?;
 
-        let fetch = Node::leaf("fetch_c", main, route::fixed(0), |m: &mut Master, _: ()| Bulk(m.c.clone()));
+        let fetch = Node::leaf("fetch_c", main, route::fixed(0), |m: &mut Master, _: ()| Bulk(m.product()));
         let fetch = rt.graph("fetch", fetch)?;
         Ok(Graphs { pipelined, distribute, compute, gather, farm, fetch })
     }
@@ -239,4 +264,33 @@ impl Graphs {
 /// The worker state of thread `index` for matrices of order n.
 pub fn worker(n: usize) -> Worker {
     Worker { n, ..Worker::default() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every job of a tiling, multiplied and placed as the pipelined graph does, rebuilds the
+    /// serial product: strips of whole rows (B shared, blocks moved into C), square and
+    /// ragged blocks (B cut, blocks copied into C).
+    #[test]
+    fn jobs_of_any_tiling_rebuild_the_product() {
+        let (n, seed) = (37, 5);
+        let (sa, sb) = kernel::seeds(seed);
+        let (a, b) = (kernel::matrix(n, sa), kernel::matrix(n, sb));
+        for (bh, bw) in [(37, 37), (19, 37), (8, 37), (8, 8), (10, 16), (37, 5)] {
+            let mut m = Master::new(n, bh, bw, seed);
+            let jobs: Vec<Job> = cut_jobs(&mut m).collect();
+            assert_eq!(jobs.len(), n.div_ceil(bh) * n.div_ceil(bw));
+            if bw == n {
+                assert!(jobs.iter().all(|job| Arc::ptr_eq(&job.b, &m.b)), "B is shared, not cut");
+            }
+            for job in jobs {
+                let block = multiply(&job, n);
+                m.place(block, false);
+            }
+            let (err, ok) = kernel::error_against_serial(&m.product(), &a, &b, n);
+            assert!(ok && err < 1e-14, "{bh}x{bw}: error {err}");
+        }
+    }
 }

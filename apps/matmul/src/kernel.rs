@@ -25,6 +25,12 @@ pub fn matrix(n: usize, seed: u64) -> Vec<f64> {
     gen::rows_major(seed, 0..n, 0..n)
 }
 
+/// Rows `rows` of the random n×n matrix `seed` (all n columns), row-major: the same values
+/// as those rows of [`matrix`].
+pub fn rows(n: usize, seed: u64, rows: std::ops::Range<usize>) -> Vec<f64> {
+    gen::rows_major(seed, rows, 0..n)
+}
+
 /// Rows of block `i` of A (h×n, row-major): a contiguous copy.
 pub fn row_strip(a: &[f64], n: usize, bs: usize, i: usize) -> Bulk<f64> {
     let rows = span(n, bs, i);
@@ -118,6 +124,12 @@ mod tests {
             }
         }
         assert!(error_against_serial(&c, &a, &b, n).1);
+    }
+
+    #[test]
+    fn rows_are_the_rows_of_the_matrix() {
+        let (n, seed) = (10, 3);
+        assert_eq!(rows(n, seed, 4..7), matrix(n, seed)[4 * n..7 * n]);
     }
 
     #[test]

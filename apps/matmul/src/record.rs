@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use dps_dense::grain::Choice;
+use dps_dense::grain::Tiling;
 use dps_harness::{Common, FiniteOrText};
 use serde::{Deserialize, Serialize};
 
@@ -15,11 +15,13 @@ pub struct Record {
     pub common: Common,
     /// Matrix order.
     pub n: usize,
-    /// Block size.
+    /// Rows of a block of C (the block size of `--block`).
     pub block: usize,
-    /// Why this block: `--block`, `--s K`, or the cost model's predictions (`dps_dense::grain`).
+    /// Columns of a block of C: `block` for square blocks, n for strips of whole rows.
+    pub block_cols: usize,
+    /// Why these blocks: `--block`, `--s K`, or the cost model's predictions (`dps_dense::grain`).
     pub block_reason: String,
-    /// Blocks per dimension (not in the serial variant).
+    /// Blocks per column of C: row strips (not in the serial variant).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub s: Option<usize>,
     /// Timed runs.
@@ -52,12 +54,13 @@ pub struct Record {
 
 impl Record {
     /// A record without the phase fields and the error: the caller adds those it has.
-    pub fn new(common: Common, n: usize, block: &Choice, s: Option<usize>, reps: usize) -> Record {
+    pub fn new(common: Common, n: usize, block: &Tiling, s: Option<usize>, reps: usize) -> Record {
         let gflops = 2.0 * (n as f64).powi(3) / common.seconds / 1e9;
         Record {
             common,
             n,
-            block: block.block,
+            block: block.rows,
+            block_cols: block.cols,
             block_reason: block.reason.clone(),
             s,
             reps,
@@ -76,11 +79,11 @@ impl Record {
 impl fmt::Display for Record {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let c = &self.common;
-        write!(
-            f,
-            "matmul {} n={} block={} ranks={} threads={}: {:.3} s, {:.1} GFLOP/s",
-            c.variant, self.n, self.block, c.ranks, c.threads, c.seconds, self.gflops
-        )?;
+        write!(f, "matmul {} n={} block={}", c.variant, self.n, self.block)?;
+        if self.block_cols != self.block {
+            write!(f, "x{}", self.block_cols)?;
+        }
+        write!(f, " ranks={} threads={}: {:.3} s, {:.1} GFLOP/s", c.ranks, c.threads, c.seconds, self.gflops)?;
         match (self.reduction, self.comm_comp_ratio) {
             (Some(red), Some(ratio)) => write!(f, ", reduction {:.1}% at comm/comp {ratio:.2}", red * 100.0)?,
             (None, Some(ratio)) => write!(f, ", comm/comp {ratio:.2}")?,

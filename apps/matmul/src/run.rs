@@ -7,7 +7,7 @@ use anyhow::{bail, Result};
 use clap::{Parser, ValueEnum};
 use dps::{Runtime, SimMode};
 use dps_dense::footprint;
-use dps_dense::grain::{self, Choice};
+use dps_dense::grain::{self, Tiling};
 use dps_harness::options::Timed;
 use dps_harness::simulate::Support;
 use dps_harness::{bad_input, median, Common, FiniteOrText};
@@ -40,8 +40,10 @@ pub struct Args {
     /// Matrix order.
     #[arg(long, default_value_t = 1024)]
     pub n: usize,
-    /// Block size (the last block of a dimension may be smaller) [default: chosen by a cost
-    /// model from n and the rank count; the record's block_reason says why].
+    /// Block size: square blocks of C (the last block of a dimension may be smaller)
+    /// [default: blocks chosen by a cost model from n and the rank count, usually one strip
+    /// of whole rows per worker; the record's block, block_cols and block_reason say which
+    /// and why].
     #[arg(long, conflicts_with = "s")]
     pub block: Option<usize>,
     /// Number of blocks per dimension (instead of --block).
@@ -59,15 +61,16 @@ pub struct Args {
 }
 
 impl Args {
-    /// The block size and why, after checking every option (bad input, before any work).
-    /// Without --block or --s, the cost model of `dps_dense::grain` chooses it from n and
-    /// the ranks launched (one worker each), within half of the node's memory.
+    /// The blocks of C and why, after checking every option (bad input, before any work).
+    /// Without --block or --s, the cost model of `dps_dense::grain` chooses them from n and
+    /// the ranks launched (one worker each), within half of the node's memory: any tiling
+    /// for the pipelined and phased variants, square blocks for the farm.
     ///
     /// # Errors
     /// A `dps_harness::BadInput` naming the option: n, the block size, the block count or the window
     /// is 0, the block or the block count is larger than n, the thread or run counts are
     /// out of range.
-    pub fn block_size(&self) -> Result<Choice> {
+    pub fn block_size(&self) -> Result<Tiling> {
         let n = self.n;
         if n == 0 {
             bad_input!("--n must be at least 1");
@@ -75,10 +78,10 @@ impl Args {
         let bs = match (self.block, self.s) {
             (Some(0), _) => bad_input!("--block 0: the block size must be between 1 and n = {n}"),
             (Some(b), _) if b > n => bad_input!("--block {b} must be between 1 and n = {n}"),
-            (Some(b), _) => Choice { block: b, reason: "--block".into() },
+            (Some(b), _) => Tiling { rows: b, cols: b, reason: "--block".into() },
             (None, Some(0)) => bad_input!("--s must be at least 1"),
             (None, Some(s)) if s > n => bad_input!("--s {s}: at most n = {n} blocks per dimension"),
-            (None, Some(s)) => Choice { block: n.div_ceil(s), reason: format!("--s {s}") },
+            (None, Some(s)) => Tiling { rows: n.div_ceil(s), cols: n.div_ceil(s), reason: format!("--s {s}") },
             (None, None) => self.default_block(),
         };
         if self.window == Some(0) {
@@ -88,15 +91,19 @@ impl Args {
         Ok(bs)
     }
 
-    /// The cost model's block for this run (see [`Args::block_size`]).
-    fn default_block(&self) -> Choice {
-        let ranks = self.ranks();
+    /// The cost model's blocks for this run (see [`Args::block_size`]).
+    fn default_block(&self) -> Tiling {
+        let ranks = self.ranks() as usize;
         let on_node = dps_harness::memory::ranks_on_this_node();
-        let fits = |bs| {
-            let (rank0, other) = self.memory_need(bs);
+        let fits = |rows, cols| {
+            let (rank0, other) = self.memory_need(rows, cols);
             grain::fits_in_half_the_node(rank0, other, on_node)
         };
-        grain::matmul_block(&grain::DEV_VM, self.n, ranks as usize, fits)
+        if self.variant == Variant::Farm {
+            let c = grain::matmul_block(&grain::DEV_VM, self.n, ranks, |b| fits(b, b));
+            return Tiling { rows: c.block, cols: c.block, reason: c.reason };
+        }
+        grain::matmul_tiling(&grain::DEV_VM, self.n, ranks, fits)
     }
 
     /// The ranks of the run: launched, or simulated (`--simulate P`).
@@ -104,24 +111,25 @@ impl Args {
         self.run.sim.simulate.map_or_else(footprint::launched_ranks, |p| p.max(1) as u64)
     }
 
-    /// Bytes the run needs on rank 0 and on every other rank, from the options alone.
-    pub fn memory_need(&self, bs: usize) -> (u64, u64) {
+    /// Bytes the run needs on rank 0 and on every other rank, from the options alone, with
+    /// blocks of C of `rows` × `cols`.
+    pub fn memory_need(&self, rows: usize, cols: usize) -> (u64, u64) {
         let (n, m) = (self.n, footprint::matrix(self.n));
         if self.variant == Variant::Serial {
             return (m.saturating_mul(3), 0); // A, B and C
         }
         let ranks = self.ranks();
-        let p = kernel::blocks(n, bs) as u64;
+        let jobs = (kernel::blocks(n, rows) as u64).saturating_mul(kernel::blocks(n, cols) as u64);
+        // A job's strips (received as a copy per job) and its block of C.
+        let job = footprint::block(rows.saturating_add(cols), n).saturating_add(footprint::block(rows, cols));
         // Jobs in flight: the default window is 2 per worker, one worker per rank by default.
         let window = self.window.map_or(2 * ranks, |w| w as u64);
         let other = match self.variant {
-            // Every job's strips (2p·n² in all, a copy per job received) and every block of C
-            // stay on the workers between the phases.
-            Variant::Phased | Variant::Compare => {
-                m.saturating_mul(p.saturating_mul(2).saturating_add(1)).div_ceil(ranks)
-            }
-            Variant::Pipelined => footprint::block(bs, n).saturating_mul(3).saturating_mul(window),
-            _ => footprint::block(bs, bs).saturating_mul(3).saturating_mul(window),
+            // Every job's strips and its block of C stay on the workers between the phases.
+            Variant::Phased | Variant::Compare => job.saturating_mul(jobs).div_ceil(ranks),
+            Variant::Pipelined => job.saturating_mul(window),
+            // Farm pairs: A_ik (rows × cols), B_kj and the partial product (cols × cols at most).
+            _ => footprint::block(rows.max(cols), cols).saturating_mul(3).saturating_mul(window),
         };
         // The master: A, B, C, and the strips it cuts from A and B; --verify fetches C and
         // recomputes A, B and the serial product.
@@ -152,8 +160,7 @@ fn timed(rt: &Runtime, f: impl FnOnce() -> Result<()>) -> Result<f64> {
 /// Bad options (before any work) or a failed run.
 pub fn run(args: &Args) -> Result<()> {
     let choice = args.block_size()?;
-    let bs = choice.block;
-    let (rank0, other) = args.memory_need(bs);
+    let (rank0, other) = args.memory_need(choice.rows, choice.cols);
     match args.run.sim.simulate {
         // Every virtual rank lives in this process.
         Some(p) => dps_harness::check_memory(
@@ -184,7 +191,7 @@ pub fn run(args: &Args) -> Result<()> {
         dps_dense::blas::set_threads(1);
     }
     let rt = args.run.sim.start(&args.run.runtime, &SIMULATION)?;
-    let main = rt.collection("main", "0", |_| Master::new(n, bs, args.run.seed.seed))?;
+    let main = rt.collection("main", "0", |_| Master::new(n, choice.rows, choice.cols, args.run.seed.seed))?;
     let workers = rt.collection("workers", &args.run.map.map, |_| graph::worker(n))?;
     let window = args.window.unwrap_or(2 * workers.len());
     let graphs = Graphs::build(&rt, &main, &workers, window)?;
@@ -195,8 +202,8 @@ pub fn run(args: &Args) -> Result<()> {
     Ok(())
 }
 
-fn report(args: &Args, rt: &Runtime, g: &Graphs, choice: &Choice, threads: usize) -> Result<()> {
-    let (n, bs) = (args.n, choice.block);
+fn report(args: &Args, rt: &Runtime, g: &Graphs, choice: &Tiling, threads: usize) -> Result<()> {
+    let n = args.n;
     let mut seconds = Vec::new();
     let (mut phased, mut pipelined, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
     let mut first_call = None;
@@ -230,7 +237,7 @@ fn report(args: &Args, rt: &Runtime, g: &Graphs, choice: &Choice, threads: usize
     }
     let variant = format!("{:?}", args.variant).to_lowercase();
     let common = Common::new("matmul", &variant, rt.ranks(), threads, median(&seconds), None).bound_by(rt);
-    let mut record = Record::new(common, n, choice, Some(kernel::blocks(n, bs)), args.run.repeat.reps);
+    let mut record = Record::new(common, n, choice, Some(kernel::blocks(n, choice.rows)), args.run.repeat.reps);
     record.first_call_s = first_call;
     if !ratios.is_empty() {
         let ratio = median(&ratios);
@@ -260,7 +267,7 @@ fn report(args: &Args, rt: &Runtime, g: &Graphs, choice: &Choice, threads: usize
     dps_harness::print_record(&record, args.run.output.json)
 }
 
-fn run_serial(args: &Args, choice: &Choice) -> Result<()> {
+fn run_serial(args: &Args, choice: &Tiling) -> Result<()> {
     let n = args.n;
     dps_dense::blas::set_threads(args.run.blas.blas_threads);
     let (sa, sb) = kernel::seeds(args.run.seed.seed);

@@ -22,3 +22,23 @@ fn every_variant_matches_serial_dgemm_on_1_2_4_ranks() {
         }
     }
 }
+
+/// Without --block the cost model's tiling runs: on 2 and 4 ranks, strips of whole rows (B
+/// shared whole, blocks moved into C), which must still equal the serial dgemm.
+#[test]
+fn the_default_tiling_matches_serial_dgemm_on_1_2_4_ranks() {
+    for ranks in [1, 2, 4] {
+        for variant in ["pipelined", "phased"] {
+            let args = ["--n", "300", "--variant", variant, "--verify", "--json", "--reps", "2"];
+            let job = mpirun(ranks, BIN.as_ref(), &args);
+            assert!(job.status.success(), "{ranks} ranks {variant}: {}", job.stderr);
+            let r = json(&job.stdout);
+            assert_eq!(r["verified"], true, "{r}");
+            assert!(r["error"].as_f64().unwrap() <= 1e-12, "{r}");
+            let (rows, cols) = (r["block"].as_u64().unwrap(), r["block_cols"].as_u64().unwrap());
+            assert_eq!(cols, 300, "whole rows: {r}");
+            assert!(ranks == 1 || rows < 300, "{ranks} ranks share the rows: {r}");
+            assert!(r["block_reason"].as_str().unwrap().contains("cost model"), "{r}");
+        }
+    }
+}
