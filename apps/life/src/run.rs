@@ -26,6 +26,10 @@ use crate::world::World;
 /// each parallel call).
 const SERIAL_BLOCK: u64 = 64;
 
+/// `--bind`'s help: Life's default differs from the runtime's (see [`runtime_args`]).
+const BIND_HELP: &str = "Pin each rank's workers and progress thread to its share of the node's cores (`cores`, \
+     the default, unless --view or DPS_BIND says otherwise), or leave them to the OS (`none`)";
+
 /// Which schedule runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Variant {
@@ -44,6 +48,7 @@ pub enum Variant {
 #[command(name = "dps-life", version, about)]
 #[command(mut_arg("seed", |a| a.help("Seed of the random world (and of the viewer's block positions)")))]
 #[command(mut_arg("verify", |a| a.help("Compare the final world with the serial reference")))]
+#[command(mut_arg("bind", |a| a.help(BIND_HELP)))]
 pub struct Args {
     /// Schedule.
     #[arg(long, value_enum, default_value = "overlap")]
@@ -156,7 +161,7 @@ pub fn run(args: &Args) -> Result<()> {
     if args.variant == Variant::Serial {
         return run_serial(args, input);
     }
-    let rt = args.runtime.start()?;
+    let rt = runtime_args(args).start()?;
     // Every rank opened --out to check it; rank 0 writes it.
     let out = input.out.take().filter(|_| rt.is_root());
     let ranks = rt.ranks();
@@ -185,6 +190,10 @@ pub fn run(args: &Args) -> Result<()> {
     let plan = schedule::choose(args.generations, thinnest, given.transpose()?, args.steps_per_call);
     let depth = plan.depth;
     dps_harness::input(input.check_memory(args, ranks, bands_n, depth))?;
+    // Rank 0's serial copy is made before the collections and graphs: the ranks then go from
+    // building them (collective) into the first call together. Made after, it kept the other
+    // ranks idle while rank 0 filled it, and they started the first call 0.8-2.6 ms late.
+    let serial = (args.compare_serial && rt.is_root()).then(|| World::new(&input.source, args.wrap, depth));
     let main = rt.collection("main", "0", |_| ())?;
     let source = &input.source;
     let bands = rt.collection("bands", &map, |i| Band::new(&layout, i, source, depth))?;
@@ -194,7 +203,7 @@ pub fn run(args: &Args) -> Result<()> {
 
     let mut outcome = Ok(());
     if rt.is_root() {
-        outcome = drive(args, &input, out, &rt, &graphs, client.as_ref(), bands_n, &plan);
+        outcome = drive(args, &input, out, &rt, &graphs, client.as_ref(), bands_n, &plan, serial);
         if let (Err(_), Some(client)) = (&outcome, &client) {
             // The client waits for a signal: without it, it would wait forever.
             let _ = rt.call(&client.signal, Signal::Stop);
@@ -215,6 +224,20 @@ pub fn run(args: &Args) -> Result<()> {
     outcome
 }
 
+/// The runtime's options, with Life's default binding: `cores` unless `--bind` or `DPS_BIND`
+/// says otherwise, or `--view` runs (its client rank would take a core share of its own, and
+/// on 2 cores the two band ranks would share the other). Left to the OS, a band's worker,
+/// which yields its core every ~100 µs, often shared a core with the other rank's band
+/// while the other core idled for whole calls (the scheduler does not move a thread that ran
+/// that recently): in 5 of 12 calls traced (8192², 2 ranks, 2 cores).
+fn runtime_args(args: &Args) -> RuntimeArgs {
+    let mut runtime = args.runtime.clone();
+    if runtime.bind.is_none() && std::env::var_os("DPS_BIND").is_none() && args.view.is_none() {
+        runtime.bind = Some(dps::Bind::Cores);
+    }
+    runtime
+}
+
 /// Rank 0: runs the generations and reports.
 #[allow(clippy::too_many_arguments)]
 fn drive(
@@ -226,6 +249,7 @@ fn drive(
     client: Option<&view::Client>,
     bands: usize,
     plan: &Plan,
+    mut serial: Option<World>,
 ) -> Result<()> {
     let depth = plan.depth;
     let (width, height) = (input.source.width(), input.source.height());
@@ -252,7 +276,6 @@ fn drive(
     // SERIAL_BLOCK generations) with the serial world stepped on rank 0 through as many: on a
     // shared machine a change of load then hits both sides of the ratio, and the ratio is of
     // per-generation medians, which ignore the odd descheduled call or block.
-    let mut serial = args.compare_serial.then(|| World::new(&input.source, args.wrap, depth));
     // Per-generation times of each call (its time over its generations), and the total.
     let (mut times, mut simple_times) = (vec![], vec![]);
     let (mut block_times, mut serial_times) = (vec![], vec![]);
