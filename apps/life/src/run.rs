@@ -268,7 +268,7 @@ fn drive(
     // whose `simple` calls count too) and those with the viewer's calls.
     let phases = 1 + u64::from(args.variant == Variant::Compare) + u64::from(client.is_some() && input.view.is_some());
     let progress = progress_bar(args.warmup.saturating_add(g.saturating_mul(phases)), args.output.json);
-    let mut sim = Sim { rt, graphs, args, input, depth, steps_per_call, done: 0, progress };
+    let mut sim = Sim { rt, graphs, args, input, depth, steps_per_call, done: 0, progress, first: None };
     let main = if args.variant == Variant::Simple { Schedule::Simple } else { Schedule::Overlap };
     sim.generations(main, args.warmup)?;
     // The timed generations, call by call. `compare` runs a `simple` call before each
@@ -348,7 +348,7 @@ fn drive(
         schedule_reason: Some(plan.reason.clone()),
         cups: cells * g as f64 / seconds,
         iteration_median_s: Some(median(&times)),
-        first_iteration_s: times.first().copied(),
+        first_iteration_s: sim.first,
         compare,
         serial,
         view,
@@ -398,6 +398,8 @@ struct Sim<'a> {
     depth: usize,
     /// Steps per call of `overlap`.
     steps_per_call: usize,
+    /// The time per generation of the job's first call (warm-up or not).
+    first: Option<f64>,
 }
 
 impl Sim<'_> {
@@ -426,6 +428,7 @@ impl Sim<'_> {
         self.rt.call(self.graphs.generation(schedule), step)?;
         let generations = steps * depth;
         let per_generation = start.elapsed().as_secs_f64() / generations as f64;
+        self.first.get_or_insert(per_generation);
         self.done += generations;
         self.progress.set_position(self.done);
         if snapshot.is_some_and(|k| self.done.is_multiple_of(k)) {

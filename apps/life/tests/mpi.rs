@@ -136,7 +136,7 @@ fn schedules_equal_the_serial_reference_on_1_2_4_ranks() {
             let r = json(&job.stdout);
             assert_eq!(r["verified"], true, "{r}");
             assert_eq!(r["generations_run"], 24, "{r}");
-            for key in ["cups", "speedup", "efficiency"] {
+            for key in ["cups", "speedup", "efficiency", "first_iteration_s", "iteration_median_s"] {
                 assert!(r[key].as_f64().unwrap() > 0.0, "{key}: {r}");
             }
             if std::env::var_os("DPS_BIND").is_none() {
