@@ -229,7 +229,8 @@ pub fn run(args: &Args) -> Result<()> {
 /// on 2 cores the two band ranks would share the other). Left to the OS, a band's worker,
 /// which yields its core every ~100 µs, often shared a core with the other rank's band
 /// while the other core idled for whole calls (the scheduler does not move a thread that ran
-/// that recently): in 5 of 12 calls traced (8192², 2 ranks, 2 cores).
+/// that recently): for most of 4 calls of 12 traced and part of 2 more (8192², 2 ranks, 2
+/// cores).
 fn runtime_args(args: &Args) -> RuntimeArgs {
     let mut runtime = args.runtime.clone();
     if runtime.bind.is_none() && std::env::var_os("DPS_BIND").is_none() && args.view.is_none() {
