@@ -35,8 +35,9 @@ pub struct Record {
     /// The median of the calls' times per generation, s (not in the serial variant).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub iteration_median_s: Option<f64>,
-    /// The first timed call's time per generation, s, to set against `iteration_median_s`:
-    /// what starting up still costs (not in the serial variant).
+    /// The job's first call's time per generation, s (a warm-up call if there is one), to
+    /// set against `iteration_median_s`: what starting up still costs (not in the serial
+    /// variant).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_iteration_s: Option<f64>,
     /// `compare`: both schedules, side by side.

@@ -27,6 +27,10 @@ use crate::world::World;
 /// each parallel call).
 const SERIAL_BLOCK: u64 = 64;
 
+/// `--bind`'s help: Life's default differs from the runtime's (see [`runtime_args`]).
+const BIND_HELP: &str = "Pin each rank's workers and progress thread to its share of the node's cores (`cores`, \
+     the default, unless --view or DPS_BIND says otherwise), or leave them to the OS (`none`)";
+
 /// Which schedule runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub enum Variant {
@@ -45,6 +49,7 @@ pub enum Variant {
 #[command(name = "dps-life", version, about)]
 #[command(mut_arg("seed", |a| a.help("Seed of the random world (and of the viewer's block positions)")))]
 #[command(mut_arg("verify", |a| a.help("Compare the final world with the serial reference")))]
+#[command(mut_arg("bind", |a| a.help(BIND_HELP)))]
 pub struct Args {
     /// Schedule.
     #[arg(long, value_enum, default_value = "overlap")]
@@ -184,7 +189,7 @@ pub fn run(args: &Args) -> Result<()> {
     if args.variant == Variant::Serial {
         return run_serial(args, input);
     }
-    let rt = args.sim.start(&args.runtime, &SIMULATION)?;
+    let rt = args.sim.start(&runtime_args(args), &SIMULATION)?;
     // Every rank opened --out to check it; rank 0 writes it.
     let out = input.out.take().filter(|_| rt.is_root());
     let ranks = rt.ranks();
@@ -213,6 +218,10 @@ pub fn run(args: &Args) -> Result<()> {
     let plan = schedule::choose(args.generations, thinnest, given.transpose()?, args.steps_per_call);
     let depth = plan.depth;
     dps_harness::input(input.check_memory(args, ranks, bands_n, depth))?;
+    // Rank 0's serial copy is made before the collections and graphs: the ranks then go from
+    // building them (collective) into the first call together. Made after, it kept the other
+    // ranks idle while rank 0 filled it, and they started the first call 0.8-2.6 ms late.
+    let serial = (args.compare_serial && rt.is_root()).then(|| World::new(&input.source, args.wrap, depth));
     let main = rt.collection("main", "0", |_| ())?;
     let source = &input.source;
     let bands = rt.collection("bands", &map, |i| Band::new(&layout, i, source, depth))?;
@@ -222,7 +231,7 @@ pub fn run(args: &Args) -> Result<()> {
 
     let mut outcome = Ok(());
     if rt.is_root() {
-        outcome = drive(args, &input, out, &rt, &graphs, client.as_ref(), bands_n, &plan);
+        outcome = drive(args, &input, out, &rt, &graphs, client.as_ref(), bands_n, &plan, serial);
         if let (Err(_), Some(client)) = (&outcome, &client) {
             // The client waits for a signal: without it, it would wait forever.
             let _ = rt.call(&client.signal, Signal::Stop);
@@ -243,6 +252,21 @@ pub fn run(args: &Args) -> Result<()> {
     outcome
 }
 
+/// The runtime's options, with Life's default binding: `cores` unless `--bind` or `DPS_BIND`
+/// says otherwise, or `--view` runs (its client rank would take a core share of its own, and
+/// on 2 cores the two band ranks would share the other). Left to the OS, a band's worker,
+/// which yields its core every ~100 µs, often shared a core with the other rank's band
+/// while the other core idled for whole calls (the scheduler does not move a thread that ran
+/// that recently): for most of 4 calls of 12 traced and part of 2 more (8192², 2 ranks, 2
+/// cores).
+fn runtime_args(args: &Args) -> RuntimeArgs {
+    let mut runtime = args.runtime.clone();
+    if runtime.bind.is_none() && std::env::var_os("DPS_BIND").is_none() && args.view.is_none() {
+        runtime.bind = Some(dps::Bind::Cores);
+    }
+    runtime
+}
+
 /// Rank 0: runs the generations and reports.
 #[allow(clippy::too_many_arguments)]
 fn drive(
@@ -254,6 +278,7 @@ fn drive(
     client: Option<&view::Client>,
     bands: usize,
     plan: &Plan,
+    mut serial: Option<World>,
 ) -> Result<()> {
     let depth = plan.depth;
     let (width, height) = (input.source.width(), input.source.height());
@@ -272,7 +297,7 @@ fn drive(
     // whose `simple` calls count too) and those with the viewer's calls.
     let phases = 1 + u64::from(args.variant == Variant::Compare) + u64::from(client.is_some() && input.view.is_some());
     let progress = progress_bar(args.warmup.saturating_add(g.saturating_mul(phases)), args.output.json);
-    let mut sim = Sim { rt, graphs, args, input, depth, steps_per_call, done: 0, progress };
+    let mut sim = Sim { rt, graphs, args, input, depth, steps_per_call, done: 0, progress, first: None };
     let main = if args.variant == Variant::Simple { Schedule::Simple } else { Schedule::Overlap };
     sim.generations(main, args.warmup)?;
     // The timed generations, call by call. `compare` runs a `simple` call before each
@@ -280,7 +305,6 @@ fn drive(
     // SERIAL_BLOCK generations) with the serial world stepped on rank 0 through as many: on a
     // shared machine a change of load then hits both sides of the ratio, and the ratio is of
     // per-generation medians, which ignore the odd descheduled call or block.
-    let mut serial = args.compare_serial.then(|| World::new(&input.source, args.wrap, depth));
     // Per-generation times of each call (its time over its generations), and the total.
     let (mut times, mut simple_times) = (vec![], vec![]);
     let (mut block_times, mut serial_times) = (vec![], vec![]);
@@ -353,7 +377,7 @@ fn drive(
         schedule_reason: Some(plan.reason.clone()),
         cups: cells * g as f64 / seconds,
         iteration_median_s: Some(median(&times)),
-        first_iteration_s: times.first().copied(),
+        first_iteration_s: sim.first,
         compare,
         serial,
         view,
@@ -403,6 +427,8 @@ struct Sim<'a> {
     depth: usize,
     /// Steps per call of `overlap`.
     steps_per_call: usize,
+    /// The time per generation of the job's first call (warm-up or not).
+    first: Option<f64>,
 }
 
 impl Sim<'_> {
@@ -431,6 +457,7 @@ impl Sim<'_> {
         self.rt.call(self.graphs.generation(schedule), step)?;
         let generations = steps * depth;
         let per_generation = start.seconds() / generations as f64;
+        self.first.get_or_insert(per_generation);
         self.done += generations;
         self.progress.set_position(self.done);
         if snapshot.is_some_and(|k| self.done.is_multiple_of(k)) {

@@ -136,8 +136,12 @@ fn schedules_equal_the_serial_reference_on_1_2_4_ranks() {
             let r = json(&job.stdout);
             assert_eq!(r["verified"], true, "{r}");
             assert_eq!(r["generations_run"], 24, "{r}");
-            for key in ["cups", "speedup", "efficiency"] {
+            for key in ["cups", "speedup", "efficiency", "first_iteration_s", "iteration_median_s"] {
                 assert!(r[key].as_f64().unwrap() > 0.0, "{key}: {r}");
+            }
+            if std::env::var_os("DPS_BIND").is_none() {
+                // Life binds each rank's threads to its share of the cores by default.
+                assert!(r["binding"].as_str().unwrap().starts_with("cores"), "{r}");
             }
         }
     }
@@ -204,6 +208,10 @@ fn region_service_client_calls_while_the_simulation_runs() {
     assert!(job.status.success(), "{}", job.stderr);
     let r = json(&job.stdout);
     assert_eq!(r["threads"], 2, "the client rank hosts no band: {r}");
+    if std::env::var_os("DPS_BIND").is_none() {
+        // Not bound by default: the client's core share would leave the band ranks one core.
+        assert_eq!(r["binding"], "none", "{r}");
+    }
     assert_eq!(r["generations_run"], 300, "{r}");
     assert_eq!(r["verified"], true, "{r}");
     let calls = r["view_calls"].as_u64().unwrap();

@@ -28,6 +28,11 @@ fn cell(v: &Value) -> String {
             let x = n.as_f64().unwrap_or(f64::NAN);
             if x.abs() >= 100.0 {
                 format!("{x:.1}")
+            } else if x != 0.0 && x.abs() < 0.01 {
+                // Three significant digits: a time per call or per generation of 42 µs
+                // would show as 0.0000.
+                let decimals = 2 - x.abs().log10().floor() as i32;
+                format!("{x:.*}", decimals.clamp(0, 12) as usize)
             } else {
                 format!("{x:.4}")
             }
@@ -126,4 +131,21 @@ pub(crate) fn csv(rows: &[Row]) -> Result<String> {
         out.write_record(&cells)?;
     }
     Ok(String::from_utf8(out.into_inner()?)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::cell;
+
+    #[test]
+    fn small_numbers_keep_three_significant_digits() {
+        assert_eq!(cell(&json!(0.0000421337)), "0.0000421");
+        assert_eq!(cell(&json!(0.0042)), "0.00420");
+        assert_eq!(cell(&json!(0.5)), "0.5000");
+        assert_eq!(cell(&json!(0.0)), "0.0000");
+        assert_eq!(cell(&json!(1234.56)), "1234.6");
+        assert_eq!(cell(&json!(-0.003)), "-0.00300");
+    }
 }

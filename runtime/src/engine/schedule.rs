@@ -16,12 +16,13 @@ use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use crossbeam_channel::{Receiver, Sender};
 
-use crate::activity::Activity;
+use crate::activity::{self, Activity};
 
 /// Messages a worker handles from one cell before giving others a turn.
 const BATCH: usize = 64;
 /// Polls of `recv_eagerly` before it blocks. Each poll yields the core: spinning would keep
-/// the thread about to be woken off an oversubscribed core.
+/// the thread about to be woken off an oversubscribed core. It blocks at once if a yield
+/// finds the core busy (`activity::yield_core`).
 const EAGER_POLLS: u32 = 200;
 
 /// One DPS thread: its input queue and the body that handles the messages, one at a time.
@@ -152,13 +153,22 @@ impl<M, B> Scheduler<M, B> {
 }
 
 /// Receives from `rx`, polling briefly before blocking: a thread that sleeps in the kernel
-/// costs a wake-up of several microseconds, which would dominate a token's round trip.
+/// costs a wake-up of several microseconds, which would dominate a token's round trip. On a
+/// busy core it blocks after the first poll: each poll would take a time slice's turn from
+/// the computation there.
 pub(crate) fn recv_eagerly<T>(rx: &Receiver<T>) -> Option<T> {
+    poll_then_block(rx, activity::yield_core)
+}
+
+/// [`recv_eagerly`] with the yield between polls given (the tests count them): `yield_core`
+/// returns false when the core is busy.
+fn poll_then_block<T>(rx: &Receiver<T>, mut yield_core: impl FnMut() -> bool) -> Option<T> {
     for _ in 0..EAGER_POLLS {
         match rx.try_recv() {
             Ok(v) => return Some(v),
             Err(crossbeam_channel::TryRecvError::Disconnected) => return None,
-            Err(crossbeam_channel::TryRecvError::Empty) => std::thread::yield_now(),
+            Err(crossbeam_channel::TryRecvError::Empty) if yield_core() => {}
+            Err(crossbeam_channel::TryRecvError::Empty) => break,
         }
     }
     rx.recv().ok()
@@ -341,5 +351,41 @@ mod tests {
     #[test]
     fn no_token_is_lost_or_run_twice_when_workers_hand_tokens_around() {
         run(500, 2);
+    }
+
+    #[test]
+    fn polls_while_the_core_is_free_and_blocks_once_it_is_busy() {
+        // A free core: polls until the message comes (sent at the 10th yield).
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let mut yields = 0;
+        let got = poll_then_block(&rx, || {
+            yields += 1;
+            if yields == 10 {
+                tx.send(7).unwrap();
+            }
+            true
+        });
+        assert_eq!((got, yields), (Some(7), 10));
+        // A busy core: one poll, then it blocks (the message, sent during that yield, is
+        // then received by the blocking receive, not by a second poll).
+        let mut yields = 0;
+        let got = poll_then_block(&rx, || {
+            yields += 1;
+            tx.send(8).unwrap();
+            false
+        });
+        assert_eq!((got, yields), (Some(8), 1));
+        // Nothing comes: every poll is made, then it blocks until the sender is gone.
+        let (tx, rx) = crossbeam_channel::unbounded::<u8>();
+        let mut yields = 0;
+        let mut tx = Some(tx);
+        let got = poll_then_block(&rx, || {
+            yields += 1;
+            if yields == EAGER_POLLS {
+                tx = None;
+            }
+            true
+        });
+        assert_eq!((got, yields, tx.is_none()), (None, EAGER_POLLS, true));
     }
 }

@@ -5,6 +5,8 @@ pub(crate) mod watchdog;
 
 use crossbeam_channel::{Receiver, TryRecvError};
 
+use crate::activity;
+
 use crate::wire::WireToken;
 
 pub(crate) trait Transport: Send + Sync {
@@ -28,7 +30,8 @@ pub(crate) trait Transport: Send + Sync {
 }
 
 /// How many rounds a caller helps before it blocks (about as long as a worker polls for
-/// work, `engine::recv_eagerly`), and how many between yields of the core.
+/// work, `engine::recv_eagerly`), and how many between yields of the core. It blocks at once
+/// if a yield finds the core busy (`activity::yield_core`).
 const HELP_ROUNDS: u32 = 200;
 const ROUNDS_PER_YIELD: u32 = 4;
 
@@ -49,8 +52,8 @@ pub(crate) fn recv_helping<T>(transport: &dyn Transport, rx: &Receiver<T>) -> Op
             }
             Err(TryRecvError::Empty) => {}
         }
-        if !transport.help() && round.is_multiple_of(ROUNDS_PER_YIELD) {
-            std::thread::yield_now();
+        if !transport.help() && round.is_multiple_of(ROUNDS_PER_YIELD) && !activity::yield_core() {
+            break;
         }
     }
     transport.end_help(got.is_none());

@@ -36,7 +36,7 @@ use mpi::traits::CommunicatorCollectives;
 
 use super::watchdog::{Verdict, Watchdog};
 use super::Transport;
-use crate::activity::Activity;
+use crate::activity::{self, Activity};
 use crate::binding::Binding;
 use crate::wire::{self, InFrame, WireToken};
 
@@ -54,8 +54,9 @@ const LAST_SENDS_TIMEOUT: Duration = Duration::from_secs(5);
 const PACKET_LIMIT: usize = 256 * 1024;
 /// How long an idle progress thread keeps polling before it waits on its channel (polls
 /// yield the core every few: on a small or oversubscribed node the thread that must run next
-/// may need it). A waiting thread only sees MPI messages when it wakes, so this covers the
-/// usual gap between the steps of an iterative computation...
+/// may need it; a yield that finds the core busy ends the polls, `activity::yield_core`). A
+/// waiting thread only sees MPI messages when it wakes, so this covers the usual gap between
+/// the steps of an iterative computation...
 const POLL_FOR: Duration = Duration::from_millis(5);
 const POLLS_PER_YIELD: u32 = 4;
 const IDLE_WAIT: Duration = Duration::from_micros(100);
@@ -281,6 +282,8 @@ fn run(shared: &Shared, rx: &Receiver<Outgoing>, share: &CoreShare) {
     let mut idle: u32 = 0;
     let mut idle_since = Instant::now();
     let mut within_poll_time = true;
+    // False once a yield between polls found the core busy, until the next activity.
+    let mut core_free = true;
     let mut busy_wait = BUSY_WAIT;
     {
         // The clock started with the watchdog: tell the next rank at once.
@@ -329,7 +332,7 @@ fn run(shared: &Shared, rx: &Receiver<Outgoing>, share: &CoreShare) {
         }
         if idle == 0 {
             idle_since = Instant::now();
-            within_poll_time = true;
+            (within_poll_time, core_free) = (true, true);
         }
         idle = idle.saturating_add(1);
         let saturated = share.saturated();
@@ -337,11 +340,13 @@ fn run(shared: &Shared, rx: &Receiver<Outgoing>, share: &CoreShare) {
         if idle.is_multiple_of(64) {
             within_poll_time = idle_since.elapsed() < POLL_FOR;
         }
-        let polling = if saturated { idle < BUSY_POLLS } else { within_poll_time };
+        // Polls on a busy core would each take a time slice's turn from the computation
+        // there (`activity::yield_core`): the thread waits instead.
+        let polling = core_free && if saturated { idle < BUSY_POLLS } else { within_poll_time };
         if polling || finishing {
             // A few polls between yields: a yield is a system call, slower than a poll.
             if idle.is_multiple_of(POLLS_PER_YIELD) {
-                std::thread::yield_now();
+                core_free = activity::yield_core();
             }
             continue;
         }
