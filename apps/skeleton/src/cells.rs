@@ -115,8 +115,8 @@ pub struct Cell {
     pending: Vec<Strip>,
     /// The cells it sends strips to, and the part of it each one's halo holds.
     targets: Vec<(usize, Rect)>,
-    /// The report of its last round, until the round's merge takes it.
-    report: Option<Report>,
+    /// The strips its last round produced, until the next round's exchange sends them.
+    outbox: Vec<Strip>,
 }
 
 /// The pixels a cell's round changed in another cell's halo.
@@ -163,7 +163,7 @@ impl Cell {
         let t = 2 * depth;
         let (x, y, w, h) = rect.grown(t);
         let targets = grid.reach(index, t).into_iter().map(|c| (c, rect.within(&grid.rect(c), t))).collect();
-        Cell { index, rect, depth, padded: image.crop(x, y, w, h), pending: Vec::new(), targets, report: None }
+        Cell { index, rect, depth, padded: image.crop(x, y, w, h), pending: Vec::new(), targets, outbox: Vec::new() }
     }
 
     /// Its pixels.
@@ -190,10 +190,10 @@ impl Cell {
     }
 
     /// Runs round `round`: `depth` passes over the cell and its halo (each pass is exact on
-    /// two pixels fewer on each side), keeps its own part, and returns the strips of it that
-    /// changed, for the cells whose halo they are in. The report waits in the cell for
-    /// [`Cell::take_report`].
-    pub fn round(&mut self, round: u64) -> Vec<Strip> {
+    /// two pixels fewer on each side), and keeps its own part. The strips of it that changed,
+    /// for the cells whose halo they are in (except those in `quiet`, which never run
+    /// again), wait in the cell for [`Cell::take_outbox`].
+    pub fn round(&mut self, round: u64, quiet: &[usize]) -> Report {
         self.apply_pending(round);
         let (k, Rect { w, h, .. }) = (self.depth, self.rect);
         let t = 2 * k;
@@ -212,7 +212,7 @@ impl Cell {
         }
         let mut strips = Vec::new();
         if last_change > 0 {
-            for &(to, r) in &self.targets {
+            for &(to, r) in self.targets.iter().filter(|(to, _)| !quiet.contains(to)) {
                 let (x, y) = (
                     r.x as isize - self.rect.x as isize + t as isize,
                     r.y as isize - self.rect.y as isize + t as isize,
@@ -226,8 +226,8 @@ impl Cell {
         }
         let black = self.black();
         let sent_to = strips.iter().map(|s| s.to).collect();
-        self.report = Some(Report { cell: self.index, last_change, sent_to, black, work: spent });
-        strips
+        self.outbox = strips;
+        Report { cell: self.index, last_change, sent_to, black, work: spent }
     }
 
     /// Foreground pixels of the cell.
@@ -235,12 +235,9 @@ impl Cell {
         self.pixels().count()
     }
 
-    /// The report of the round just run.
-    ///
-    /// # Panics
-    /// If the cell has not run a round since the last call.
-    pub fn take_report(&mut self) -> Report {
-        self.report.take().unwrap_or_else(|| panic!("cell {}: no round to report", self.index))
+    /// The strips of the last round, to send.
+    pub fn take_outbox(&mut self) -> Vec<Strip> {
+        std::mem::take(&mut self.outbox)
     }
 }
 
@@ -317,9 +314,8 @@ mod tests {
                 // strips of this round when they run it.
                 let mut changed = 0;
                 for i in 0..cells.len() {
-                    let strips = cells[i].round(round);
-                    changed = changed.max(cells[i].take_report().last_change);
-                    for s in strips {
+                    changed = changed.max(cells[i].round(round, &[]).last_change);
+                    for s in cells[i].take_outbox() {
                         let to = s.to;
                         cells[to].receive(s);
                     }

@@ -26,6 +26,8 @@ pub struct Master {
     work: Vec<u64>,
     /// Per cell: all white, so dead for good (thinning only deletes).
     empty: Vec<bool>,
+    /// The cells whose last round left strips to send.
+    senders: Vec<usize>,
     /// Rounds run.
     pub rounds: u64,
     /// Cell rounds run (living cells, summed over the rounds).
@@ -51,6 +53,7 @@ impl Master {
             depth,
             changed: vec![true; n],
             received: vec![false; n],
+            senders: Vec::new(),
             rounds: 0,
             cell_rounds: 0,
             last_change: 0,
@@ -60,6 +63,17 @@ impl Master {
     /// The living cells of the next round.
     pub fn next_cells(&self) -> Vec<usize> {
         (0..self.grid.cells()).filter(|&c| !self.empty[c] && (self.changed[c] || self.received[c])).collect()
+    }
+
+    /// The cells whose last round left strips to send.
+    pub fn senders(&self) -> &[usize] {
+        &self.senders
+    }
+
+    /// The cells in the reach of `cell` that need no strips: all white, they never run
+    /// again.
+    pub fn quiet(&self, cell: usize) -> Vec<usize> {
+        self.grid.reach(cell, 2 * self.depth).into_iter().filter(|&c| self.empty[c]).collect()
     }
 
     /// Takes in the reports of a round; returns whether any cell changed (if not, the image
@@ -80,6 +94,7 @@ impl Master {
             worked.len()
         );
         self.received = vec![false; n];
+        self.senders.clear();
         let mut any = false;
         for r in reports {
             assert!(!std::mem::replace(&mut answered[r.cell], true), "cell {} answered twice", r.cell);
@@ -88,6 +103,9 @@ impl Master {
             self.empty[r.cell] = r.black == 0;
             for &to in &r.sent_to {
                 self.received[to] = true;
+            }
+            if !r.sent_to.is_empty() {
+                self.senders.push(r.cell);
             }
             if r.last_change > 0 {
                 any = true;
@@ -144,8 +162,8 @@ mod tests {
                 let mut reports = Vec::new();
                 let mut strips = Vec::new();
                 for &c in &living {
-                    strips.extend(cells[c].round(master.rounds));
-                    reports.push(cells[c].take_report());
+                    reports.push(cells[c].round(master.rounds, &master.quiet(c)));
+                    strips.extend(cells[c].take_outbox());
                 }
                 for s in strips {
                     let to = s.to;

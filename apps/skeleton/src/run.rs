@@ -15,7 +15,7 @@ use rand::{Rng, SeedableRng};
 
 use crate::balance;
 use crate::cells::{Cell, Grid};
-use crate::graph::{self, Graphs, Round, Shape};
+use crate::graph::{self, Go, Graphs, Round, Shape, Stash};
 use crate::images::{self, Generate};
 use crate::kernel::{self, Plane};
 use crate::master::Master;
@@ -168,7 +168,7 @@ pub fn run(args: &Args) -> Result<()> {
     let out = input.out.take().filter(|_| rt.is_root());
     let image = Arc::new(input.image.clone());
     let grid = Grid::new(image.width, image.height, input.cell);
-    let main = rt.collection("main", "0", |_| ())?;
+    let main = rt.collection("main", "0", |_| Stash::default())?;
     let nodes = rt.collection("nodes", "all", |_| ())?;
     let depth = args.depth;
     let cells =
@@ -229,12 +229,19 @@ fn skeletonize(
             migrations += moves.len();
         }
         moving += t0.elapsed().as_secs_f64();
-        let mut shares: Vec<(usize, Vec<usize>)> = (0..ranks).map(|r| (r, Vec::new())).collect();
-        for &c in &living {
-            shares[cells.rank_of(c)].1.push(c);
+        let t0 = Instant::now();
+        let mut senders: Vec<(usize, Vec<usize>)> = (0..ranks).map(|r| (r, Vec::new())).collect();
+        for &cell in master.senders() {
+            senders[cells.rank_of(cell)].1.push(cell);
+        }
+        senders.retain(|s| !s.1.is_empty());
+        let mut shares: Vec<(usize, Vec<Go>)> = (0..ranks).map(|r| (r, Vec::new())).collect();
+        for &cell in &living {
+            shares[cells.rank_of(cell)].1.push(Go { cell, round: master.rounds, quiet: master.quiet(cell) });
         }
         shares.retain(|s| !s.1.is_empty());
-        let reports = rt.call(&graphs.round, Round { round: master.rounds, shares })?;
+        bookkeeping += t0.elapsed().as_secs_f64();
+        let reports = rt.call(&graphs.round, Round { senders, shares })?;
         let t0 = Instant::now();
         let changed = master.absorb(&living, &reports);
         bookkeeping += t0.elapsed().as_secs_f64();
