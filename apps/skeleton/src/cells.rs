@@ -11,6 +11,8 @@
 //! until its next round. `depth` 1 is the thesis's exchange per pass; more divide the
 //! messages by `depth`.
 
+use std::time::Instant;
+
 use serde::{Deserialize, Serialize};
 
 use crate::kernel::{self, Plane};
@@ -145,6 +147,8 @@ pub struct Report {
     pub black: u64,
     /// The round's work: the words the passes computed (see [`work`]).
     pub work: u64,
+    /// The round's time on its rank, ns (for the measured speed of the rank).
+    pub nanos: u64,
 }
 
 /// The work of a pass over `rows` of `plane`, in words: the kernel computes the words
@@ -194,6 +198,7 @@ impl Cell {
     /// for the cells whose halo they are in (except those in `quiet`, which never run
     /// again), wait in the cell for [`Cell::take_outbox`].
     pub fn round(&mut self, round: u64, quiet: &[usize]) -> Report {
+        let start = Instant::now();
         self.apply_pending(round);
         let (k, Rect { w, h, .. }) = (self.depth, self.rect);
         let t = 2 * k;
@@ -227,7 +232,7 @@ impl Cell {
         let black = self.black();
         let sent_to = strips.iter().map(|s| s.to).collect();
         self.outbox = strips;
-        Report { cell: self.index, last_change, sent_to, black, work: spent }
+        Report { cell: self.index, last_change, sent_to, black, work: spent, nanos: start.elapsed().as_nanos() as u64 }
     }
 
     /// Foreground pixels of the cell.

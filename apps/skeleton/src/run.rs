@@ -207,6 +207,7 @@ fn skeletonize(
     let start = Instant::now();
     let mut master = Master::new(grid, args.depth, image);
     let (mut migrations, mut bookkeeping, mut moving) = (0, 0.0, 0.0);
+    let mut speeds = balance::Speeds::new(ranks);
     loop {
         let t0 = Instant::now();
         let living = master.next_cells();
@@ -216,7 +217,7 @@ fn skeletonize(
             let mut moves = Vec::new();
             if variant == Variant::Migrate {
                 let owner: Vec<usize> = (0..grid.cells()).map(|c| cells.rank_of(c)).collect();
-                moves = balance::plan(&owner, &master.predicted_load(&living), ranks);
+                moves = balance::plan(&owner, &master.predicted_load(&living), speeds.cost());
             }
             for _ in 0..args.force_migrations {
                 moves.push((forced.gen_range(0..grid.cells()), forced.gen_range(0..ranks)));
@@ -244,6 +245,12 @@ fn skeletonize(
         let reports = rt.call(&graphs.round, Round { senders, shares })?;
         let t0 = Instant::now();
         let changed = master.absorb(&living, &reports);
+        let (mut work, mut nanos) = (vec![0; ranks], vec![0; ranks]);
+        for r in &reports {
+            work[cells.rank_of(r.cell)] += r.work;
+            nanos[cells.rank_of(r.cell)] += r.nanos;
+        }
+        speeds.observe(&work, &nanos);
         bookkeeping += t0.elapsed().as_secs_f64();
         if !changed {
             break;
