@@ -69,9 +69,10 @@ pub struct Args {
     /// many passes before the next exchange (1 is the thesis's exchange per pass).
     #[arg(long, default_value_t = 8)]
     pub depth: usize,
-    /// Cells a rank runs at once (more keep its core busy while strips travel; fewer let
-    /// the first strips leave early).
-    #[arg(long, default_value_t = 2)]
+    /// Cells a rank runs at once: 1 runs a rank's cells one after another, each with the
+    /// core to itself, which measured fastest with one core per rank; more overlap the
+    /// small gap between two cells.
+    #[arg(long, default_value_t = 1)]
     pub in_flight: usize,
     /// Where cells run.
     #[arg(long, value_enum, default_value = "migrate")]
