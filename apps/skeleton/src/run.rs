@@ -209,6 +209,7 @@ fn skeletonize(
     let mut master = Master::new(grid, args.depth, image);
     let (mut migrations, mut bookkeeping, mut moving) = (0, 0.0, 0.0);
     let mut speeds = balance::Speeds::new(ranks);
+    let near: Vec<Vec<usize>> = (0..grid.cells()).map(|c| grid.reach(c, 2 * args.depth)).collect();
     loop {
         let t0 = Instant::now();
         let living = master.next_cells();
@@ -218,7 +219,7 @@ fn skeletonize(
             let mut moves = Vec::new();
             if variant == Variant::Migrate {
                 let owner: Vec<usize> = (0..grid.cells()).map(|c| cells.rank_of(c)).collect();
-                moves = balance::plan(&owner, &master.predicted_load(&living), speeds.cost());
+                moves = balance::plan(&owner, &master.predicted_load(&living), speeds.cost(), &near);
             }
             for _ in 0..args.force_migrations {
                 moves.push((forced.gen_range(0..grid.cells()), forced.gen_range(0..ranks)));
