@@ -8,9 +8,9 @@
 //!   index, wherever the receiver lives now: the runtime delivers it there), which keep them
 //!   (a leaf); merges on the cells, the nodes and rank 0 wait until every strip is kept.
 //!   *Compute*: rank 0 sends each rank the list of its living cells; the node sends each a
-//!   `Go`, at most `in_flight` at a time (the split's window: a rank runs its cells a few at
-//!   a time rather than all time-sliced together, and the credits that pace them never
-//!   leave the rank); the cell runs its round and returns its report; a merge on the node
+//!   `Go`, at most `in_flight` at a time (the split's window, 1 by default: a rank runs its
+//!   cells one after another rather than all time-sliced together, and the credits that
+//!   pace them never leave the rank); the cell runs its round and returns its report; a merge on the node
 //!   collects its rank's reports, and one on rank 0 all of them. Rank 0 handles no pixels:
 //!   a report is a few numbers. The compute phase sends nothing between ranks but the lists
 //!   and the reports, so no cell waits for a message from another rank while it computes.
