@@ -1,18 +1,18 @@
 //! The image cut into cells (§8.2.1): the grid, the static distribution of eq. (8-2), and a
 //! cell's state and work. A cell is a DPS thread of a movable collection: its state is its
-//! pixels, so moving the thread moves the cell.
+//! pixels and its halo, so moving the thread moves the cell.
 //!
-//! A round advances a cell `depth` passes at once: it receives the `2·depth`-pixel frame of
-//! the image around it (its halo, as the neighbours' borders left it), computes `depth`
-//! passes over itself plus the halo (each pass is exact on two rows and columns fewer on
-//! each side, since the rule reads two pixels up and left and one down and right), keeps
-//! its own part and sends back its border frame, from which the halos of the next round are
-//! cut. `depth` 1 is the thesis's exchange per pass; more divide the messages and the
-//! bookkeeping by `depth`.
+//! A round advances a cell `depth` passes at once over itself plus its halo (the
+//! `2·depth`-pixel frame of the image around it, as its neighbours left it): each pass is
+//! exact on two rows and columns fewer on each side, since the rule reads two pixels up and
+//! left and one down and right, so after `depth` passes the cell's own pixels are exact. It
+//! then sends the cells whose halo it lies in the strips of itself that changed, directly
+//! (the runtime delivers a strip wherever its receiver lives now); a receiver keeps them
+//! until its next round. `depth` 1 is the thesis's exchange per pass; more divide the
+//! messages by `depth`.
 
 use std::time::Instant;
 
-use dps::Bulk;
 use serde::{Deserialize, Serialize};
 
 use crate::kernel::{self, Plane};
@@ -70,102 +70,85 @@ impl Grid {
     }
 }
 
-/// The pixels of a rectangle that lie within `t` of its edge, row by row: whole rows for
-/// the first and last `t` rows, the first and last `min(t, w)` pixels of the others.
-/// Read from an image at any position (white outside it).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Frame {
-    bits: Bulk<u64>,
-}
-
-impl Frame {
-    /// Calls `f(dx, dy, n, word_offset)` for each run of the frame of a `w × h` rectangle.
-    fn runs(w: usize, h: usize, t: usize, mut f: impl FnMut(usize, usize, usize, usize)) {
-        let side = t.min(w);
-        let mut at = 0;
-        for dy in 0..h {
-            if dy < t || dy + t >= h {
-                f(0, dy, w, at);
-                at += w.div_ceil(64);
-            } else {
-                f(0, dy, side, at);
-                f(w - side, dy, side, at + 1);
-                at += 2;
-            }
-        }
-    }
-
-    /// The frame of thickness `t` (at most 64) of the `w × h` rectangle of `image` at
-    /// (`x`, `y`).
-    pub fn read(image: &Plane, x: isize, y: isize, w: usize, h: usize, t: usize) -> Frame {
-        debug_assert!(t <= 64);
-        let mut bits = Vec::new();
-        Frame::runs(w, h, t, |dx, dy, n, at| {
-            debug_assert_eq!(bits.len(), at);
-            let (x, y) = (x + dx as isize, y + dy as isize);
-            let inside = y >= 0 && (y as usize) < image.height && x >= 0 && x as usize + n <= image.width;
-            for j in 0..n.div_ceil(64) {
-                let left = n - 64 * j;
-                let word = if inside {
-                    // Inside the image (most runs): two words and a shift.
-                    let row = image.row(y as usize);
-                    let (q, r) = ((x as usize + 64 * j) / 64, (x as usize + 64 * j) % 64);
-                    let hi = if r == 0 { 0 } else { row.get(q + 1).map_or(0, |w| w << (64 - r)) };
-                    (row[q] >> r) | hi
-                } else {
-                    image.get64(x + 64 * j as isize, y)
-                };
-                bits.push(if left >= 64 { word } else { word & ((1u64 << left) - 1) });
-            }
-        });
-        Frame { bits: Bulk(bits) }
-    }
-
-    /// Writes the frame back into the same rectangle of `image` (clipped to the image).
-    pub fn write(&self, image: &mut Plane, x: isize, y: isize, w: usize, h: usize, t: usize) {
-        Frame::runs(w, h, t, |dx, dy, n, at| {
-            image.put_bits(x + dx as isize, y + dy as isize, n, &self.bits[at..]);
-        });
+/// Strips of a round go to the cells whose halo they fall in.
+impl Grid {
+    /// The cells other than `index` whose pixels lie within `t` of cell `index` (the cells
+    /// its halo of thickness `t` is cut from; the relation is symmetric), in index order.
+    pub fn reach(&self, index: usize, t: usize) -> Vec<usize> {
+        let r = self.rect(index);
+        let cols = r.x.saturating_sub(t) / self.size..=((r.x + r.w + t - 1).min(self.width - 1) / self.size);
+        let rows = r.y.saturating_sub(t) / self.size..=((r.y + r.h + t - 1).min(self.height - 1) / self.size);
+        rows.flat_map(|l| cols.clone().map(move |c| l * self.cols + c)).filter(|&c| c != index).collect()
     }
 }
 
-/// A cell's state, which moves with it.
+impl Rect {
+    /// This rectangle grown by `t` on every side (it may start left of or above the image).
+    fn grown(&self, t: usize) -> (isize, isize, usize, usize) {
+        (self.x as isize - t as isize, self.y as isize - t as isize, self.w + 2 * t, self.h + 2 * t)
+    }
+
+    /// The part of this rectangle inside `other` grown by `t`.
+    pub fn within(&self, other: &Rect, t: usize) -> Rect {
+        let (ox, oy, ow, oh) = other.grown(t);
+        let x0 = (self.x as isize).max(ox) as usize;
+        let y0 = (self.y as isize).max(oy) as usize;
+        let x1 = (self.x + self.w).min((ox + ow as isize).max(0) as usize);
+        let y1 = (self.y + self.h).min((oy + oh as isize).max(0) as usize);
+        Rect { x: x0, y: y0, w: x1.saturating_sub(x0), h: y1.saturating_sub(y0) }
+    }
+}
+
+/// A cell's state, which moves with it: its pixels inside the halo its neighbours last sent
+/// (`2·depth` pixels around it, as the image stood after the last round they sent), and the
+/// strips that arrived for later rounds.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Cell {
     /// Its number in the grid.
     pub index: usize,
     /// Where it is in the image.
     pub rect: Rect,
-    /// Its pixels.
+    /// Passes per round.
+    pub depth: usize,
+    /// `(w + 4·depth) × (h + 4·depth)`: the halo around the cell's pixels.
+    padded: Plane,
+    /// Strips from neighbours not yet in `padded`: a neighbour sends its strips right after
+    /// its round, possibly before this cell ran the same round, which must not see them.
+    pending: Vec<Strip>,
+    /// The cells it sends strips to, and the part of it each one's halo holds.
+    targets: Vec<(usize, Rect)>,
+    /// The strips its last round produced, until the next round's exchange sends them.
+    outbox: Vec<Strip>,
+}
+
+/// The pixels a cell's round changed in another cell's halo.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Strip {
+    /// The receiving cell.
+    pub to: usize,
+    /// The round after which the sender had these pixels.
+    pub round: u64,
+    /// Where they are in the image.
+    pub rect: Rect,
+    /// The pixels.
     pub pixels: Plane,
 }
 
-/// A round of a cell: `depth` passes with this halo.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct Work {
-    /// The cell.
-    pub cell: usize,
-    /// Passes of the round.
-    pub depth: usize,
-    /// The `2·depth` pixels around the cell.
-    pub halo: Frame,
-}
-
-/// What a cell's round produced.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct Done {
+/// What a cell's round did, for rank 0.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Report {
     /// The cell.
     pub cell: usize,
     /// The last pass of the round (1..=depth) that deleted a pixel of the cell, 0 if none.
     pub last_change: usize,
-    /// The cell's pixels within `2·depth` of its edge, after the round.
-    pub border: Frame,
-    /// Time the round took, ns.
-    pub nanos: u64,
+    /// The cells it sent strips to (those whose halo changed).
+    pub sent_to: Vec<usize>,
     /// Foreground pixels of the cell after the round.
     pub black: u64,
     /// The round's work: the words the passes computed (see [`work`]).
     pub work: u64,
+    /// The round's time on its rank, ns (for the measured speed of the rank).
+    pub nanos: u64,
 }
 
 /// The work of a pass over `rows` of `plane`, in words: the kernel computes the words
@@ -178,24 +161,51 @@ pub fn work(plane: &Plane, rows: std::ops::Range<usize>) -> u64 {
 }
 
 impl Cell {
-    /// Cell `index` of `grid`, cut from `image`.
-    pub fn new(grid: &Grid, index: usize, image: &Plane) -> Cell {
+    /// Cell `index` of `grid`, cut from `image` with its halo, for rounds of `depth` passes.
+    pub fn new(grid: &Grid, index: usize, image: &Plane, depth: usize) -> Cell {
         let rect = grid.rect(index);
-        Cell { index, rect, pixels: image.crop(rect.x as isize, rect.y as isize, rect.w, rect.h) }
+        let t = 2 * depth;
+        let (x, y, w, h) = rect.grown(t);
+        let targets = grid.reach(index, t).into_iter().map(|c| (c, rect.within(&grid.rect(c), t))).collect();
+        Cell { index, rect, depth, padded: image.crop(x, y, w, h), pending: Vec::new(), targets, outbox: Vec::new() }
     }
 
-    /// Runs a round (see the module doc).
-    pub fn round(&mut self, job: &Work) -> Done {
-        assert_eq!(job.cell, self.index, "a round for cell {} reached cell {}", job.cell, self.index);
+    /// Its pixels.
+    pub fn pixels(&self) -> Plane {
+        let t = 2 * self.depth;
+        self.padded.crop(t as isize, t as isize, self.rect.w, self.rect.h)
+    }
+
+    /// Keeps a neighbour's strip for the next round this cell runs after `strip.round`.
+    pub fn receive(&mut self, strip: Strip) {
+        assert_eq!(strip.to, self.index, "a strip for cell {} reached cell {}", strip.to, self.index);
+        self.pending.push(strip);
+    }
+
+    /// Puts the strips of rounds before `round` into the halo, oldest first.
+    fn apply_pending(&mut self, round: u64) {
+        let t = 2 * self.depth as isize;
+        self.pending.sort_by_key(|s| s.round);
+        let later = self.pending.iter().position(|s| s.round >= round).unwrap_or(self.pending.len());
+        for s in self.pending.drain(..later) {
+            let (x, y) = (s.rect.x as isize - self.rect.x as isize + t, s.rect.y as isize - self.rect.y as isize + t);
+            self.padded.paste(&s.pixels, x, y);
+        }
+    }
+
+    /// Runs round `round`: `depth` passes over the cell and its halo (each pass is exact on
+    /// two pixels fewer on each side), and keeps its own part. The strips of it that changed,
+    /// for the cells whose halo they are in (except those in `quiet`, which never run
+    /// again), wait in the cell for [`Cell::take_outbox`].
+    pub fn round(&mut self, round: u64, quiet: &[usize]) -> Report {
         let start = Instant::now();
-        let (k, Rect { w, h, .. }) = (job.depth, self.rect);
+        self.apply_pending(round);
+        let (k, Rect { w, h, .. }) = (self.depth, self.rect);
         let t = 2 * k;
-        let (pw, ph) = (w + 2 * t, h + 2 * t);
-        let mut a = Plane::new(pw, ph);
-        job.halo.write(&mut a, 0, 0, pw, ph, t);
-        a.paste(&self.pixels, t as isize, t as isize);
+        let ph = h + 2 * t;
+        let mut a = self.padded.clone();
         let mut b = a.clone();
-        let mask = column_mask(pw, t, w);
+        let mask = column_mask(a.width, t, w);
         let (mut last_change, mut spent) = (0, 0);
         for pass in 1..=k {
             spent += work(&a, 2 * pass..ph - 2 * pass);
@@ -205,10 +215,34 @@ impl Cell {
             }
             std::mem::swap(&mut a, &mut b);
         }
-        self.pixels = a.crop(t as isize, t as isize, w, h);
-        let border = Frame::read(&self.pixels, 0, 0, w, h, t);
-        let black = self.pixels.count();
-        Done { cell: self.index, last_change, border, nanos: start.elapsed().as_nanos() as u64, black, work: spent }
+        let mut strips = Vec::new();
+        if last_change > 0 {
+            for &(to, r) in self.targets.iter().filter(|(to, _)| !quiet.contains(to)) {
+                let (x, y) = (
+                    r.x as isize - self.rect.x as isize + t as isize,
+                    r.y as isize - self.rect.y as isize + t as isize,
+                );
+                let pixels = a.crop(x, y, r.w, r.h);
+                if pixels != self.padded.crop(x, y, r.w, r.h) {
+                    strips.push(Strip { to, round, rect: r, pixels });
+                }
+            }
+            self.padded.paste(&a.crop(t as isize, t as isize, w, h), t as isize, t as isize);
+        }
+        let black = self.black();
+        let sent_to = strips.iter().map(|s| s.to).collect();
+        self.outbox = strips;
+        Report { cell: self.index, last_change, sent_to, black, work: spent, nanos: start.elapsed().as_nanos() as u64 }
+    }
+
+    /// Foreground pixels of the cell.
+    pub fn black(&self) -> u64 {
+        self.pixels().count()
+    }
+
+    /// The strips of the last round, to send.
+    pub fn take_outbox(&mut self) -> Vec<Strip> {
+        std::mem::take(&mut self.outbox)
     }
 }
 
@@ -251,28 +285,25 @@ mod tests {
     }
 
     #[test]
-    fn frames_read_and_write_the_edge_pixels() {
-        let p = random_plane(100, 40, 3);
-        for (x, y, w, h, t) in
-            [(0isize, 0isize, 100usize, 40usize, 2usize), (-4, -4, 108, 48, 4), (10, 5, 3, 3, 2), (30, 7, 70, 20, 16)]
-        {
-            let f = Frame::read(&p, x, y, w, h, t);
-            let mut q = Plane::new(100, 40);
-            f.write(&mut q, x, y, w, h, t);
-            for py in 0..40isize {
-                for px in 0..100isize {
-                    let (dx, dy) = (px - x, py - y);
-                    let inside = dx >= 0 && dy >= 0 && (dx as usize) < w && (dy as usize) < h;
-                    let edge = inside
-                        && ((dx as usize) < t || (dy as usize) < t || dx as usize + t >= w || dy as usize + t >= h);
-                    assert_eq!(q.get(px, py), edge && p.get(px, py), "({px}, {py}) of frame {x},{y} {w}x{h} t={t}");
+    fn the_reach_of_a_cell_is_the_cells_within_t_of_it() {
+        let g = Grid::new(100, 70, 16); // 7 x 5 cells, the last column 4 wide, the last row 6 high
+        assert_eq!(g.reach(0, 4), vec![1, 7, 8]);
+        assert_eq!(g.reach(8, 4), vec![0, 1, 2, 7, 9, 14, 15, 16]);
+        // Thicker than a cell: two rings, and the narrow last column reaches two columns.
+        assert_eq!(g.reach(6, 20).len(), 3 * 3 - 1);
+        for c in 0..g.cells() {
+            for t in [1, 4, 20] {
+                for &d in &g.reach(c, t) {
+                    assert!(g.reach(d, t).contains(&c), "reach is symmetric: {c} {d} t={t}");
+                    assert!(g.rect(d).within(&g.rect(c), t).w > 0, "{d} within {t} of {c}");
                 }
             }
         }
     }
 
-    /// Cells in lock-step rounds, halos cut from the assembled image, against the serial
-    /// reference, for several cell sizes and depths.
+    /// Cells in lock-step rounds, strips delivered between rounds (and some before the
+    /// receiver's own round, as the runtime may), against the serial reference, for several
+    /// cell sizes and depths.
     #[test]
     fn rounds_of_cells_give_the_serial_skeleton() {
         for (w, h, size, depth, seed) in
@@ -281,35 +312,28 @@ mod tests {
             let image = random_plane(w, h, seed);
             let (reference, passes) = kernel::skeletonize(&image);
             let grid = Grid::new(w, h, size);
-            let mut cells: Vec<Cell> = (0..grid.cells()).map(|i| Cell::new(&grid, i, &image)).collect();
-            let mut current = image.clone();
-            let (mut round, mut last) = (0, 0);
+            let mut cells: Vec<Cell> = (0..grid.cells()).map(|i| Cell::new(&grid, i, &image, depth)).collect();
+            let (mut round, mut last) = (0u64, 0);
             loop {
-                let t = 2 * depth;
-                let dones: Vec<Done> = cells
-                    .iter_mut()
-                    .map(|c| {
-                        let r = c.rect;
-                        let halo = Frame::read(
-                            &current,
-                            r.x as isize - t as isize,
-                            r.y as isize - t as isize,
-                            r.w + 2 * t,
-                            r.h + 2 * t,
-                            t,
-                        );
-                        c.round(&Work { cell: c.index, depth, halo })
-                    })
-                    .collect();
-                for c in &cells {
-                    current.paste(&c.pixels, c.rect.x as isize, c.rect.y as isize);
+                // Every cell runs; each strip is delivered at once, so later cells hold
+                // strips of this round when they run it.
+                let mut changed = 0;
+                for i in 0..cells.len() {
+                    changed = changed.max(cells[i].round(round, &[]).last_change);
+                    for s in cells[i].take_outbox() {
+                        let to = s.to;
+                        cells[to].receive(s);
+                    }
                 }
-                let changed = dones.iter().map(|d| d.last_change).max().unwrap();
                 if changed == 0 {
                     break;
                 }
-                last = round * depth + changed;
+                last = round as usize * depth + changed;
                 round += 1;
+            }
+            let mut current = Plane::new(w, h);
+            for c in &cells {
+                current.paste(&c.pixels(), c.rect.x as isize, c.rect.y as isize);
             }
             assert_eq!(current, reference, "{w}x{h}, cells of {size}, depth {depth}");
             assert_eq!(last as u64 + 1, passes, "{w}x{h}, cells of {size}, depth {depth}: passes");

@@ -1,28 +1,59 @@
-//! The DPS graphs. `main` is one thread on rank 0; `cells` has one thread per cell, mapped
-//! by eq. (8-2) and movable, whose state is the cell ([`Cell`]).
+//! The DPS graphs. `main` is one thread on rank 0, `nodes` one thread per rank; `cells` has
+//! one thread per cell, mapped by eq. (8-2) and movable, whose state is the cell ([`Cell`]).
 //!
-//! * `skeleton_round`: rank 0 deals a round's work (the living cells' halos) with a split;
-//!   each work token is routed to its cell by index (wherever the cell lives now: the
-//!   runtime delivers it there), the cell advances `depth` passes (a leaf), and a merge
-//!   collects every cell's border frame and whether it changed.
+//! * `skeleton_round`, one call per round, in two phases. *Exchange*: rank 0 sends each rank
+//!   the list of its cells whose last round changed a strip of another cell's halo (a split
+//!   to the rank's node); the node asks each of them (a split); the cell sends its strips
+//!   straight to their receivers (a split on the cell, each strip routed to its receiver by
+//!   index, wherever the receiver lives now: the runtime delivers it there), which keep them
+//!   (a leaf); merges on the cells, the nodes and rank 0 wait until every strip is kept.
+//!   *Compute*: rank 0 sends each rank the list of its living cells; the node sends each a
+//!   `Go`, at most `in_flight` at a time (the split's window, 1 by default: a rank runs its
+//!   cells one after another rather than all time-sliced together, and the credits that
+//!   pace them never leave the rank); the cell runs its round and returns its report; a merge on the node
+//!   collects its rank's reports, and one on rank 0 all of them. Rank 0 handles no pixels:
+//!   a report is a few numbers. The compute phase sends nothing between ranks but the lists
+//!   and the reports, so no cell waits for a message from another rank while it computes.
 //! * `skeleton_gather`: every cell sends its pixels to rank 0, once the skeleton is reached.
+//! * `skeleton_reset`: every cell back to the input's pixels.
 //!
-//! Migration happens between two rounds, with `Runtime::migrate`: the cell's pixels move to
-//! the new rank, and the next round's token for it goes there.
+//! Migration happens between two rounds, with `Runtime::migrate_each`: the cell's pixels,
+//! halo and strips (received and to send) move to the new rank, and the next round's tokens
+//! for it go there.
 
 use std::sync::Arc;
 
 use dps::{route, Collection, Graph, MergeFn, Node, Runtime};
 use serde::{Deserialize, Serialize};
 
-use crate::cells::{Cell, Done, Grid, Work};
+use crate::cells::{Cell, Grid, Report, Strip};
 use crate::kernel::Plane;
 
-/// The work of one round: one token per living cell.
+/// One round: per rank, the cells whose strips of the last round are to be sent, and the
+/// living cells.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Round {
-    /// The living cells' work.
-    pub works: Vec<Work>,
+    /// Per rank with such cells: the rank and its cells that have strips to send.
+    pub senders: Vec<(usize, Vec<usize>)>,
+    /// Per rank that hosts living cells: the rank and its cells' work.
+    pub shares: Vec<(usize, Vec<Go>)>,
+}
+
+/// The state of rank 0's `main` thread: the compute phase's lists while the exchange runs.
+#[derive(Debug, Default)]
+pub struct Stash {
+    shares: Vec<(usize, Vec<Go>)>,
+}
+
+/// Cell `cell` runs round `round`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Go {
+    /// The cell.
+    pub cell: usize,
+    /// The round (from 0).
+    pub round: u64,
+    /// Cells in its reach that need no strips: all white, so they never run again.
+    pub quiet: Vec<usize>,
 }
 
 /// A cell's pixels, at the end.
@@ -38,11 +69,22 @@ pub struct Piece {
 #[derive(Debug)]
 pub struct Graphs {
     /// One round of the living cells.
-    pub round: Graph<Round, Vec<Done>>,
+    pub round: Graph<Round, Vec<Report>>,
     /// Every cell's pixels.
     pub gather: Graph<(), Vec<Piece>>,
     /// Every cell back to the input's pixels (before a run of `compare` or `--reps`).
     pub reset: Graph<(), ()>,
+}
+
+/// How a run cuts and schedules the image.
+#[derive(Clone, Copy, Debug)]
+pub struct Shape {
+    /// The cells.
+    pub grid: Grid,
+    /// Passes per round.
+    pub depth: usize,
+    /// Cells a rank runs at once.
+    pub in_flight: usize,
 }
 
 /// Builds the graphs (collective: every rank calls it).
@@ -51,37 +93,92 @@ pub struct Graphs {
 /// If the runtime rejects a graph.
 pub fn build(
     rt: &Runtime,
-    main: &Collection<()>,
+    main: &Collection<Stash>,
+    nodes: &Collection<()>,
     cells: &Collection<Cell>,
-    grid: Grid,
+    shape: Shape,
     image: Arc<Plane>,
 ) -> Result<Graphs, dps::Error> {
-    let deal = Node::split("deal_round", main, route::fixed(0), |_: &mut (), r: Round| r.works);
-    let thin = Node::leaf("thin_cell", cells, route::by_key(|w: &Work| w.cell), |c: &mut Cell, w: Work| c.round(&w));
+    let Shape { grid, depth, in_flight } = shape;
+    // Exchange.
+    let start = Node::split("start_round", main, route::fixed(0), |m: &mut Stash, r: Round| {
+        m.shares = r.shares;
+        r.senders
+    })
+    .unbounded();
+    let ask = Node::split("ask_senders", nodes, route::by_key(|s: &(usize, Vec<usize>)| s.0), |_: &mut (), s| s.1)
+        .unbounded();
+    let send =
+        Node::split("send_strips", cells, route::by_key(|c: &usize| *c), |c: &mut Cell, _: usize| c.take_outbox())
+            .unbounded();
+    let keep = Node::leaf("keep_strip", cells, route::by_key(|s: &Strip| s.to), |c: &mut Cell, s: Strip| c.receive(s));
+    let sent = Node::merge("strips_kept", cells, join::<()>());
+    let rank_sent = Node::merge("rank_strips_kept", nodes, join::<()>());
+    let exchanged = Node::merge(
+        "exchanged",
+        main,
+        MergeFn::new(|_: &mut Stash| (), |_, _: &mut (), _: ()| {}, |m: &mut Stash, _| std::mem::take(&mut m.shares)),
+    );
+    // Compute.
+    let share =
+        Node::split("share_round", main, route::fixed(0), |_: &mut Stash, s: Vec<(usize, Vec<Go>)>| s).unbounded();
+    let deal = Node::split("deal_cells", nodes, route::by_key(|s: &(usize, Vec<Go>)| s.0), |_: &mut (), s| s.1)
+        .window(in_flight);
+    let thin = Node::leaf("thin_cell", cells, route::by_key(|g: &Go| g.cell), |c: &mut Cell, g: Go| {
+        c.round(g.round, &g.quiet)
+    });
+    let on_node = Node::merge(
+        "collect_rank",
+        nodes,
+        MergeFn::new(|_: &mut ()| Vec::new(), |_, acc: &mut Vec<Report>, r: Report| acc.push(r), |_, acc| acc),
+    );
     let collect = Node::merge(
         "collect_round",
         main,
-        MergeFn::new(|_: &mut ()| Vec::new(), |_, acc: &mut Vec<Done>, d: Done| acc.push(d), |_, acc| acc),
+        MergeFn::new(
+            |_: &mut Stash| Vec::new(),
+            |_, acc: &mut Vec<Report>, r: Vec<Report>| acc.extend(r),
+            |_, acc| acc,
+        ),
     );
-    let round = rt.graph("skeleton_round", deal >> thin >> collect)?;
+    let round = rt.graph(
+        "skeleton_round",
+        start >> ask >> send >> keep >> sent >> rank_sent >> exchanged >> share >> deal >> thin >> on_node >> collect,
+    )?;
     let n = cells.len();
-    let ask = Node::split("ask_cells", main, route::fixed(0), move |_: &mut (), _: ()| 0..n);
+    let ask = Node::split("ask_cells", main, route::fixed(0), move |_: &mut Stash, _: ()| 0..n);
     let read = Node::leaf("read_cell", cells, route::by_key(|i: &usize| *i), |c: &mut Cell, _: usize| Piece {
         cell: c.index,
-        pixels: c.pixels.clone(),
+        pixels: c.pixels(),
     });
     let assemble = Node::merge(
         "assemble",
         main,
-        MergeFn::new(|_: &mut ()| Vec::new(), |_, acc: &mut Vec<Piece>, p: Piece| acc.push(p), |_, acc| acc),
+        MergeFn::new(|_: &mut Stash| Vec::new(), |_, acc: &mut Vec<Piece>, p: Piece| acc.push(p), |_, acc| acc),
     );
     let gather = rt.graph("skeleton_gather", ask >> read >> assemble)?;
     // Every rank holds the input image, so a cell is reset where it lives.
-    let ask = Node::split("ask_cells", main, route::fixed(0), move |_: &mut (), _: ()| 0..n);
+    let ask = Node::split("ask_cells", main, route::fixed(0), move |_: &mut Stash, _: ()| 0..n);
     let reset = Node::leaf("reset_cell", cells, route::by_key(|i: &usize| *i), move |c: &mut Cell, i: usize| {
-        *c = Cell::new(&grid, i, &image);
+        *c = Cell::new(&grid, i, &image, depth);
     });
-    let done = Node::merge("reset_done", main, MergeFn::new(|_: &mut ()| (), |_, _: &mut (), _: ()| {}, |_, _| ()));
+    let done = Node::merge("reset_done", main, join::<()>());
     let reset = rt.graph("skeleton_reset", ask >> reset >> done)?;
     Ok(Graphs { round, gather, reset })
+}
+
+/// A merge that only waits for every token of its instance.
+struct Join<T>(std::marker::PhantomData<fn(T)>);
+
+fn join<T>() -> Join<T> {
+    Join(std::marker::PhantomData)
+}
+
+impl<S: 'static, T: dps::Token> dps::Merge<S> for Join<T> {
+    type In = T;
+    type Out = ();
+    type Acc = ();
+    fn start(&self, _: &mut S) {}
+    fn merge(&self, _: &mut S, _: &mut (), _: T) {}
+    fn finish(&self, _: &mut S, _: ()) {}
 }

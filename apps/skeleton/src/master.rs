@@ -1,17 +1,15 @@
-//! Rank 0's bookkeeping between rounds: the living and dead cells (§8.2.1), the halos of the
-//! next round, and the count of passes.
+//! Rank 0's bookkeeping between rounds: the living and dead cells (§8.2.1), the load of
+//! each cell for the balance policy, and the count of passes. Rank 0 holds no pixels: the
+//! cells exchange their strips directly, and report to rank 0 only what their round did.
 //!
-//! Rank 0 keeps the image as the cells' border frames left it (a cell's pixels within
-//! `2·depth` of its edge, which is all that the halos of its neighbours are cut from). A
-//! cell is *dead* for a round, and gets no work, when its last round changed nothing and its
-//! halo is the one it had then (the same input gives the same, unchanged, output), or when
-//! it is all white (for good: an empty cell "requires only one computation step", §8.2.1,
-//! here none). This is
-//! exactly the full-image iteration (the thesis's literal rule, "dead once unchanged", is
-//! not: a neighbour's later deletions can wake a cell up). Thinning only deletes, so a
-//! cell unchanged over a round was unchanged at every pass of it.
+//! A cell is *dead* for a round, and gets no work, when its last round changed nothing and
+//! no cell sent it a strip since (its input is the same, so its output would be too), or
+//! when it is all white (for good: an empty cell "requires only one computation step",
+//! §8.2.1, here none). This is exactly the full-image iteration (the thesis's literal
+//! rule, "dead once unchanged", is not: a neighbour's later deletions can wake a cell up).
+//! Thinning only deletes, so a cell all white stays all white.
 
-use crate::cells::{self, Done, Frame, Grid, Work};
+use crate::cells::{self, Grid, Report};
 use crate::kernel::Plane;
 
 /// What rank 0 knows of the cells between rounds.
@@ -19,16 +17,17 @@ use crate::kernel::Plane;
 pub struct Master {
     grid: Grid,
     depth: usize,
-    border: Plane,
-    /// Per cell: the halo of its last round.
-    last_halo: Vec<Option<Frame>>,
     /// Per cell: whether its last round changed a pixel.
     changed: Vec<bool>,
+    /// Per cell: whether a strip reached it in the last round.
+    received: Vec<bool>,
     /// Per cell: the work of its last round (before the first: its foreground words, times
     /// the passes of a round), see `cells::work`.
     work: Vec<u64>,
     /// Per cell: all white, so dead for good (thinning only deletes).
     empty: Vec<bool>,
+    /// The cells whose last round left strips to send.
+    senders: Vec<usize>,
     /// Rounds run.
     pub rounds: u64,
     /// Cell rounds run (living cells, summed over the rounds).
@@ -39,7 +38,7 @@ pub struct Master {
 
 impl Master {
     /// Before the first round: every cell alive.
-    pub fn new(grid: Grid, depth: usize, image: Plane) -> Master {
+    pub fn new(grid: Grid, depth: usize, image: &Plane) -> Master {
         let n = grid.cells();
         let crops: Vec<Plane> = (0..n)
             .map(|c| {
@@ -52,63 +51,65 @@ impl Master {
             work: crops.iter().map(|p| cells::work(p, 0..p.height) * depth as u64).collect(),
             grid,
             depth,
-            border: image,
-            last_halo: vec![None; n],
             changed: vec![true; n],
+            received: vec![false; n],
+            senders: Vec::new(),
             rounds: 0,
             cell_rounds: 0,
             last_change: 0,
         }
     }
 
-    /// The work of the next round: one per living cell.
-    pub fn next_works(&mut self) -> Vec<Work> {
-        let t = 2 * self.depth;
-        let mut works = Vec::new();
-        for cell in 0..self.grid.cells() {
-            if self.empty[cell] {
-                continue;
-            }
-            let r = self.grid.rect(cell);
-            let (x, y) = (r.x as isize - t as isize, r.y as isize - t as isize);
-            let halo = Frame::read(&self.border, x, y, r.w + 2 * t, r.h + 2 * t, t);
-            if !self.changed[cell] && self.last_halo[cell].as_ref() == Some(&halo) {
-                continue;
-            }
-            self.last_halo[cell] = Some(halo.clone());
-            works.push(Work { cell, depth: self.depth, halo });
-        }
-        works
+    /// The living cells of the next round.
+    pub fn next_cells(&self) -> Vec<usize> {
+        (0..self.grid.cells()).filter(|&c| !self.empty[c] && (self.changed[c] || self.received[c])).collect()
     }
 
-    /// Takes in the results of a round; returns whether any cell changed (if not, the image
+    /// The cells whose last round left strips to send.
+    pub fn senders(&self) -> &[usize] {
+        &self.senders
+    }
+
+    /// The cells in the reach of `cell` that need no strips: all white, they never run
+    /// again.
+    pub fn quiet(&self, cell: usize) -> Vec<usize> {
+        self.grid.reach(cell, 2 * self.depth).into_iter().filter(|&c| self.empty[c]).collect()
+    }
+
+    /// Takes in the reports of a round; returns whether any cell changed (if not, the image
     /// is the skeleton).
     ///
     /// # Panics
-    /// If a result is missing or duplicated: `dones` must answer the cells `worked` (those
-    /// of the round's works) one for one.
-    pub fn absorb(&mut self, worked: &[usize], dones: &[Done]) -> bool {
-        let t = 2 * self.depth;
-        let mut answered = vec![false; self.grid.cells()];
+    /// If a report is missing or duplicated: `reports` must answer the cells `worked` one
+    /// for one.
+    pub fn absorb(&mut self, worked: &[usize], reports: &[Report]) -> bool {
+        let n = self.grid.cells();
+        let mut answered = vec![false; n];
         assert_eq!(
             worked.len(),
-            dones.len(),
-            "round {}: {} results for {} cells",
+            reports.len(),
+            "round {}: {} reports for {} cells",
             self.rounds,
-            dones.len(),
+            reports.len(),
             worked.len()
         );
+        self.received = vec![false; n];
+        self.senders.clear();
         let mut any = false;
-        for d in dones {
-            assert!(!std::mem::replace(&mut answered[d.cell], true), "cell {} answered twice", d.cell);
-            let r = self.grid.rect(d.cell);
-            d.border.write(&mut self.border, r.x as isize, r.y as isize, r.w, r.h, t);
-            self.changed[d.cell] = d.last_change > 0;
-            self.work[d.cell] = d.work;
-            self.empty[d.cell] = d.black == 0;
-            if d.last_change > 0 {
+        for r in reports {
+            assert!(!std::mem::replace(&mut answered[r.cell], true), "cell {} answered twice", r.cell);
+            self.changed[r.cell] = r.last_change > 0;
+            self.work[r.cell] = r.work;
+            self.empty[r.cell] = r.black == 0;
+            for &to in &r.sent_to {
+                self.received[to] = true;
+            }
+            if !r.sent_to.is_empty() {
+                self.senders.push(r.cell);
+            }
+            if r.last_change > 0 {
                 any = true;
-                self.last_change = self.last_change.max(self.rounds * self.depth as u64 + d.last_change as u64);
+                self.last_change = self.last_change.max(self.rounds * self.depth as u64 + r.last_change as u64);
             }
         }
         assert!(worked.iter().all(|&c| answered[c]), "round {}: a cell did not answer", self.rounds);
@@ -116,7 +117,7 @@ impl Master {
             *changed &= answered;
         }
         self.rounds += 1;
-        self.cell_rounds += dones.len() as u64;
+        self.cell_rounds += reports.len() as u64;
         any
     }
 
@@ -126,12 +127,12 @@ impl Master {
         self.last_change + 1
     }
 
-    /// The predicted load of each cell in the round `works` describes: the work of its
-    /// last round if it works in this one, else 0.
-    pub fn predicted_load(&self, works: &[Work]) -> Vec<u64> {
+    /// The predicted load of each cell in a round of the living cells `living`: the work of
+    /// its last round if it works in this one, else 0.
+    pub fn predicted_load(&self, living: &[usize]) -> Vec<u64> {
         let mut load = vec![0; self.grid.cells()];
-        for w in works {
-            load[w.cell] = self.work[w.cell].max(1);
+        for &c in living {
+            load[c] = self.work[c].max(1);
         }
         load
     }
@@ -144,8 +145,8 @@ mod tests {
     use crate::images::{generate, Generate, Kind};
     use crate::kernel;
 
-    /// The rounds rank 0 deals, run in order here, against the serial reference; dead
-    /// cells are skipped.
+    /// The rounds rank 0 deals, run in order here with the strips delivered between
+    /// rounds, against the serial reference; dead cells are skipped.
     #[test]
     fn rounds_with_dead_cells_skipped_give_the_serial_skeleton() {
         for (kind, size, depth) in
@@ -154,19 +155,27 @@ mod tests {
             let image = generate(Generate { kind, width: 150, height: 110 }, 9, size);
             let (reference, passes) = kernel::skeletonize(&image);
             let grid = Grid::new(150, 110, size);
-            let mut cells: Vec<Cell> = (0..grid.cells()).map(|i| Cell::new(&grid, i, &image)).collect();
-            let mut master = Master::new(grid, depth, image);
+            let mut cells: Vec<Cell> = (0..grid.cells()).map(|i| Cell::new(&grid, i, &image, depth)).collect();
+            let mut master = Master::new(grid, depth, &image);
             loop {
-                let works = master.next_works();
-                let dones: Vec<Done> = works.iter().map(|w| cells[w.cell].round(w)).collect();
-                let worked: Vec<usize> = works.iter().map(|w| w.cell).collect();
-                if !master.absorb(&worked, &dones) {
+                let living = master.next_cells();
+                let mut reports = Vec::new();
+                let mut strips = Vec::new();
+                for &c in &living {
+                    reports.push(cells[c].round(master.rounds, &master.quiet(c)));
+                    strips.extend(cells[c].take_outbox());
+                }
+                for s in strips {
+                    let to = s.to;
+                    cells[to].receive(s);
+                }
+                if !master.absorb(&living, &reports) {
                     break;
                 }
             }
             let mut out = Plane::new(150, 110);
             for c in &cells {
-                out.paste(&c.pixels, c.rect.x as isize, c.rect.y as isize);
+                out.paste(&c.pixels(), c.rect.x as isize, c.rect.y as isize);
             }
             assert_eq!(out, reference, "{kind:?}, cells of {size}, depth {depth}");
             assert_eq!(master.passes(), passes, "{kind:?}: passes");

@@ -34,8 +34,8 @@ pub struct Record {
     pub migrations: usize,
     /// Time rank 0 spent moving cells, s (part of `seconds`).
     pub migration_seconds: f64,
-    /// Time rank 0 spent between rounds cutting halos and reading borders, s (part of
-    /// `seconds`).
+    /// Time rank 0 spent between rounds on its bookkeeping (the living cells, the round's
+    /// lists, the reports), s (part of `seconds`).
     pub bookkeeping_seconds: f64,
     /// Image pixels over `seconds`, millions per second.
     pub mpix_per_s: f64,

@@ -15,7 +15,7 @@ use rand::{Rng, SeedableRng};
 
 use crate::balance;
 use crate::cells::{Cell, Grid};
-use crate::graph::{self, Graphs, Round};
+use crate::graph::{self, Go, Graphs, Round, Shape, Stash};
 use crate::images::{self, Generate};
 use crate::kernel::{self, Plane};
 use crate::master::Master;
@@ -69,6 +69,11 @@ pub struct Args {
     /// many passes before the next exchange (1 is the thesis's exchange per pass).
     #[arg(long, default_value_t = 8)]
     pub depth: usize,
+    /// Cells a rank runs at once: 1 runs a rank's cells one after another, each with the
+    /// core to itself, which measured fastest with one core per rank; more overlap the
+    /// small gap between two cells.
+    #[arg(long, default_value_t = 1)]
+    pub in_flight: usize,
     /// Where cells run.
     #[arg(long, value_enum, default_value = "migrate")]
     pub variant: Variant,
@@ -117,6 +122,9 @@ fn check(args: &Args) -> Result<Input> {
     if args.depth == 0 || args.depth > MAX_DEPTH {
         bad_input!("--depth {}: a round runs 1 to {MAX_DEPTH} passes", args.depth);
     }
+    if args.in_flight == 0 || args.in_flight > dps::MAX_WINDOW {
+        bad_input!("--in-flight {}: a rank runs 1 to {} cells at once", args.in_flight, dps::MAX_WINDOW);
+    }
     if args.cell == Some(0) {
         bad_input!("--cell 0: a cell needs at least one pixel");
     }
@@ -161,9 +169,12 @@ pub fn run(args: &Args) -> Result<()> {
     let out = input.out.take().filter(|_| rt.is_root());
     let image = Arc::new(input.image.clone());
     let grid = Grid::new(image.width, image.height, input.cell);
-    let main = rt.collection("main", "0", |_| ())?;
-    let cells = rt.movable_collection("cells", &grid.static_mapping(rt.ranks()), |i| Cell::new(&grid, i, &image))?;
-    let graphs = graph::build(&rt, &main, &cells, grid, image)?;
+    let main = rt.collection("main", "0", |_| Stash::default())?;
+    let nodes = rt.collection("nodes", "all", |_| ())?;
+    let depth = args.depth;
+    let cells =
+        rt.movable_collection("cells", &grid.static_mapping(rt.ranks()), |i| Cell::new(&grid, i, &image, depth))?;
+    let graphs = graph::build(&rt, &main, &nodes, &cells, Shape { grid, depth, in_flight: args.in_flight }, image)?;
     let outcome = if rt.is_root() { drive(args, &input, out, &rt, &graphs, &cells, grid) } else { Ok(()) };
     rt.shutdown()?;
     outcome
@@ -195,18 +206,20 @@ fn skeletonize(
     rt.call(&graphs.reset, ())?;
     let mut forced = rand_chacha::ChaCha8Rng::seed_from_u64(args.seed.seed ^ 0x5eed);
     let start = Instant::now();
-    let mut master = Master::new(grid, args.depth, image.clone());
+    let mut master = Master::new(grid, args.depth, image);
     let (mut migrations, mut bookkeeping, mut moving) = (0, 0.0, 0.0);
+    let mut speeds = balance::Speeds::new(ranks);
+    let near: Vec<Vec<usize>> = (0..grid.cells()).map(|c| grid.reach(c, 2 * args.depth)).collect();
     loop {
         let t0 = Instant::now();
-        let works = master.next_works();
+        let living = master.next_cells();
         bookkeeping += t0.elapsed().as_secs_f64();
         let t0 = Instant::now();
         if ranks > 1 {
             let mut moves = Vec::new();
             if variant == Variant::Migrate {
                 let owner: Vec<usize> = (0..grid.cells()).map(|c| cells.rank_of(c)).collect();
-                moves = balance::plan(&owner, &master.predicted_load(&works), ranks);
+                moves = balance::plan(&owner, &master.predicted_load(&living), speeds.cost(), &near);
             }
             for _ in 0..args.force_migrations {
                 moves.push((forced.gen_range(0..grid.cells()), forced.gen_range(0..ranks)));
@@ -219,10 +232,27 @@ fn skeletonize(
             migrations += moves.len();
         }
         moving += t0.elapsed().as_secs_f64();
-        let worked: Vec<usize> = works.iter().map(|w| w.cell).collect();
-        let dones = rt.call(&graphs.round, Round { works })?;
         let t0 = Instant::now();
-        let changed = master.absorb(&worked, &dones);
+        let mut senders: Vec<(usize, Vec<usize>)> = (0..ranks).map(|r| (r, Vec::new())).collect();
+        for &cell in master.senders() {
+            senders[cells.rank_of(cell)].1.push(cell);
+        }
+        senders.retain(|s| !s.1.is_empty());
+        let mut shares: Vec<(usize, Vec<Go>)> = (0..ranks).map(|r| (r, Vec::new())).collect();
+        for &cell in &living {
+            shares[cells.rank_of(cell)].1.push(Go { cell, round: master.rounds, quiet: master.quiet(cell) });
+        }
+        shares.retain(|s| !s.1.is_empty());
+        bookkeeping += t0.elapsed().as_secs_f64();
+        let reports = rt.call(&graphs.round, Round { senders, shares })?;
+        let t0 = Instant::now();
+        let changed = master.absorb(&living, &reports);
+        let (mut work, mut nanos) = (vec![0; ranks], vec![0; ranks]);
+        for r in &reports {
+            work[cells.rank_of(r.cell)] += r.work;
+            nanos[cells.rank_of(r.cell)] += r.nanos;
+        }
+        speeds.observe(&work, &nanos);
         bookkeeping += t0.elapsed().as_secs_f64();
         if !changed {
             break;

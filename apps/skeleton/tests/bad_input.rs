@@ -61,6 +61,7 @@ fn bad_input_is_refused_with_one_clear_line() {
             case(&["--generate", "text", "64", "64", "--depth", "0"], 2, &["--depth 0"]),
             case(&["--generate", "text", "64", "64", "--depth", "33"], 2, &["--depth 33"]),
             case(&["--generate", "text", "64", "64", "--out", &nowhere], 2, &["--out"]),
+            case(&["--generate", "text", "64", "64", "--in-flight", "0"], 2, &["--in-flight 0"]),
             case_on(2, &["--input", &small, "--cell", "0"], 2, &["--cell 0"]),
         ],
     );

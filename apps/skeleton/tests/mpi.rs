@@ -53,7 +53,7 @@ fn the_policy_moves_cells_off_the_loaded_rank_of_the_skewed_image() {
     assert_eq!(fixed["migrations"], 0);
     // Under eq. (8-2) every cell with work is on rank 0: the policy gives rank 1 some.
     assert!(moving["migrations"].as_u64().unwrap() > 0, "{moving}");
-    // Depth 1 (the thesis's exchange per pass) and text.
-    let text = ["--generate", "text", "200", "120", "--cell", "16", "--depth", "1"];
+    // Depth 1 (the thesis's exchange per pass) and text, every cell of a rank at once.
+    let text = ["--generate", "text", "200", "120", "--cell", "16", "--depth", "1", "--in-flight", "100"];
     skeleton(3, &[&text[..], &["--variant", "migrate"]].concat(), "text.png");
 }
