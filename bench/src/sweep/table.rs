@@ -34,6 +34,8 @@ fn cell(v: &Value) -> String {
         }
         Value::String(s) => s.clone(),
         Value::Null => "-".into(),
+        // An array column (`iterations[].efficiency`): its elements in one cell.
+        Value::Array(items) => items.iter().map(cell).collect::<Vec<_>>().join(" "),
         other => other.to_string(),
     }
 }
@@ -86,7 +88,9 @@ pub(crate) fn markdown(e: &Experiment, rows: &[Row], references: &References) ->
             let (s, eff) = ratio(seconds_of(rows, &r.params, 1));
             cells.extend([s, eff]);
         }
-        cells.extend(e.columns.iter().map(|c| r.record.as_ref().and_then(|rec| rec.field(c)).map_or("-".into(), cell)));
+        cells.extend(
+            e.columns.iter().map(|c| r.record.as_ref().and_then(|rec| rec.column(c)).map_or("-".into(), |v| cell(&v))),
+        );
         let paper = published_for(e, r);
         cells.extend(paper_keys.iter().map(|k| paper.and_then(|p| p.values.get(*k)).map_or("".into(), config::arg)));
         cells.push(r.status.clone());
@@ -126,4 +130,16 @@ pub(crate) fn csv(rows: &[Row]) -> Result<String> {
         out.write_record(&cells)?;
     }
     Ok(String::from_utf8(out.into_inner()?)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn an_array_column_is_one_cell() {
+        assert_eq!(cell(&json!([0.5, 0.25, null, 2])), "0.5000 0.2500 - 2");
+    }
 }
