@@ -98,31 +98,59 @@ pub enum Solved {
     Nothing,
 }
 
+/// A value sent once to each multiplication thread that uses it in an iteration, with its
+/// number of uses there; the later requests of that thread only name it. A thread gets its
+/// requests from one stream, in order, so the value always arrives first.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Shared<T> {
+    /// The value, and how many requests of this thread (this one included) use it.
+    Here(Arc<T>, usize),
+    /// Sent with an earlier request.
+    Sent,
+}
+
 /// A request to a multiplication thread.
 #[derive(Debug, Serialize, Deserialize)]
 pub enum Mult {
-    /// Tile (i, j): L_ik (rows of block row i × w) times T_kj (w × wj).
+    /// Tile (i, j) of iteration k: L_ik (rows of block row i of the panel) times T_kj.
     Tile {
         /// Block row.
         i: usize,
         /// Block column.
         j: usize,
-        /// Position in the iteration's requests (routing without flow control).
-        seq: usize,
-        /// Rows of block row i.
-        h: usize,
-        /// Columns of the panel (rows of T_kj).
-        w: usize,
-        /// L_ik, column-major, leading dimension h.
-        l: Bulk<f64>,
-        /// T_kj, column-major, leading dimension w.
-        t: Bulk<f64>,
+        /// The panel (L21 below its first w rows).
+        panel: Shared<Panel>,
+        /// T_kj (w × wj, column-major).
+        t: Shared<Bulk<f64>>,
     },
     /// Nothing to multiply; goes on to the merge through block j's owner.
     Pass {
         /// Block.
         j: usize,
     },
+}
+
+/// A multiplication thread's state: the panel and the T_kj of the current iteration, with
+/// their uses left. Empty between iterations, so a thread released at an iteration
+/// boundary leaves nothing behind.
+#[derive(Debug, Default)]
+pub struct MultCache {
+    panel: Option<(Arc<Panel>, usize)>,
+    rows: HashMap<usize, (Arc<Bulk<f64>>, usize)>,
+}
+
+/// Takes a shared value from its slot: stores it on first arrival, drops it after its last use.
+fn take<T>(slot: &mut Option<(Arc<T>, usize)>, shared: Shared<T>) -> Arc<T> {
+    if let Shared::Here(v, uses) = shared {
+        *slot = Some((v, uses));
+    }
+    let (v, left) = slot.as_mut().expect("a shared value came with an earlier request");
+    let v = v.clone();
+    *left -= 1;
+    if *left == 0 {
+        *slot = None;
+    }
+    v
 }
 
 /// Work for a block's owner after the multiplications.
@@ -236,56 +264,78 @@ fn solve_leaf(columns: &Collection<Columns>, lay: Layout, k: usize) -> Node<ColW
     })
 }
 
+/// Which of the iteration's `p` multiplication threads computes tile (i, j) of iteration k:
+/// the tiles in column order, dealt in turn. Static, so the uses of each shared value are
+/// known when it is sent, and a prediction is deterministic.
+fn member(lay: Layout, k: usize, p: usize, i: usize, j: usize) -> usize {
+    let m = lay.nb - 1 - k;
+    ((j - k - 1) * m + (i - k - 1)) % p
+}
+
 /// The stream of iteration k: one multiplication per tile as each T_kj arrives.
 struct MultStream {
     lay: Layout,
     k: usize,
+    /// Multiplication threads of the iteration.
+    p: usize,
 }
 
 impl Stream<Coordinator> for MultStream {
     type In = Solved;
     type Out = Mult;
-    type Acc = usize;
-    fn start(&self, _: &mut Coordinator) -> usize {
-        0
+    /// Whether each thread already has the panel.
+    type Acc = Vec<bool>;
+    fn start(&self, _: &mut Coordinator) -> Vec<bool> {
+        vec![false; self.p]
     }
-    fn input(&self, c: &mut Coordinator, seq: &mut usize, input: Solved, out: &mut Posted<Mult>) {
+    fn input(&self, c: &mut Coordinator, has_panel: &mut Vec<bool>, input: Solved, out: &mut Posted<Mult>) {
         let Solved::Row { j, t } = input else {
             out.post(Mult::Pass { j: self.k });
             return;
         };
-        let p = c.panels.get(&self.k).expect("the split stored the panel");
-        let s = self.k * self.lay.r;
-        for i in self.k + 1..self.lay.nb {
-            let rows = span(self.lay.n, self.lay.r, i);
-            let (top, h) = (rows.start - s, rows.len());
-            let mut l = Bulk::recycled(h * p.w);
-            for col in 0..p.w {
-                l[col * h..(col + 1) * h].copy_from_slice(&p.lu[col * p.m + top..col * p.m + top + h]);
-            }
-            out.post(Mult::Tile { i, j, seq: *seq, h, w: p.w, l, t: Bulk(t.to_vec()) });
-            *seq += 1;
+        let (lay, k, p) = (self.lay, self.k, self.p);
+        let panel = c.panels.get(&k).expect("the split stored the panel");
+        let tiles = k + 1..lay.nb;
+        let t = Arc::new(t);
+        let mut has_row = vec![false; p];
+        for i in tiles.clone() {
+            let who = member(lay, k, p, i, j);
+            let panel = if std::mem::replace(&mut has_panel[who], true) {
+                Shared::Sent
+            } else {
+                let uses = tiles.clone().flat_map(|j| tiles.clone().map(move |i| (i, j)));
+                Shared::Here(panel.clone(), uses.filter(|&(i, j)| member(lay, k, p, i, j) == who).count())
+            };
+            let t = if std::mem::replace(&mut has_row[who], true) {
+                Shared::Sent
+            } else {
+                Shared::Here(t.clone(), tiles.clone().filter(|&i| member(lay, k, p, i, j) == who).count())
+            };
+            out.post(Mult::Tile { i, j, panel, t });
         }
     }
-    fn finish(&self, _: &mut Coordinator, _: usize, _: &mut Posted<Mult>) {}
+    fn finish(&self, _: &mut Coordinator, _: Vec<bool>, _: &mut Posted<Mult>) {}
 }
 
-fn mult_leaf(mults: &Collection<()>, members: Vec<usize>, k: usize) -> Node<Mult, Tile> {
-    // Load-balanced over the iteration's members: a flow-control slot is freed when its
-    // product has been subtracted, so the next request goes where one just finished.
-    let route = move |m: &Mult, cx: &RouteCtx| {
-        let seq = match m {
-            Mult::Tile { seq, .. } => *seq,
-            Mult::Pass { .. } => 0,
-        };
-        members[cx.slot.unwrap_or(seq) % members.len()]
+fn mult_leaf(mults: &Collection<MultCache>, lay: Layout, k: usize, members: Vec<usize>) -> Node<Mult, Tile> {
+    let p = members.len();
+    let route = move |m: &Mult, _: &RouteCtx| match m {
+        Mult::Tile { i, j, .. } => members[member(lay, k, p, *i, *j)],
+        Mult::Pass { .. } => members[0],
     };
-    Node::leaf(&format!("dyn_mult{k}"), mults, route, |_: &mut (), m: Mult| match m {
-        Mult::Tile { i, j, h, w, l, t, .. } => {
-            let wj = t.len() / w;
-            let mut p = Bulk::recycled(h * wj);
-            dps_dense::blas::gemm_col(h, wj, w, 1.0, &l, h, &t, w, 0.0, &mut p, h);
-            Tile::Product { i, j, p }
+    Node::leaf(&format!("dyn_mult{k}"), mults, route, move |c: &mut MultCache, m: Mult| match m {
+        Mult::Tile { i, j, panel, t } => {
+            let panel = take(&mut c.panel, panel);
+            let mut slot = c.rows.remove(&j);
+            let t = take(&mut slot, t);
+            if let Some(slot) = slot {
+                c.rows.insert(j, slot);
+            }
+            let (w, rows) = (panel.w, span(lay.n, lay.r, i));
+            let (top, h, wj) = (rows.start - k * lay.r, rows.len(), t.len() / panel.w);
+            let mut prod = Bulk::recycled(h * wj);
+            dps_dense::blas::gemm_col(h, wj, w, 1.0, &panel.lu[top..], panel.m, &t, w, 0.0, &mut prod, h);
+            Tile::Product { i, j, p: prod }
         }
         Mult::Pass { j } => Tile::Pass { j },
     })
@@ -354,7 +404,7 @@ impl Graphs {
         main: &Collection<()>,
         coordinator: &Collection<Coordinator>,
         columns: &Collection<Columns>,
-        mults: &Collection<()>,
+        mults: &Collection<MultCache>,
         members: &Members,
         alloc: Alloc,
     ) -> anyhow::Result<Self> {
@@ -406,19 +456,17 @@ fn iteration(
     k: usize,
     coordinator: &Collection<Coordinator>,
     columns: &Collection<Columns>,
-    mults: &Collection<()>,
+    mults: &Collection<MultCache>,
     members: &[usize],
 ) -> Path<Step, Ready> {
     let split = Node::split(&format!("dyn_panel{k}"), coordinator, route::fixed(0), move |c: &mut Coordinator, s| {
         factor_panel(lay, k, c, s)
     })
     .unbounded();
-    // A few requests in flight per member: enough to keep each busy, few enough that the
-    // load-balanced route reacts to their speed.
-    let stream = Node::stream(&format!("dyn_mults{k}"), coordinator, MultStream { lay, k }).window(3 * members.len());
+    let stream = Node::stream(&format!("dyn_mults{k}"), coordinator, MultStream { lay, k, p: members.len() });
     split
         >> solve_leaf(columns, lay, k)
         >> stream
-        >> mult_leaf(mults, members.to_vec(), k)
+        >> mult_leaf(mults, lay, k, members.to_vec())
         >> subtract_leaf(columns, lay, Some(k))
 }

@@ -11,7 +11,7 @@ use dps_dense::grain::Choice;
 use dps_harness::{bad_input, median, BadInput, Common, FiniteOrText};
 
 use crate::alloc::{kept_ranks, Alloc, Members};
-use crate::dynamic::{Clock, Coordinator, Graphs};
+use crate::dynamic::{Clock, Coordinator, Graphs, MultCache};
 use crate::graph::Columns;
 use crate::iterations;
 use crate::kernel::{self, Source};
@@ -56,7 +56,7 @@ pub fn run(args: &Args, n: usize, choice: &Choice, src: Source) -> Result<()> {
     let main = rt.collection("main", "0", |_| ())?;
     let coordinator = rt.collection("coordinator", "0", |_| Coordinator::new(wall_clock()))?;
     let columns = rt.collection("columns", &owners.join(" "), |t| Columns::new(n, r, src.clone(), t, kept))?;
-    let mults = rt.collection("mults", &args.run.map.map, |_| ())?;
+    let mults = rt.collection("mults", &args.run.map.map, |_| MultCache::default())?;
     let rank_of: Vec<usize> = (0..mults.len()).map(|t| mults.rank_of(t)).collect();
     let members =
         Members::new(&rank_of, kept).map_err(|e| BadInput::new(format!("--map {:?}: {e}", args.run.map.map)))?;
