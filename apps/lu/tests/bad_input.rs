@@ -111,6 +111,7 @@ fn bad_input_is_refused_once_with_exit_2_and_failures_exit_1() {
             // A singular matrix has no LU factorization: the input's fault, found by the run.
             case(&["--file", f("singular"), "--block", "1"], 2, &["singular", "U(2,2)"]),
             case(&["--file", f("singular"), "--variant", "serial"], 2, &["singular", "U(2,2)"]),
+            case(&["--file", f("singular"), "--variant", "dynamic", "--block", "1"], 2, &["singular", "U(2,2)"]),
             // On two ranks, every rank refuses but only rank 0 prints.
             case_on(2, &["--n", "3000000"], 2, &["--n 3000000", "memory"]),
             case_on(2, &["--file", f("nan")], 2, &["nan.mtx:4"]),
