@@ -66,7 +66,7 @@ pub fn rows(nb: usize, parallel: &[f64], serial: &[f64], allocation: &[(usize, u
             let (threads, ranks) = allocation[k];
             Iteration {
                 iteration: k + 1,
-                multiplications: (nb - 1 - k).pow(2),
+                multiplications: crate::dynamic::multiplications(nb, k),
                 threads,
                 ranks,
                 seconds: parallel[k],
