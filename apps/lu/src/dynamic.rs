@@ -98,30 +98,31 @@ pub enum Solved {
     Nothing,
 }
 
-/// A value sent once to each multiplication thread that uses it in an iteration, with its
-/// number of uses there; the later requests of that thread only name it. A thread gets its
-/// requests from one stream, in order, so the value always arrives first.
-#[derive(Debug, Serialize, Deserialize)]
-pub enum Shared<T> {
-    /// The value, and how many requests of this thread (this one included) use it.
-    Here(Arc<T>, usize),
-    /// Sent with an earlier request.
-    Sent,
-}
-
 /// A request to a multiplication thread.
 #[derive(Debug, Serialize, Deserialize)]
 pub enum Mult {
-    /// Tile (i, j) of iteration k: L_ik (rows of block row i of the panel) times T_kj.
+    /// The iteration's panel (L21 below its first w rows), to member `to` before any tile.
+    Prepare {
+        /// The panel.
+        panel: Arc<Panel>,
+        /// Index among the iteration's members.
+        to: usize,
+    },
+    /// T_kj (w × wj, column-major), to member `to` before any tile of column j.
+    Row {
+        /// Block column.
+        j: usize,
+        /// The rows.
+        t: Arc<Bulk<f64>>,
+        /// Index among the iteration's members.
+        to: usize,
+    },
+    /// Tile (i, j): L_ik times T_kj, on whichever member the load balancing picks.
     Tile {
         /// Block row.
         i: usize,
         /// Block column.
         j: usize,
-        /// The panel (L21 below its first w rows).
-        panel: Shared<Panel>,
-        /// T_kj (w × wj, column-major).
-        t: Shared<Bulk<f64>>,
     },
     /// Nothing to multiply; goes on to the merge through block j's owner.
     Pass {
@@ -130,27 +131,12 @@ pub enum Mult {
     },
 }
 
-/// A multiplication thread's state: the panel and the T_kj of the current iteration, with
-/// their uses left. Empty between iterations, so a thread released at an iteration
-/// boundary leaves nothing behind.
+/// A multiplication thread's state: the panel and the T_kj of its latest iteration,
+/// replaced when the next iteration's panel arrives (nothing moves when it is released).
 #[derive(Debug, Default)]
 pub struct MultCache {
-    panel: Option<(Arc<Panel>, usize)>,
-    rows: HashMap<usize, (Arc<Bulk<f64>>, usize)>,
-}
-
-/// Takes a shared value from its slot: stores it on first arrival, drops it after its last use.
-fn take<T>(slot: &mut Option<(Arc<T>, usize)>, shared: Shared<T>) -> Arc<T> {
-    if let Shared::Here(v, uses) = shared {
-        *slot = Some((v, uses));
-    }
-    let (v, left) = slot.as_mut().expect("a shared value came with an earlier request");
-    let v = v.clone();
-    *left -= 1;
-    if *left == 0 {
-        *slot = None;
-    }
-    v
+    panel: Option<Arc<Panel>>,
+    rows: HashMap<usize, Arc<Bulk<f64>>>,
 }
 
 /// Work for a block's owner after the multiplications.
@@ -264,15 +250,10 @@ fn solve_leaf(columns: &Collection<Columns>, lay: Layout, k: usize) -> Node<ColW
     })
 }
 
-/// Which of the iteration's `p` multiplication threads computes tile (i, j) of iteration k:
-/// the tiles in column order, dealt in turn. Static, so the uses of each shared value are
-/// known when it is sent, and a prediction is deterministic.
-fn member(lay: Layout, k: usize, p: usize, i: usize, j: usize) -> usize {
-    let m = lay.nb - 1 - k;
-    ((j - k - 1) * m + (i - k - 1)) % p
-}
-
-/// The stream of iteration k: one multiplication per tile as each T_kj arrives.
+/// The stream of iteration k: the panel to every member first, then, as each T_kj arrives,
+/// T_kj to every member and one multiplication per tile (i, j). A thread receives the
+/// stream's tokens in the order they were posted, so the panel and T_kj are there before
+/// any tile that needs them, whichever member a tile goes to.
 struct MultStream {
     lay: Layout,
     k: usize,
@@ -283,58 +264,53 @@ struct MultStream {
 impl Stream<Coordinator> for MultStream {
     type In = Solved;
     type Out = Mult;
-    /// Whether each thread already has the panel.
-    type Acc = Vec<bool>;
-    fn start(&self, _: &mut Coordinator) -> Vec<bool> {
-        vec![false; self.p]
+    /// Whether the panel was sent.
+    type Acc = bool;
+    fn start(&self, _: &mut Coordinator) -> bool {
+        false
     }
-    fn input(&self, c: &mut Coordinator, has_panel: &mut Vec<bool>, input: Solved, out: &mut Posted<Mult>) {
+    fn input(&self, c: &mut Coordinator, prepared: &mut bool, input: Solved, out: &mut Posted<Mult>) {
+        if !std::mem::replace(prepared, true) {
+            let panel = c.panels.get(&self.k).expect("the split stored the panel");
+            (0..self.p).for_each(|to| out.post(Mult::Prepare { panel: panel.clone(), to }));
+        }
         let Solved::Row { j, t } = input else {
             out.post(Mult::Pass { j: self.k });
             return;
         };
-        let (lay, k, p) = (self.lay, self.k, self.p);
-        let panel = c.panels.get(&k).expect("the split stored the panel");
-        let tiles = k + 1..lay.nb;
         let t = Arc::new(t);
-        let mut has_row = vec![false; p];
-        for i in tiles.clone() {
-            let who = member(lay, k, p, i, j);
-            let panel = if std::mem::replace(&mut has_panel[who], true) {
-                Shared::Sent
-            } else {
-                let uses = tiles.clone().flat_map(|j| tiles.clone().map(move |i| (i, j)));
-                Shared::Here(panel.clone(), uses.filter(|&(i, j)| member(lay, k, p, i, j) == who).count())
-            };
-            let t = if std::mem::replace(&mut has_row[who], true) {
-                Shared::Sent
-            } else {
-                Shared::Here(t.clone(), tiles.clone().filter(|&i| member(lay, k, p, i, j) == who).count())
-            };
-            out.post(Mult::Tile { i, j, panel, t });
-        }
+        (0..self.p).for_each(|to| out.post(Mult::Row { j, t: t.clone(), to }));
+        (self.k + 1..self.lay.nb).for_each(|i| out.post(Mult::Tile { i, j }));
     }
-    fn finish(&self, _: &mut Coordinator, _: Vec<bool>, _: &mut Posted<Mult>) {}
+    fn finish(&self, _: &mut Coordinator, _: bool, _: &mut Posted<Mult>) {}
 }
 
 fn mult_leaf(mults: &Collection<MultCache>, lay: Layout, k: usize, members: Vec<usize>) -> Node<Mult, Tile> {
-    let p = members.len();
-    let route = move |m: &Mult, _: &RouteCtx| match m {
-        Mult::Tile { i, j, .. } => members[member(lay, k, p, *i, *j)],
+    // Tiles are load-balanced over the iteration's members: a flow-control slot is freed
+    // when its product has been subtracted, so the next tile goes where one just finished
+    // and a slower rank (or one that also owns blocks) takes fewer.
+    let route = move |m: &Mult, cx: &RouteCtx| match m {
+        Mult::Prepare { to, .. } | Mult::Row { to, .. } => members[*to],
+        Mult::Tile { i, j } => members[cx.slot.unwrap_or(i + j) % members.len()],
         Mult::Pass { .. } => members[0],
     };
     Node::leaf(&format!("dyn_mult{k}"), mults, route, move |c: &mut MultCache, m: Mult| match m {
-        Mult::Tile { i, j, panel, t } => {
-            let panel = take(&mut c.panel, panel);
-            let mut slot = c.rows.remove(&j);
-            let t = take(&mut slot, t);
-            if let Some(slot) = slot {
-                c.rows.insert(j, slot);
-            }
+        Mult::Prepare { panel, .. } => {
+            c.panel = Some(panel);
+            c.rows.clear();
+            Tile::Pass { j: k }
+        }
+        Mult::Row { j, t, .. } => {
+            c.rows.insert(j, t);
+            Tile::Pass { j }
+        }
+        Mult::Tile { i, j } => {
+            let panel = c.panel.as_ref().filter(|p| p.k == k).expect("the panel came before the tiles");
+            let t = c.rows.get(&j).expect("T_kj came before its tiles");
             let (w, rows) = (panel.w, span(lay.n, lay.r, i));
             let (top, h, wj) = (rows.start - k * lay.r, rows.len(), t.len() / panel.w);
             let mut prod = Bulk::recycled(h * wj);
-            dps_dense::blas::gemm_col(h, wj, w, 1.0, &panel.lu[top..], panel.m, &t, w, 0.0, &mut prod, h);
+            dps_dense::blas::gemm_col(h, wj, w, 1.0, &panel.lu[top..], panel.m, t, w, 0.0, &mut prod, h);
             Tile::Product { i, j, p: prod }
         }
         Mult::Pass { j } => Tile::Pass { j },
@@ -463,7 +439,10 @@ fn iteration(
         factor_panel(lay, k, c, s)
     })
     .unbounded();
-    let stream = Node::stream(&format!("dyn_mults{k}"), coordinator, MultStream { lay, k, p: members.len() });
+    // A few tokens in flight per member: enough to keep each busy while products travel,
+    // few enough that the slots follow the members' speed.
+    let p = members.len();
+    let stream = Node::stream(&format!("dyn_mults{k}"), coordinator, MultStream { lay, k, p }).window(4 * p);
     split
         >> solve_leaf(columns, lay, k)
         >> stream
