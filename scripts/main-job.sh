@@ -11,7 +11,7 @@ scripts/setup.sh
 cargo build --release --workspace --bins --examples --quiet
 mkdir -p results
 run() { timeout -k 5 600 scripts/mpirun "$@"; }
-EXPERIMENTS=${EXPERIMENTS:-"table1-overlap matmul-speedup lu-speedup lu-variants transport overlap tsp-tsplib tsp-random100 life-fig9 life-efficiency life-short skeleton-migration skeleton-mixed radiocontrol-fig96 radiocontrol-floor filter-fig7-14 filter-throughput"}
+EXPERIMENTS=${EXPERIMENTS:-"table1-overlap matmul-speedup lu-speedup lu-variants transport overlap tsp-tsplib tsp-random100 life-fig9 life-efficiency life-short skeleton-migration skeleton-mixed radiocontrol-fig96 radiocontrol-floor filter-fig7-14 filter-throughput lu-dynamic-allocation"}
 
 # The radiocontrol-fig96 data set (151 MB, ~12 s; deterministic, so kept between runs, and
 # made again when the generator's source changes).

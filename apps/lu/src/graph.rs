@@ -35,19 +35,29 @@ pub enum Pipelining {
 /// The state of a `columns` thread: its column blocks and the pivots of its panels.
 #[derive(Debug)]
 pub struct Columns {
-    n: usize,
-    r: usize,
+    pub(crate) n: usize,
+    pub(crate) r: usize,
     source: Source,
-    blocks: HashMap<usize, Vec<f64>>,
-    pivots: HashMap<usize, (Vec<i32>, i32)>,
+    pub(crate) blocks: HashMap<usize, Vec<f64>>,
+    pub(crate) pivots: HashMap<usize, (Vec<i32>, i32)>,
     /// Panels received once for several blocks, with the number of uses left.
     panels: HashMap<usize, (Arc<Panel>, usize)>,
+    /// `dynamic` variant: the product tiles each block still waits for in this iteration.
+    pub(crate) tiles_left: HashMap<usize, usize>,
 }
 
 impl Columns {
     /// Thread `t` of `threads`: owns blocks t, t + threads, ...
     pub fn new(n: usize, r: usize, source: Source, t: usize, threads: usize) -> Self {
-        let mut c = Columns { n, r, source, blocks: HashMap::new(), pivots: HashMap::new(), panels: HashMap::new() };
+        let mut c = Columns {
+            n,
+            r,
+            source,
+            blocks: HashMap::new(),
+            pivots: HashMap::new(),
+            panels: HashMap::new(),
+            tiles_left: HashMap::new(),
+        };
         c.reload(t, threads);
         c
     }
@@ -57,10 +67,11 @@ impl Columns {
         self.blocks = (t..nb).step_by(threads).map(|j| (j, self.source.column_block(self.n, self.r, j))).collect();
         self.pivots.clear();
         self.panels.clear();
+        self.tiles_left.clear();
     }
 
     /// The panel an update refers to.
-    fn panel(&mut self, p: PanelRef) -> Arc<Panel> {
+    pub(crate) fn panel(&mut self, p: PanelRef) -> Arc<Panel> {
         match p {
             PanelRef::Here(panel, uses) => {
                 if uses > 1 {
@@ -362,109 +373,120 @@ impl Graphs {
         let end =
             Node::merge("end", main, MergeFn::new(|_: &mut ()| 0u64, |_, c: &mut u64, _d: Done| *c += 1, |_, c| c));
         let factor = rt.graph("lu", path >> last >> end)?;
-
-        let threads = columns.len();
-        let all_threads = move |_: &mut (), _: ()| 0..threads;
-        let pivots = Node::split("ask_pivots", main, route::fixed(0), all_threads);
-        let give = Node::leaf(
-            "give_pivots",
-            columns,
-            |t: &usize, _: &RouteCtx| *t,
-            |c: &mut Columns, _t: usize| {
-                c.pivots.iter().map(|(k, (p, info))| (*k, p.clone(), *info)).collect::<Vec<_>>()
-            },
-        );
-        let collect = Node::merge(
-            "global_pivots",
-            main,
-            MergeFn::new(
-                move |_: &mut ()| (vec![0i32; n], 0i32),
-                move |_, (ipiv, info): &mut (Vec<i32>, i32), panels: Vec<(usize, Vec<i32>, i32)>| {
-                    for (k, p, inf) in panels {
-                        let s = k * r;
-                        for (i, v) in p.iter().enumerate() {
-                            ipiv[s + i] = v + s as i32;
-                        }
-                        if inf > 0 && *info == 0 {
-                            *info = inf + s as i32;
-                        }
-                    }
-                },
-                |_, acc| acc,
-            ),
-        );
-        let spread =
-            Node::split("spread_pivots", main, route::fixed(0), move |_: &mut (), (ipiv, info): (Vec<i32>, i32)| {
-                let ipiv = Arc::new(ipiv);
-                (0..threads).map(move |t| (t, ipiv.clone(), info))
-            });
-        let swap = Node::leaf(
-            "swap_left",
-            columns,
-            |t: &(usize, Arc<Vec<i32>>, i32), _: &RouteCtx| t.0,
-            |c: &mut Columns, (_, ipiv, info): (usize, Arc<Vec<i32>>, i32)| {
-                let (n, r) = (c.n, c.r);
-                let nb = n.div_ceil(r);
-                for (&j, block) in c.blocks.iter_mut() {
-                    for k in j + 1..nb {
-                        let rows = span(n, r, k);
-                        let local: Vec<i32> = ipiv[rows.clone()].iter().map(|v| v - rows.start as i32).collect();
-                        let w = block.len() / n;
-                        dps_dense::blas::swap_rows(block, n, w, rows.start, &local);
-                    }
-                }
-                (ipiv, info)
-            },
-        );
-        let keep = Node::merge(
-            "pivots",
-            main,
-            MergeFn::new(
-                |_: &mut ()| None,
-                |_, acc: &mut Option<(Arc<Vec<i32>>, i32)>, x| *acc = Some(x),
-                |_, acc| {
-                    let (ipiv, info) = acc.expect("at least one column thread");
-                    (ipiv.to_vec(), info)
-                },
-            ),
-        );
-        let finish = rt.graph("finish", pivots >> give >> collect >> spread >> swap >> keep)?;
-
-        let ask = Node::split("ask_blocks", main, route::fixed(0), all_threads);
-        let give = Node::leaf(
-            "give_blocks",
-            columns,
-            |t: &usize, _: &RouteCtx| *t,
-            |c: &mut Columns, _t: usize| c.blocks.iter().map(|(j, b)| (*j, Bulk(b.clone()))).collect::<Vec<_>>(),
-        );
-        let assemble = Node::merge(
-            "assemble",
-            main,
-            MergeFn::new(
-                move |_: &mut ()| vec![0.0; n * n],
-                move |_, lu: &mut Vec<f64>, blocks: Vec<(usize, Bulk<f64>)>| {
-                    for (j, b) in blocks {
-                        lu[span(n, r, j).start * n..span(n, r, j).end * n].copy_from_slice(&b);
-                    }
-                },
-                |_, lu| Bulk(lu),
-            ),
-        );
-        let gather = rt.graph("gather", ask >> give >> assemble)?;
-
-        let ask = Node::split("ask_reload", main, route::fixed(0), all_threads);
-        let reload = Node::leaf(
-            "reload",
-            columns,
-            |t: &usize, _: &RouteCtx| *t,
-            move |c: &mut Columns, t: usize| {
-                c.reload(t, threads);
-                1u64
-            },
-        );
-        let count =
-            Node::merge("reloaded", main, MergeFn::new(|_: &mut ()| 0u64, |_, c: &mut u64, x: u64| *c += x, |_, c| c));
-        let reload = rt.graph("reload", ask >> reload >> count)?;
+        let (finish, gather, reload) = helper_graphs(rt, (n, r), main, columns)?;
         Ok(Graphs { factor, finish, gather, reload })
     }
+}
+
+/// The graphs around a factorization: `finish` (later interchanges applied to earlier
+/// blocks, global pivots), `gather` and `reload`, for the column blocks of `columns`
+/// (block j on thread j % threads). Shared by every parallel variant.
+#[allow(clippy::type_complexity)]
+pub(crate) fn helper_graphs(
+    rt: &Runtime,
+    (n, r): (usize, usize),
+    main: &Collection<()>,
+    columns: &Collection<Columns>,
+) -> anyhow::Result<(Graph<(), (Vec<i32>, i32)>, Graph<(), Bulk<f64>>, Graph<(), u64>)> {
+    let threads = columns.len();
+    let all_threads = move |_: &mut (), _: ()| 0..threads;
+    let pivots = Node::split("ask_pivots", main, route::fixed(0), all_threads);
+    let give = Node::leaf(
+        "give_pivots",
+        columns,
+        |t: &usize, _: &RouteCtx| *t,
+        |c: &mut Columns, _t: usize| c.pivots.iter().map(|(k, (p, info))| (*k, p.clone(), *info)).collect::<Vec<_>>(),
+    );
+    let collect = Node::merge(
+        "global_pivots",
+        main,
+        MergeFn::new(
+            move |_: &mut ()| (vec![0i32; n], 0i32),
+            move |_, (ipiv, info): &mut (Vec<i32>, i32), panels: Vec<(usize, Vec<i32>, i32)>| {
+                for (k, p, inf) in panels {
+                    let s = k * r;
+                    for (i, v) in p.iter().enumerate() {
+                        ipiv[s + i] = v + s as i32;
+                    }
+                    if inf > 0 && *info == 0 {
+                        *info = inf + s as i32;
+                    }
+                }
+            },
+            |_, acc| acc,
+        ),
+    );
+    let spread =
+        Node::split("spread_pivots", main, route::fixed(0), move |_: &mut (), (ipiv, info): (Vec<i32>, i32)| {
+            let ipiv = Arc::new(ipiv);
+            (0..threads).map(move |t| (t, ipiv.clone(), info))
+        });
+    let swap = Node::leaf(
+        "swap_left",
+        columns,
+        |t: &(usize, Arc<Vec<i32>>, i32), _: &RouteCtx| t.0,
+        |c: &mut Columns, (_, ipiv, info): (usize, Arc<Vec<i32>>, i32)| {
+            let (n, r) = (c.n, c.r);
+            let nb = n.div_ceil(r);
+            for (&j, block) in c.blocks.iter_mut() {
+                for k in j + 1..nb {
+                    let rows = span(n, r, k);
+                    let local: Vec<i32> = ipiv[rows.clone()].iter().map(|v| v - rows.start as i32).collect();
+                    let w = block.len() / n;
+                    dps_dense::blas::swap_rows(block, n, w, rows.start, &local);
+                }
+            }
+            (ipiv, info)
+        },
+    );
+    let keep = Node::merge(
+        "pivots",
+        main,
+        MergeFn::new(
+            |_: &mut ()| None,
+            |_, acc: &mut Option<(Arc<Vec<i32>>, i32)>, x| *acc = Some(x),
+            |_, acc| {
+                let (ipiv, info) = acc.expect("at least one column thread");
+                (ipiv.to_vec(), info)
+            },
+        ),
+    );
+    let finish = rt.graph("finish", pivots >> give >> collect >> spread >> swap >> keep)?;
+
+    let ask = Node::split("ask_blocks", main, route::fixed(0), all_threads);
+    let give = Node::leaf(
+        "give_blocks",
+        columns,
+        |t: &usize, _: &RouteCtx| *t,
+        |c: &mut Columns, _t: usize| c.blocks.iter().map(|(j, b)| (*j, Bulk(b.clone()))).collect::<Vec<_>>(),
+    );
+    let assemble = Node::merge(
+        "assemble",
+        main,
+        MergeFn::new(
+            move |_: &mut ()| vec![0.0; n * n],
+            move |_, lu: &mut Vec<f64>, blocks: Vec<(usize, Bulk<f64>)>| {
+                for (j, b) in blocks {
+                    lu[span(n, r, j).start * n..span(n, r, j).end * n].copy_from_slice(&b);
+                }
+            },
+            |_, lu| Bulk(lu),
+        ),
+    );
+    let gather = rt.graph("gather", ask >> give >> assemble)?;
+
+    let ask = Node::split("ask_reload", main, route::fixed(0), all_threads);
+    let reload = Node::leaf(
+        "reload",
+        columns,
+        |t: &usize, _: &RouteCtx| *t,
+        move |c: &mut Columns, t: usize| {
+            c.reload(t, threads);
+            1u64
+        },
+    );
+    let count =
+        Node::merge("reloaded", main, MergeFn::new(|_: &mut ()| 0u64, |_, c: &mut u64, x: u64| *c += x, |_, c| c));
+    let reload = rt.graph("reload", ask >> reload >> count)?;
+    Ok((finish, gather, reload))
 }

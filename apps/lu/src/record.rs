@@ -7,6 +7,8 @@ use dps_dense::grain::Choice;
 use dps_harness::{Common, FiniteOrText};
 use serde::{Deserialize, Serialize};
 
+use crate::iterations::Iteration;
+
 /// One run of `dps-lu`. The check's fields are absent without `--verify`.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct Record {
@@ -34,6 +36,22 @@ pub struct Record {
     /// `--verify`: whether the pivots are dgetrf's.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pivots_match: Option<bool>,
+    /// `dynamic` variant: the thread-allocation strategy (`--alloc`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alloc: Option<String>,
+    /// `--per-iteration`: each iteration's time, serial time, allocation and efficiency E_i.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iterations: Option<Vec<Iteration>>,
+    /// `--per-iteration`: the serial blocked reference's total, s (sum of its iterations).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub serial_seconds: Option<f64>,
+    /// `--per-iteration`: Σ T_seq,i / Σ P_i·T_par,i, the run's efficiency over the
+    /// rank-seconds it held.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub efficiency: Option<f64>,
+    /// `--per-iteration`: iteration 1's share of the iterations' total time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_iteration_share: Option<f64>,
 }
 
 impl Record {
@@ -50,6 +68,11 @@ impl Record {
             gflops,
             residual: None,
             pivots_match: None,
+            alloc: None,
+            iterations: None,
+            serial_seconds: None,
+            efficiency: None,
+            first_iteration_share: None,
         }
     }
 }
@@ -62,6 +85,12 @@ impl fmt::Display for Record {
             "lu {} n={} block={} ranks={} threads={}: {:.3} s, {:.1} GFLOP/s",
             c.variant, self.n, self.block, c.ranks, c.threads, c.seconds, self.gflops
         )?;
+        if let Some(alloc) = &self.alloc {
+            write!(f, ", alloc {alloc}")?;
+        }
+        if let (Some(e), Some(share)) = (self.efficiency, self.first_iteration_share) {
+            write!(f, ", efficiency {e:.3}, iteration 1 {:.0}% of the time", share * 100.0)?;
+        }
         if let (Some(residual), Some(pivots)) = (self.residual, self.pivots_match) {
             let pivots = if pivots { "match dgetrf" } else { "differ from dgetrf" };
             let verdict = if c.verified == Some(true) { "verified" } else { "NOT verified" };

@@ -13,6 +13,7 @@ use dps_dense::market::MatrixFile;
 use dps_harness::options::Timed;
 use dps_harness::{bad_input, median, BadInput, Common, FiniteOrText};
 
+use crate::alloc::Alloc;
 use crate::graph::{Columns, Graphs, Pipelining};
 use crate::kernel::{self, Source};
 use crate::record::Record;
@@ -26,6 +27,9 @@ pub enum Variant {
     MergeSplit,
     /// LAPACK dgetrf in this process (`--blas-threads` threads), without DPS or MPI.
     Serial,
+    /// Seed 003's basic graph with a separate multiplication collection whose membership
+    /// `--alloc` sets per iteration (the column blocks on the first half of the ranks).
+    Dynamic,
 }
 
 /// `dps-lu`: P·A = L·U with partial pivoting, by blocks of columns.
@@ -48,6 +52,15 @@ pub struct Args {
     /// A Matrix Market file (`array` or `coordinate`, `real general`, square) to factor.
     #[arg(long)]
     pub file: Option<PathBuf>,
+    /// `dynamic` variant: multiplication threads per iteration: `all` (P always), `half`
+    /// (the threads on the first half of the ranks, P/2 always), `half-after:K` (P for
+    /// iterations 1..=K, then P/2) [default: all].
+    #[arg(long, value_name = "all|half|half-after:K")]
+    pub alloc: Option<Alloc>,
+    /// `dynamic` variant: report each iteration's time beside the serial blocked
+    /// reference's (measured on rank 0 after each timed run) and its efficiency E_i.
+    #[arg(long)]
+    pub per_iteration: bool,
     #[command(flatten)]
     #[allow(missing_docs)]
     pub run: Timed<42>,
@@ -62,6 +75,7 @@ fn check_options(args: &Args) -> Result<()> {
         bad_input!("--block 0: the block width must be at least 1");
     }
     args.run.check()?;
+    crate::dynamic_run::check_options(args)?;
     Ok(())
 }
 
@@ -90,7 +104,7 @@ fn ranks(args: &Args) -> u64 {
 }
 
 /// What the simulator supports of dps-lu: direct execution only.
-const SIMULATION: dps_harness::simulate::Support = dps_harness::simulate::Support {
+pub(crate) const SIMULATION: dps_harness::simulate::Support = dps_harness::simulate::Support {
     program: "dps-lu",
     modes: &[],
     why_not: "each panel's pivots decide the row swaps, and its kernels are not marked for skipping",
@@ -109,15 +123,20 @@ fn memory_need(args: &Args, n: usize, r: usize, file_bytes: u64) -> (u64, u64) {
         return (source.saturating_add(m), 0);
     }
     let ranks = ranks(args);
+    // The dynamic variant keeps the blocks on the first half of the ranks.
+    let holders =
+        if args.variant == Variant::Dynamic { crate::alloc::kept_ranks(ranks as usize) as u64 } else { ranks };
     let blocks = n.div_ceil(r) as u64;
     // Column blocks owned by a rank, plus panels in flight (a few per rank).
-    let owned = footprint::block(n, r).saturating_mul(blocks.div_ceil(ranks));
+    let owned = footprint::block(n, r).saturating_mul(blocks.div_ceil(holders));
     let panels = footprint::block(n, r).saturating_mul(4);
     let other = source.saturating_add(owned).saturating_add(panels);
     // --verify on rank 0: the gathered factors (with the copies of its own blocks), the
     // matrix again, and the factors of the reference dgetrf.
     let verify = if args.run.check.verify { m.saturating_mul(3).saturating_add(owned) } else { 0 };
-    (other.saturating_add(verify), other)
+    // --per-iteration: the serial blocked reference's copy of the matrix, on rank 0.
+    let serial = if args.per_iteration { m } else { 0 };
+    (other.saturating_add(verify).saturating_add(serial), other)
 }
 
 /// Reads or describes the matrix after checking the options and the memory it needs.
@@ -151,7 +170,7 @@ pub fn passes(check: &kernel::Check) -> bool {
 }
 
 /// Why a check failed.
-fn failure(check: &kernel::Check) -> String {
+pub(crate) fn failure(check: &kernel::Check) -> String {
     let mut why = Vec::new();
     if !check.residual.is_finite() {
         why.push(format!("the scaled residual is {} (a NaN or an overflow, not a number to trust)", check.residual));
@@ -166,7 +185,7 @@ fn failure(check: &kernel::Check) -> String {
 
 /// The error of a matrix without LU factorization (dgetrf's `info` > 0). It is a property of
 /// the matrix given, not a fault of the run, so it is reported as bad input.
-fn singular(info: i32) -> anyhow::Error {
+pub(crate) fn singular(info: i32) -> anyhow::Error {
     BadInput::new(format!("the matrix is singular: U({info},{info}) is exactly zero")).into()
 }
 
@@ -196,6 +215,9 @@ pub fn run(args: &Args) -> Result<()> {
         let common =
             Common::new("lu", &variant, 1, args.run.blas.blas_threads, median(&times[args.run.repeat.warmup..]), None);
         return dps_harness::print_record(&Record::new(common, n, &choice, args.run.repeat.reps), args.run.output.json);
+    }
+    if args.variant == Variant::Dynamic {
+        return crate::dynamic_run::run(args, n, &choice, src);
     }
     let how = if args.variant == Variant::Stream { Pipelining::Stream } else { Pipelining::MergeSplit };
     if args.run.sim.simulate.is_some() {

@@ -63,6 +63,33 @@ fn bad_input_is_refused_once_with_exit_2_and_failures_exit_1() {
             case(&["--n", "8", "--variant", "bogus"], 2, &["bogus", "--variant"]),
             case(&["--n", "8", "--trace", missing_dir], 2, &["--trace", "does not exist"]),
             case(&["--file", f("thesis"), "--n", "3"], 2, &["--file", "--n"]),
+            // --variant dynamic: n = 64 in blocks of 8 has 8 iterations.
+            case(
+                &["--variant", "dynamic", "--n", "64", "--block", "8", "--alloc", "half-after:8"],
+                2,
+                &["--alloc half-after:8", "between 1 and 7", "8 iterations"],
+            ),
+            case(
+                &["--variant", "dynamic", "--n", "64", "--block", "8", "--alloc", "half-after:0"],
+                2,
+                &["--alloc half-after:0", "between 1 and 7"],
+            ),
+            case(
+                &["--variant", "dynamic", "--n", "64", "--alloc", "quarter"],
+                2,
+                &["quarter", "--alloc", "all, half, half-after:K"],
+            ),
+            case(
+                &["--variant", "dynamic", "--n", "64", "--alloc", "half-after:x"],
+                2,
+                &["half-after:x", "--alloc", "iteration number"],
+            ),
+            case(&["--n", "64", "--alloc", "half"], 2, &["--alloc half", "--variant dynamic"]),
+            case(
+                &["--n", "64", "--variant", "merge-split", "--per-iteration"],
+                2,
+                &["--per-iteration", "--variant dynamic"],
+            ),
             // Files.
             case(&["--file", "/nonexistent/a.mtx"], 2, &["/nonexistent/a.mtx"]),
             case(&["--file", f("empty")], 2, &["empty.mtx:1", "empty file"]),
@@ -84,10 +111,17 @@ fn bad_input_is_refused_once_with_exit_2_and_failures_exit_1() {
             // A singular matrix has no LU factorization: the input's fault, found by the run.
             case(&["--file", f("singular"), "--block", "1"], 2, &["singular", "U(2,2)"]),
             case(&["--file", f("singular"), "--variant", "serial"], 2, &["singular", "U(2,2)"]),
+            case(&["--file", f("singular"), "--variant", "dynamic", "--block", "1"], 2, &["singular", "U(2,2)"]),
             // On two ranks, every rank refuses but only rank 0 prints.
             case_on(2, &["--n", "3000000"], 2, &["--n 3000000", "memory"]),
             case_on(2, &["--file", f("nan")], 2, &["nan.mtx:4"]),
             case_on(2, &["--n", "8", "--map", "bogus"], 2, &["bogus"]),
+            case_on(
+                2,
+                &["--variant", "dynamic", "--n", "8", "--map", "1", "--alloc", "half"],
+                2,
+                &["--map", "no multiplication thread", "ranks 0..1"],
+            ),
         ],
     );
 }

@@ -44,3 +44,38 @@ fn thesis_example_and_singular_matrix() {
     let _ = std::fs::remove_file(example);
     let _ = std::fs::remove_file(singular);
 }
+
+/// `--variant dynamic`: every allocation strategy factors correctly on 1, 2 and 4 ranks, and
+/// each iteration reports the allocation its strategy gives (P ranks, then the first half).
+#[test]
+fn every_allocation_strategy_matches_dgetrf_on_1_2_4_ranks() {
+    for ranks in [1usize, 2, 4] {
+        let half = (ranks / 2).max(1);
+        for (alloc, map) in [("all", "all"), ("half", "all*2"), ("half-after:1", "all"), ("half-after:3", "all")] {
+            let args = ["--variant", "dynamic", "--n", "37", "--block", "8", "--alloc", alloc, "--map", map];
+            let job = mpirun(ranks, BIN.as_ref(), &[&args[..], &["--per-iteration", "--verify", "--json"]].concat());
+            assert!(job.status.success(), "{ranks} ranks --alloc {alloc}: {}", job.stderr);
+            let r = json(&job.stdout);
+            assert!(r["residual"].as_f64().unwrap() < 16.0, "{r}");
+            assert_eq!((&r["pivots_match"], &r["verified"], &r["alloc"]), (&true.into(), &true.into(), &alloc.into()));
+            let per: Vec<(u64, u64)> = r["iterations"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| (i["ranks"].as_u64().unwrap(), i["multiplications"].as_u64().unwrap()))
+                .collect();
+            let after = match alloc {
+                "all" => 5,
+                "half" => 0,
+                _ => alloc["half-after:".len()..].parse().unwrap(),
+            };
+            let expected: Vec<(u64, u64)> =
+                (0..5).map(|k| (if k < after { ranks } else { half } as u64, (4 - k as u64).pow(2))).collect();
+            assert_eq!(per, expected, "{ranks} ranks --alloc {alloc}: {r}");
+            for i in r["iterations"].as_array().unwrap() {
+                let e = i["efficiency"].as_f64().unwrap();
+                assert!(e.is_finite() && e > 0.0, "{i}");
+            }
+        }
+    }
+}

@@ -5,6 +5,7 @@
 //! A run that fails or times out is recorded with its error and the sweep goes on.
 
 mod config;
+mod path;
 mod plot;
 mod record;
 mod table;

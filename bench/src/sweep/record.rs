@@ -42,7 +42,7 @@ impl RunRecord {
             .map_err(|why| anyhow!("experiment {:?}, {run}: the JSON record does not fit the table: {why}", e.name))?;
         let Value::Object(fields) = fields else { unreachable!("built as an object") };
         let record = RunRecord { fields, seconds: needed.seconds };
-        if let Some(c) = e.columns.iter().find(|c| record.field(c).is_none()) {
+        if let Some(c) = e.columns.iter().find(|c| record.column(c).is_none()) {
             return Err(anyhow!("experiment {:?}, {run}: the JSON record has no field `{c}` (a column)", e.name));
         }
         Ok(record)
@@ -52,6 +52,12 @@ impl RunRecord {
     /// has no such field.
     pub(crate) fn field(&self, name: &str) -> Option<&Value> {
         self.fields.get(name)
+    }
+
+    /// The column `name`: a field, or a field of every element of an array of objects
+    /// (`iterations[].efficiency`, see [`super::path`]); `None` if the record lacks it.
+    pub(crate) fn column(&self, name: &str) -> Option<Value> {
+        super::path::lookup(&self.fields, name)
     }
 
     /// The names of the scalar fields (not objects or arrays).

@@ -39,6 +39,8 @@ fn cell(v: &Value) -> String {
         }
         Value::String(s) => s.clone(),
         Value::Null => "-".into(),
+        // An array column (`iterations[].efficiency`): its elements in one cell.
+        Value::Array(items) => items.iter().map(cell).collect::<Vec<_>>().join(" "),
         other => other.to_string(),
     }
 }
@@ -91,7 +93,9 @@ pub(crate) fn markdown(e: &Experiment, rows: &[Row], references: &References) ->
             let (s, eff) = ratio(seconds_of(rows, &r.params, 1));
             cells.extend([s, eff]);
         }
-        cells.extend(e.columns.iter().map(|c| r.record.as_ref().and_then(|rec| rec.field(c)).map_or("-".into(), cell)));
+        cells.extend(
+            e.columns.iter().map(|c| r.record.as_ref().and_then(|rec| rec.column(c)).map_or("-".into(), |v| cell(&v))),
+        );
         let paper = published_for(e, r);
         cells.extend(paper_keys.iter().map(|k| paper.and_then(|p| p.values.get(*k)).map_or("".into(), config::arg)));
         cells.push(r.status.clone());
@@ -137,7 +141,7 @@ pub(crate) fn csv(rows: &[Row]) -> Result<String> {
 mod tests {
     use serde_json::json;
 
-    use super::cell;
+    use super::*;
 
     #[test]
     fn small_numbers_keep_three_significant_digits() {
@@ -147,5 +151,10 @@ mod tests {
         assert_eq!(cell(&json!(0.0)), "0.0000");
         assert_eq!(cell(&json!(1234.56)), "1234.6");
         assert_eq!(cell(&json!(-0.003)), "-0.00300");
+    }
+
+    #[test]
+    fn an_array_column_is_one_cell() {
+        assert_eq!(cell(&json!([0.5, 0.25, null, 2])), "0.5000 0.2500 - 2");
     }
 }

@@ -1,0 +1,113 @@
+//! Dynamic efficiency (seed 003, §5.2 of the simulation notes): per LU iteration i,
+//! E_i = T_seq,i / (P_i · T_par,i), with T_par,i the iteration's wall time in the parallel
+//! run (between the coordinator's stamps), T_seq,i the same iteration of the serial blocked
+//! reference (same block width, one thread: panel factorization and the update of every
+//! later block) and P_i the ranks allocated to it.
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::kernel::{self, Source};
+
+/// One iteration of the factorization, as `--per-iteration` reports it.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Iteration {
+    /// Iteration number, from 1 (the paper's numbering): block column `iteration − 1`.
+    pub iteration: usize,
+    /// Block multiplications of the iteration, (nb − iteration)².
+    pub multiplications: usize,
+    /// Multiplication threads allocated.
+    pub threads: usize,
+    /// Ranks allocated (P_i): the ranks hosting those threads.
+    pub ranks: usize,
+    /// Wall time in the parallel run, s (median over the timed runs).
+    pub seconds: f64,
+    /// The serial blocked reference's time for the same iteration, s (median).
+    pub serial_seconds: f64,
+    /// E_i = serial_seconds / (ranks · seconds).
+    pub efficiency: f64,
+}
+
+/// The serial blocked reference, timed per iteration: block k factors its panel, then every
+/// later block applies it (`kernel::apply_panel`, the stream and merge-split variants'
+/// kernel).
+pub fn serial_iterations(src: &Source, n: usize, r: usize) -> Vec<f64> {
+    let nb = n.div_ceil(r);
+    let mut blocks: Vec<Vec<f64>> = (0..nb).map(|j| src.column_block(n, r, j)).collect();
+    (0..nb)
+        .map(|k| {
+            let t = Instant::now();
+            let (done, later) = blocks.split_at_mut(k + 1);
+            let panel = kernel::factor_panel(&mut done[k], n, r, k);
+            for block in later {
+                kernel::apply_panel(block, n, r, &panel);
+            }
+            t.elapsed().as_secs_f64()
+        })
+        .collect()
+}
+
+/// Per-iteration durations from the coordinator's stamps (the start, then each end).
+pub fn durations(stamps: &[f64]) -> Vec<f64> {
+    stamps.windows(2).map(|w| w[1] - w[0]).collect()
+}
+
+/// The median of each position over several runs of equal length.
+pub fn medians(runs: &[Vec<f64>]) -> Vec<f64> {
+    let len = runs.first().map_or(0, Vec::len);
+    (0..len).map(|i| dps_harness::median(&runs.iter().map(|r| r[i]).collect::<Vec<_>>())).collect()
+}
+
+/// The iterations' rows: `allocation[i]` = (threads, ranks) of iteration i (from 0).
+pub fn rows(nb: usize, parallel: &[f64], serial: &[f64], allocation: &[(usize, usize)]) -> Vec<Iteration> {
+    (0..nb)
+        .map(|k| {
+            let (threads, ranks) = allocation[k];
+            Iteration {
+                iteration: k + 1,
+                multiplications: crate::dynamic::multiplications(nb, k),
+                threads,
+                ranks,
+                seconds: parallel[k],
+                serial_seconds: serial[k],
+                efficiency: serial[k] / (ranks as f64 * parallel[k]),
+            }
+        })
+        .collect()
+}
+
+/// The whole run's efficiency under a changing allocation: Σ T_seq,i / Σ P_i·T_par,i (the
+/// rank-seconds the serial work needs over those the run held).
+pub fn overall(rows: &[Iteration]) -> f64 {
+    let serial: f64 = rows.iter().map(|r| r.serial_seconds).sum();
+    let held: f64 = rows.iter().map(|r| r.ranks as f64 * r.seconds).sum();
+    serial / held
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn efficiency_divides_by_the_ranks_allocated() {
+        let rows = rows(3, &[1.0, 0.5, 0.25], &[1.6, 0.5, 0.25], &[(2, 2), (1, 1), (1, 1)]);
+        assert_eq!(rows.iter().map(|r| r.efficiency).collect::<Vec<_>>(), [0.8, 1.0, 1.0]);
+        assert_eq!(rows.iter().map(|r| r.multiplications).collect::<Vec<_>>(), [4, 1, 0]);
+        // 2.35 serial seconds over 2·1 + 0.5 + 0.25 rank-seconds.
+        assert!((overall(&rows) - 2.35 / 2.75).abs() < 1e-12);
+    }
+
+    #[test]
+    fn durations_and_medians() {
+        assert_eq!(durations(&[10.0, 11.0, 13.0]), [1.0, 2.0]);
+        assert_eq!(medians(&[vec![1.0, 5.0], vec![3.0, 4.0], vec![2.0, 6.0]]), [2.0, 5.0]);
+    }
+
+    #[test]
+    fn the_serial_iterations_cover_every_block_column() {
+        let t = serial_iterations(&Source::Random(1), 50, 16);
+        assert_eq!(t.len(), 4);
+        assert!(t.iter().all(|s| s.is_finite() && *s >= 0.0));
+    }
+}
