@@ -226,7 +226,7 @@ fn run_experiment(
                 Some(s) => s,
                 None => {
                     let args: Vec<String> = reference.iter().cloned().chain(config::command_line(&shared)).collect();
-                    measure(e, Launcher::None, &app, &args, &shared, 1, raw, &progress)?.seconds
+                    measure(e, Launcher::None, &app, &args, &shared, 1, Run::Reference, raw, &progress)?.seconds
                 }
             };
             progress.inc(1);
@@ -235,7 +235,7 @@ fn run_experiment(
         for &ranks in &e.ranks {
             let args: Vec<String> = e.args.iter().cloned().chain(point_args.clone()).collect();
             let launch = if e.launcher == "mpi" { *launcher } else { Launcher::None };
-            let mut row = measure(e, launch, &app, &args, point, ranks, raw, &progress)?;
+            let mut row = measure(e, launch, &app, &args, point, ranks, Run::Row, raw, &progress)?;
             row.oversubscribed = matches!(launcher, Launcher::Mpirun) && e.launcher == "mpi" && ranks > cores();
             progress.inc(1);
             rows.push(row);
@@ -243,6 +243,14 @@ fn run_experiment(
     }
     progress.finish_and_clear();
     Ok((rows, references))
+}
+
+/// What a measured run is for: a row of the table (its record must have the experiment's
+/// columns), or the serial reference (only its time is used).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Run {
+    Row,
+    Reference,
 }
 
 /// Runs one point `e.repeat` times; keeps the run with the median time.
@@ -254,6 +262,7 @@ fn measure(
     args: &[String],
     point: &Point,
     ranks: usize,
+    kind: Run,
     raw: &mut impl Write,
     progress: &ProgressBar,
 ) -> Result<Row> {
@@ -262,7 +271,8 @@ fn measure(
     let mut status = "ok".to_string();
     let label = params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
     for rep in 0..e.repeat {
-        let run = format!("{label} ranks={ranks} run {}/{}", rep + 1, e.repeat);
+        let reference = if kind == Run::Reference { "reference " } else { "" };
+        let run = format!("{reference}{label} ranks={ranks} run {}/{}", rep + 1, e.repeat);
         progress.set_message(format!("{} {run}", e.name));
         let job = Job::new(app).launcher(launch).ranks(ranks).args(args).arg("--json").timeout_s(e.timeout_s);
         let started = Instant::now();
@@ -274,7 +284,8 @@ fn measure(
             .find_map(|l| serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(l).ok());
         match (out.status.code(), record) {
             (Some(0), Some(object)) => {
-                let r = RunRecord::read(e, &run, object, started.elapsed().as_secs_f64())?;
+                let columns = if kind == Run::Row { e.columns.as_slice() } else { &[] };
+                let r = RunRecord::read(e, &run, object, started.elapsed().as_secs_f64(), columns)?;
                 writeln!(raw, "{}", serde_json::json!({"params": params, "ranks": ranks, "record": r}))?;
                 runs.push(r);
             }

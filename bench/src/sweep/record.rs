@@ -31,9 +31,16 @@ impl RunRecord {
     /// printed. With `timing = "wall"`, a record without `seconds` gets `wall_s`.
     ///
     /// # Errors
-    /// The record has no `seconds` (or not a number), or lacks one of `e.columns`: a
-    /// renamed field must not show as an empty cell.
-    pub(crate) fn read(e: &Experiment, run: &str, mut object: Map<String, Value>, wall_s: f64) -> Result<RunRecord> {
+    /// The record has no `seconds` (or not a number), or lacks one of `columns` (the
+    /// experiment's, for a run that makes a row; none for the serial reference, which gives
+    /// only its time): a renamed field must not show as an empty cell.
+    pub(crate) fn read(
+        e: &Experiment,
+        run: &str,
+        mut object: Map<String, Value>,
+        wall_s: f64,
+        columns: &[String],
+    ) -> Result<RunRecord> {
         if e.timing == Timing::Wall && !object.contains_key("seconds") {
             object.insert("seconds".into(), wall_s.into());
         }
@@ -42,7 +49,7 @@ impl RunRecord {
             .map_err(|why| anyhow!("experiment {:?}, {run}: the JSON record does not fit the table: {why}", e.name))?;
         let Value::Object(fields) = fields else { unreachable!("built as an object") };
         let record = RunRecord { fields, seconds: needed.seconds };
-        if let Some(c) = e.columns.iter().find(|c| record.column(c).is_none()) {
+        if let Some(c) = columns.iter().find(|c| record.column(c).is_none()) {
             return Err(anyhow!("experiment {:?}, {run}: the JSON record has no field `{c}` (a column)", e.name));
         }
         Ok(record)
@@ -86,27 +93,31 @@ mod tests {
     #[test]
     fn a_record_without_seconds_is_an_error_naming_the_run() {
         let e = experiment(Timing::Record, &["gflops"]);
-        let err = RunRecord::read(&e, "ranks=2 run 1/3", object(json!({"gflops": 1.5})), 9.0).unwrap_err();
+        let err = RunRecord::read(&e, "ranks=2 run 1/3", object(json!({"gflops": 1.5})), 9.0, &e.columns).unwrap_err();
         assert!(err.to_string().contains("ranks=2 run 1/3") && err.to_string().contains("`seconds`"), "{err}");
-        let err = RunRecord::read(&e, "r", object(json!({"seconds": null, "gflops": 1.5})), 9.0).unwrap_err();
+        let err =
+            RunRecord::read(&e, "r", object(json!({"seconds": null, "gflops": 1.5})), 9.0, &e.columns).unwrap_err();
         assert!(err.to_string().contains("null"), "{err}");
     }
 
     #[test]
     fn a_missing_column_is_an_error_and_a_null_one_is_not() {
         let e = experiment(Timing::Record, &["gflops", "verified"]);
-        let err = RunRecord::read(&e, "r", object(json!({"seconds": 1.0, "verified": null})), 9.0).unwrap_err();
+        let err =
+            RunRecord::read(&e, "r", object(json!({"seconds": 1.0, "verified": null})), 9.0, &e.columns).unwrap_err();
         assert!(err.to_string().contains("no field `gflops`"), "{err}");
-        let r = RunRecord::read(&e, "r", object(json!({"seconds": 1.0, "gflops": 2, "verified": null})), 9.0).unwrap();
+        let r =
+            RunRecord::read(&e, "r", object(json!({"seconds": 1.0, "gflops": 2, "verified": null})), 9.0, &e.columns)
+                .unwrap();
         assert_eq!((r.seconds, r.field("verified")), (1.0, Some(&Value::Null)));
     }
 
     #[test]
     fn wall_timing_adds_the_wall_time_only_where_seconds_is_missing() {
         let e = experiment(Timing::Wall, &[]);
-        assert_eq!(RunRecord::read(&e, "r", object(json!({"bytes": 8})), 9.0).unwrap().seconds, 9.0);
-        assert_eq!(RunRecord::read(&e, "r", object(json!({"seconds": 2.0})), 9.0).unwrap().seconds, 2.0);
-        let r = RunRecord::read(&e, "r", object(json!({"bytes": 8, "list": [1]})), 9.0).unwrap();
+        assert_eq!(RunRecord::read(&e, "r", object(json!({"bytes": 8})), 9.0, &e.columns).unwrap().seconds, 9.0);
+        assert_eq!(RunRecord::read(&e, "r", object(json!({"seconds": 2.0})), 9.0, &e.columns).unwrap().seconds, 2.0);
+        let r = RunRecord::read(&e, "r", object(json!({"bytes": 8, "list": [1]})), 9.0, &e.columns).unwrap();
         assert_eq!(r.scalar_names().collect::<Vec<_>>(), ["bytes", "seconds"]);
     }
 }
