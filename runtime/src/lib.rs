@@ -69,7 +69,7 @@ pub use error::{Error, ErrorKind};
 pub use failure::last_words;
 pub use graph::Graph;
 pub use node::{branch, Either, Node, Path, DEFAULT_WINDOW, MAX_WINDOW};
-pub use ops::{Merge, MergeFn, Posted, Stream};
+pub use ops::{join, Join, Merge, MergeFn, Posted, Stream};
 pub use route::{Route, RouteCtx};
 pub use runtime::{Pending, Runtime, Stopwatch};
 pub use sim::{LinkCost, SimOptions, SimReport};

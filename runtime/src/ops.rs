@@ -131,3 +131,32 @@ where
         (self.fin)(thread, acc)
     }
 }
+
+/// A merge that only waits for every token of its instance and outputs `()`: the end of a
+/// step that every thread must have done (see [`join`]).
+pub struct Join<T>(PhantomData<fn(T)>);
+
+impl<T> std::fmt::Debug for Join<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Join")
+    }
+}
+
+/// A merge that only waits for every token (of type `T`) of its instance.
+///
+/// ```
+/// let all_done = dps::join::<u64>();
+/// # let _ = all_done;
+/// ```
+pub fn join<T>() -> Join<T> {
+    Join(PhantomData)
+}
+
+impl<S: 'static, T: Token> Merge<S> for Join<T> {
+    type In = T;
+    type Out = ();
+    type Acc = ();
+    fn start(&self, _: &mut S) {}
+    fn merge(&self, _: &mut S, _: &mut (), _: T) {}
+    fn finish(&self, _: &mut S, _: ()) {}
+}

@@ -421,22 +421,6 @@ impl Graphs {
     }
 }
 
-/// A merge that only waits for every token of its instance.
-struct Join<T>(std::marker::PhantomData<fn(T)>);
-
-fn join<T>() -> Join<T> {
-    Join(std::marker::PhantomData)
-}
-
-impl<S: 'static, T: dps::Token> dps::Merge<S> for Join<T> {
-    type In = T;
-    type Out = ();
-    type Acc = ();
-    fn start(&self, _: &mut S) {}
-    fn merge(&self, _: &mut S, _: &mut (), _: T) {}
-    fn finish(&self, _: &mut S, _: ()) {}
-}
-
 /// Builds every graph (collective: every rank calls it in the same order). `main` is one
 /// thread on rank 0, `portal` one thread per rank (`"all"`); a call of `overlap` runs up
 /// to `rounds` steps.
@@ -465,12 +449,12 @@ pub fn build(
         b.borders(&layout, g.step)
     });
     let store = Node::leaf("store_border", bands, to_band(), |b: &mut Band, e: Exchange| b.store(e));
-    let borders_in = Node::merge("borders_sent", bands, join());
-    let sync = Node::merge("all_borders_in", main, join());
+    let borders_in = Node::merge("borders_sent", bands, dps::join());
+    let sync = Node::merge("all_borders_in", main, dps::join());
     // Each band computes the step its Go carried (`send_borders` keeps it).
     let compute_split = Node::split("split_compute", main, route::fixed(0), move |_: &mut (), _: ()| 0..n);
     let compute = Node::leaf("compute", bands, route::by_key(|b: &usize| *b), |b: &mut Band, _: usize| b.compute());
-    let done = Node::merge("generation_done", main, join());
+    let done = Node::merge("generation_done", main, dps::join());
     let simple =
         rt.graph("life_simple", split >> send >> store >> borders_in >> sync >> compute_split >> compute >> done)?;
 
@@ -498,9 +482,9 @@ pub fn build(
     });
     let mut path = path >> last;
     for round in (1..=rounds).rev() {
-        path = path >> Node::merge(&format!("step_{round}_done"), bands, join());
+        path = path >> Node::merge(&format!("step_{round}_done"), bands, dps::join());
     }
-    let overlap = rt.graph("life_overlap", path >> Node::merge("steps_done", main, join()))?;
+    let overlap = rt.graph("life_overlap", path >> Node::merge("steps_done", main, dps::join()))?;
 
     let split = Node::split("split_population", main, route::fixed(0), move |_: &mut (), _: ()| 0..n);
     let count = Node::leaf("count", bands, route::by_key(|b: &usize| *b), |b: &mut Band, _: usize| b.slab.population());

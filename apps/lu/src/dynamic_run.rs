@@ -7,15 +7,15 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use dps_dense::grain::Choice;
-use dps_harness::{bad_input, median, BadInput, Common, FiniteOrText};
+use dps_harness::{bad_input, median, BadInput, Common};
 
 use crate::alloc::{kept_ranks, Alloc, Members};
 use crate::dynamic::{Clock, Coordinator, Graphs, MultCache};
 use crate::graph::Columns;
 use crate::iterations;
-use crate::kernel::{self, Source};
+use crate::kernel::Source;
 use crate::record::Record;
-use crate::run::{failure, passes, singular, Args, Variant};
+use crate::run::{conclude, Args, Variant};
 
 /// Refuses `--alloc` and `--per-iteration` outside the `dynamic` variant (they would be
 /// silently ignored).
@@ -102,18 +102,7 @@ pub fn run(args: &Args, n: usize, choice: &Choice, src: Source) -> Result<()> {
             record.first_iteration_share = rows.first().map(|r| r.seconds / total);
             record.iterations = Some(rows);
         }
-        if info > 0 {
-            outcome = Err(singular(info));
-        } else if args.run.check.verify {
-            let lu = rt.call(&graphs.gather, ())?;
-            let check = kernel::check(&src.matrix(n), n, &lu, &ipiv);
-            record.residual = Some(FiniteOrText(check.residual));
-            record.pivots_match = Some(check.pivots_match);
-            record.common.verified = Some(passes(&check));
-            if !passes(&check) {
-                outcome = Err(anyhow::anyhow!(failure(&check)));
-            }
-        }
+        outcome = conclude(&rt, &graphs.gather, (&src, n), (&ipiv, info), args.run.check.verify, &mut record);
         outcome = outcome.and(dps_harness::print_record(&record, args.run.output.json));
     }
     rt.shutdown()?;

@@ -189,6 +189,33 @@ pub(crate) fn singular(info: i32) -> anyhow::Error {
     BadInput::new(format!("the matrix is singular: U({info},{info}) is exactly zero")).into()
 }
 
+/// The end of a factorization on rank 0, from the pivots and dgetrf-style `info` it
+/// returned: a singular matrix is an error; with `verify`, the factors `gather` brings to
+/// rank 0 are checked against dgetrf's (the record says so) and a failed check is an error.
+pub(crate) fn conclude(
+    rt: &dps::Runtime,
+    gather: &dps::Graph<(), dps::Bulk<f64>>,
+    (src, n): (&Source, usize),
+    (ipiv, info): (&[i32], i32),
+    verify: bool,
+    record: &mut Record,
+) -> Result<()> {
+    if info > 0 {
+        return Err(singular(info));
+    }
+    if verify {
+        let lu = rt.call(gather, ())?;
+        let check = kernel::check(&src.matrix(n), n, &lu, ipiv);
+        record.residual = Some(FiniteOrText(check.residual));
+        record.pivots_match = Some(check.pivots_match);
+        record.common.verified = Some(passes(&check));
+        if !passes(&check) {
+            return Err(anyhow::anyhow!(failure(&check)));
+        }
+    }
+    Ok(())
+}
+
 /// Runs the program.
 ///
 /// # Errors
@@ -248,18 +275,7 @@ pub fn run(args: &Args) -> Result<()> {
             .bound_by(&rt);
         let mut record = Record::new(common, n, &choice, args.run.repeat.reps);
         record.first_call_s = times.first().copied();
-        if info > 0 {
-            outcome = Err(singular(info));
-        } else if args.run.check.verify {
-            let lu = rt.call(&graphs.gather, ())?;
-            let check = kernel::check(&src.matrix(n), n, &lu, &ipiv);
-            record.residual = Some(FiniteOrText(check.residual));
-            record.pivots_match = Some(check.pivots_match);
-            record.common.verified = Some(passes(&check));
-            if !passes(&check) {
-                outcome = Err(anyhow::anyhow!(failure(&check)));
-            }
-        }
+        outcome = conclude(&rt, &graphs.gather, (&src, n), (&ipiv, info), args.run.check.verify, &mut record);
         let printed = dps_harness::print_record(&record, args.run.output.json);
         outcome = outcome.and(printed);
     }

@@ -112,8 +112,8 @@ pub fn build(
         Node::split("send_strips", cells, route::by_key(|c: &usize| *c), |c: &mut Cell, _: usize| c.take_outbox())
             .unbounded();
     let keep = Node::leaf("keep_strip", cells, route::by_key(|s: &Strip| s.to), |c: &mut Cell, s: Strip| c.receive(s));
-    let sent = Node::merge("strips_kept", cells, join::<()>());
-    let rank_sent = Node::merge("rank_strips_kept", nodes, join::<()>());
+    let sent = Node::merge("strips_kept", cells, dps::join::<()>());
+    let rank_sent = Node::merge("rank_strips_kept", nodes, dps::join::<()>());
     let exchanged = Node::merge(
         "exchanged",
         main,
@@ -162,23 +162,7 @@ pub fn build(
     let reset = Node::leaf("reset_cell", cells, route::by_key(|i: &usize| *i), move |c: &mut Cell, i: usize| {
         *c = Cell::new(&grid, i, &image, depth);
     });
-    let done = Node::merge("reset_done", main, join::<()>());
+    let done = Node::merge("reset_done", main, dps::join::<()>());
     let reset = rt.graph("skeleton_reset", ask >> reset >> done)?;
     Ok(Graphs { round, gather, reset })
-}
-
-/// A merge that only waits for every token of its instance.
-struct Join<T>(std::marker::PhantomData<fn(T)>);
-
-fn join<T>() -> Join<T> {
-    Join(std::marker::PhantomData)
-}
-
-impl<S: 'static, T: dps::Token> dps::Merge<S> for Join<T> {
-    type In = T;
-    type Out = ();
-    type Acc = ();
-    fn start(&self, _: &mut S) {}
-    fn merge(&self, _: &mut S, _: &mut (), _: T) {}
-    fn finish(&self, _: &mut S, _: ()) {}
 }

@@ -34,6 +34,9 @@ pub struct Record {
     pub migrations: usize,
     /// Time rank 0 spent moving cells, s (part of `seconds`).
     pub migration_seconds: f64,
+    /// The first run's time, s (warm-up or not; of the last variant with `compare`), to set
+    /// against `seconds`, the median of the timed runs: what starting up still costs.
+    pub first_call_s: f64,
     /// Time rank 0 spent between rounds on its bookkeeping (the living cells, the round's
     /// lists, the reports), s (part of `seconds`).
     pub bookkeeping_seconds: f64,

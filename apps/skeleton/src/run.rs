@@ -280,10 +280,13 @@ fn drive(
         Variant::Static => &[Variant::Static],
         Variant::Migrate => &[Variant::Migrate],
     };
-    let (mut times, mut last) = (vec![Vec::new(); variants.len()], None);
+    let (mut times, mut last, mut first_call) = (vec![Vec::new(); variants.len()], None, None);
     for run in 0..args.repeat.runs() {
         for (k, &v) in variants.iter().enumerate() {
             let pass = skeletonize(args, v, rt, graphs, cells, grid, image)?;
+            if k + 1 == variants.len() {
+                first_call = first_call.or(Some(pass.seconds));
+            }
             if args.repeat.is_timed(run) {
                 times[k].push(pass.seconds);
             }
@@ -318,6 +321,7 @@ fn drive(
         cell_rounds: pass.master.cell_rounds,
         migrations: pass.migrations,
         migration_seconds: pass.migration_seconds,
+        first_call_s: first_call.unwrap_or(seconds),
         bookkeeping_seconds: pass.bookkeeping_seconds,
         mpix_per_s: pixels / seconds / 1e6,
         black_before: image.count(),
