@@ -54,6 +54,9 @@ pub struct Record {
     pub t_dw_s: Option<f64>,
     /// The model (7-7): t_dr + max tiles per node · T_p + t_dw, s.
     pub model_seconds: Option<f64>,
+    /// The first call's time, s (warm-up or not), to set against `seconds`, the median of
+    /// the timed calls: what starting up still costs (exchange-process-and-store).
+    pub first_call_s: Option<f64>,
     /// The model's speedup N·T_p / model_seconds.
     pub model_speedup: Option<f64>,
     /// The filter: `median5`, or gather's.
@@ -88,6 +91,7 @@ impl Record {
             t_dr_s: None,
             t_dw_s: None,
             model_seconds: None,
+            first_call_s: None,
             model_speedup: None,
             filter: None,
             serial_mpix_per_s: None,
