@@ -42,11 +42,8 @@ fn platform(links: bool) -> Platform {
         overheads: Overheads {
             measurable: false,
             note: "test".into(),
-            alpha_out: 0.0,
-            alpha_in: 0.0,
-            send_us_per_message: 0.0,
-            receive_us_per_message: 0.0,
-            message_bytes: 0,
+            send: Default::default(),
+            receive: Default::default(),
         },
         kernels: vec![],
     };

@@ -13,9 +13,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Result;
-use dps::{Runtime, RuntimeArgs, SimMode, SimOptions};
+use dps::{Runtime, RuntimeArgs, SimMode, SimOptions, TransferCpu};
 use dps_model::fit::Segment;
-use dps_model::platform::{Carrier, Header, Kernel, KernelPoint, Link, Machine, Overheads, PathKind, Platform};
+use dps_model::platform::{
+    Carrier, Header, Kernel, KernelPoint, Link, Machine, Overheads, PathKind, Platform, TransferCost,
+};
 use serde::{Deserialize, Serialize};
 
 use crate::bad_input;
@@ -171,9 +173,10 @@ impl Simulate {
             let link = if a / cpus == b / cpus { &intra } else { &inter };
             link.time_us(bytes) * 1e-6
         });
-        if platform.overheads.measurable {
-            opts.send_overhead_s = platform.overheads.send_us_per_message * 1e-6;
-        }
+        let cpu =
+            |c: TransferCost| TransferCpu { per_message_s: c.us_per_message * 1e-6, per_byte_s: c.ns_per_byte * 1e-9 };
+        opts.send_cpu = cpu(platform.overheads.send);
+        opts.receive_cpu = cpu(platform.overheads.receive);
         Ok(self.finish(opts, cpus, ranks, platform))
     }
 
@@ -266,11 +269,8 @@ pub fn made_up_platform() -> Platform {
         overheads: Overheads {
             measurable: false,
             note: "made up".into(),
-            alpha_out: 0.0,
-            alpha_in: 0.0,
-            send_us_per_message: 0.0,
-            receive_us_per_message: 0.0,
-            message_bytes: 0,
+            send: Default::default(),
+            receive: Default::default(),
         },
         kernels: vec![Kernel {
             name: "gemm".into(),

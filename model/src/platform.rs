@@ -9,8 +9,8 @@
 //! * `[[links]]`: per path between ranks (`intra-node`, `inter-node`) and transport (`dps`
 //!   tokens, raw `mpi`), the one-way times measured by ping-pong and their fit `t(s) = l + s/b`
 //!   (one or two segments, see [`crate::fit`]);
-//! * `[overheads]`: the CPU cost of concurrent transfers, `α_out` and `α_in` (spec §3.4:
-//!   `cpu_avail = 1 − α_out·n_out − α_in·n_in`), or why they could not be measured here;
+//! * `[overheads]`: the CPU cost of a message to the sending and to the receiving rank
+//!   (µs per message, ns per byte), measured on saturated cores, or why it was not measured;
 //! * `[[kernels]]`: cost tables (gemm, trsm, getrf, life; median to come), each point the
 //!   dimensions, the seconds per call and the work per call.
 //!
@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use crate::fit::Segment;
 
 /// The format this build reads and writes.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
 /// A platform file older than this many days is stale (the machine's software may have
 /// changed since: MPI, BLAS, the kernel).
@@ -128,25 +128,29 @@ impl Link {
     }
 }
 
-/// The CPU cost of concurrent transfers, measured as the slowdown of a compute kernel on a
-/// rank while it sends to, or receives from, one peer.
+/// The CPU cost of messages between ranks, measured as what a compute kernel on each side
+/// loses while a stream flows, all cores busy (bench/src/calibrate/overheads.rs).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Overheads {
-    /// Whether the values mean what the model needs (see `note`).
+    /// Whether it was measured (false: one rank, no transfers; the costs are then 0).
     pub measurable: bool,
-    /// Why not, or how they were measured.
+    /// How it was measured, or why not.
     pub note: String,
-    /// `α_out`: the fraction of a core one outgoing transfer takes (0 when not measured).
-    pub alpha_out: f64,
-    /// `α_in`: the fraction of a core one incoming transfer takes (0 when not measured).
-    pub alpha_in: f64,
-    /// CPU time per message sent, µs (the kernel's extra time over the messages sent meanwhile).
-    pub send_us_per_message: f64,
-    /// CPU time per message received, µs.
-    pub receive_us_per_message: f64,
-    /// Size of the messages of the measurement, bytes.
-    pub message_bytes: u64,
+    /// The sending rank's cost per message.
+    pub send: TransferCost,
+    /// The receiving rank's cost per message.
+    pub receive: TransferCost,
+}
+
+/// One side's CPU cost of a message of `s` bytes: `us_per_message + s·ns_per_byte`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransferCost {
+    /// µs per message.
+    pub us_per_message: f64,
+    /// ns per byte.
+    pub ns_per_byte: f64,
 }
 
 /// A kernel's cost table.
@@ -400,9 +404,14 @@ impl Platform {
             }
         }
         let o = &self.overheads;
-        let fraction = |a: f64| a.is_finite() && (0.0..=1.0).contains(&a);
-        if !(fraction(o.alpha_out) && fraction(o.alpha_in)) {
-            return Err(format!("overheads: alpha_out {} and alpha_in {} must be in 0..=1", o.alpha_out, o.alpha_in));
+        for (side, c) in [("send", o.send), ("receive", o.receive)] {
+            let fine = |x: f64| x.is_finite() && x >= 0.0;
+            if !(fine(c.us_per_message) && fine(c.ns_per_byte)) {
+                return Err(format!(
+                    "overheads: {side} costs {} µs per message and {} ns per byte must be 0 or more",
+                    c.us_per_message, c.ns_per_byte
+                ));
+            }
         }
         for k in &self.kernels {
             if k.points.is_empty() || !k.points.iter().all(|p| positive(p.seconds) && positive(p.work)) {

@@ -72,6 +72,6 @@ pub use node::{branch, Either, Node, Path, DEFAULT_WINDOW, MAX_WINDOW};
 pub use ops::{join, Join, Merge, MergeFn, Posted, Stream};
 pub use route::{Route, RouteCtx};
 pub use runtime::{Pending, Runtime, Stopwatch};
-pub use sim::{LinkCost, SimOptions, SimReport};
+pub use sim::{LinkCost, SimOptions, SimReport, TransferCpu};
 pub use simclock::{simulated, skip_kernel, KernelCost, SimMode};
 pub use token::{Bulk, Token};

@@ -34,9 +34,12 @@ pub struct SimOptions {
     pub mode: SimMode,
     /// The time of a message between two ranks (`l + s/b` from the platform file).
     pub link: LinkCost,
-    /// CPU time a rank spends per message it sends to another rank, seconds (charged to the
+    /// CPU time the sending rank spends on a message to another rank (charged to the
     /// operation that posts it).
-    pub send_overhead_s: f64,
+    pub send_cpu: TransferCpu,
+    /// CPU time the receiving rank spends on a message from another rank before its
+    /// operation can see it: a job that takes one of the rank's cores (see [`Simulator`]).
+    pub receive_cpu: TransferCpu,
     /// The most operations a rank runs at once (its cores); `None`: one per DPS thread it
     /// hosts, as many as its workers.
     pub cores_per_rank: Option<usize>,
@@ -48,7 +51,8 @@ impl std::fmt::Debug for SimOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SimOptions")
             .field("mode", &self.mode)
-            .field("send_overhead_s", &self.send_overhead_s)
+            .field("send_cpu", &self.send_cpu)
+            .field("receive_cpu", &self.receive_cpu)
             .field("cores_per_rank", &self.cores_per_rank)
             .finish_non_exhaustive()
     }
@@ -61,10 +65,32 @@ impl SimOptions {
         SimOptions {
             mode,
             link: Arc::new(|_, _, _| 0.0),
-            send_overhead_s: 0.0,
+            send_cpu: TransferCpu::FREE,
+            receive_cpu: TransferCpu::FREE,
             cores_per_rank: None,
             kernels: Arc::new(|_, _, _| None),
         }
+    }
+}
+
+/// The CPU cost of one side of a message between ranks: `per_message_s + bytes·per_byte_s`
+/// (the transport's copies, packing and polling, which on a machine whose cores are all
+/// busy computing are taken from the computation).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TransferCpu {
+    /// Seconds per message.
+    pub per_message_s: f64,
+    /// Seconds per byte.
+    pub per_byte_s: f64,
+}
+
+impl TransferCpu {
+    /// No cost.
+    pub const FREE: TransferCpu = TransferCpu { per_message_s: 0.0, per_byte_s: 0.0 };
+
+    /// The cost of a message of `bytes` bytes, ns.
+    fn ns(self, bytes: usize) -> u64 {
+        ns(self.per_message_s + bytes as f64 * self.per_byte_s)
     }
 }
 
@@ -79,6 +105,8 @@ pub struct SimReport {
     pub now_s: f64,
     /// Per rank, the simulated time its operations took, seconds.
     pub busy_s: Vec<f64>,
+    /// Per rank, the simulated CPU time its receptions took ([`SimOptions::receive_cpu`]).
+    pub receive_s: Vec<f64>,
     /// Operations run.
     pub operations: u64,
     /// Messages between different ranks, and their bytes.
@@ -87,9 +115,19 @@ pub struct SimReport {
     pub bytes: u64,
 }
 
+/// A message between ranks.
+struct Message {
+    to: usize,
+    header: Header,
+    payload: Option<Payload>,
+}
+
 enum Event {
-    /// A message reaches rank `to`.
-    Deliver { to: usize, header: Header, payload: Option<Payload> },
+    /// A message reaches rank `to`, for its operations at once (`cpu` `None`: a message on
+    /// one rank, or receptions are free) or after a reception job of `cpu` ns.
+    Arrive { message: Message, cpu: Option<u64> },
+    /// The reception job of a message is over: its operation can see it.
+    Received { message: Message },
     /// The operation running on `cell` of `rank` ends.
     Done { rank: usize, cell: Arc<ThreadCell> },
 }
@@ -100,8 +138,15 @@ struct State {
     seq: u64,
     /// By (time in ns, creation order).
     events: BTreeMap<(u64, u64), Event>,
+    /// Per rank, its cores in use (operations and reception jobs).
     running: Vec<usize>,
+    /// Per rank, messages waiting for their reception job (and its ns).
+    receiving: Vec<std::collections::VecDeque<(Message, u64)>>,
+    /// Per rank, whether a reception job runs: one at a time, as one progress thread
+    /// receives (which also keeps the messages of a pair in order).
+    in_reception: Vec<bool>,
     busy: Vec<u64>,
+    receive: Vec<u64>,
     operations: u64,
     messages: u64,
     bytes: u64,
@@ -151,7 +196,14 @@ impl Simulator {
                     e
                 })
                 .collect();
-            let state = State { running: vec![0; ranks], busy: vec![0; ranks], ..State::default() };
+            let state = State {
+                running: vec![0; ranks],
+                receiving: (0..ranks).map(|_| Default::default()).collect(),
+                in_reception: vec![false; ranks],
+                busy: vec![0; ranks],
+                receive: vec![0; ranks],
+                ..State::default()
+            };
             Simulator { engines, opts, state: Mutex::new(state), driver: Mutex::new(()) }
         })
     }
@@ -194,8 +246,24 @@ impl Simulator {
             let Some(((at, _), event)) = next else { return Ok(false) };
             simclock::set_now(at);
             match event {
-                Event::Deliver { to, header, payload } => {
-                    self.engines[to].deliver(header, payload);
+                Event::Arrive { message, cpu: None } => {
+                    let to = message.to;
+                    self.engines[to].deliver(message.header, message.payload);
+                    self.start_ops(to);
+                }
+                Event::Arrive { message, cpu: Some(cpu) } => {
+                    let to = message.to;
+                    self.state().receiving[to].push_back((message, cpu));
+                    self.start_ops(to);
+                }
+                Event::Received { message } => {
+                    let to = message.to;
+                    {
+                        let mut s = self.state();
+                        s.running[to] -= 1;
+                        s.in_reception[to] = false;
+                    }
+                    self.engines[to].deliver(message.header, message.payload);
                     self.start_ops(to);
                 }
                 Event::Done { rank, cell } => {
@@ -213,10 +281,25 @@ impl Simulator {
         self.opts.cores_per_rank.map_or(workers, |c| c.min(workers)).max(1)
     }
 
-    /// Starts operations on `rank` while it has a free core and a ready DPS thread.
+    /// Starts the next reception job, then operations, on `rank` while it has a free core:
+    /// a message's reception comes first, as the progress thread takes a core before the
+    /// workers' next operations do.
     fn start_ops(&self, rank: usize) {
         let engine = &self.engines[rank];
-        while self.state().running[rank] < self.cores(rank) {
+        let cores = self.cores(rank);
+        {
+            let mut s = self.state();
+            if s.running[rank] < cores && !s.in_reception[rank] {
+                if let Some((message, cpu)) = s.receiving[rank].pop_front() {
+                    s.running[rank] += 1;
+                    s.in_reception[rank] = true;
+                    s.receive[rank] += cpu;
+                    let at = s.now + cpu;
+                    s.push(at, Event::Received { message });
+                }
+            }
+        }
+        while self.state().running[rank] < cores {
             let Some(cell) = engine.sim_take() else { return };
             self.state().running[rank] += 1;
             failure::set_rank(rank);
@@ -243,6 +326,7 @@ impl Simulator {
             ranks: self.engines.len(),
             now_s: s.now as f64 / 1e9,
             busy_s: s.busy.iter().map(|&b| b as f64 / 1e9).collect(),
+            receive_s: s.receive.iter().map(|&b| b as f64 / 1e9).collect(),
             operations: s.operations,
             messages: s.messages,
             bytes: s.bytes,
@@ -256,23 +340,29 @@ impl Simulator {
 }
 
 impl SimPost for Simulator {
+    /// A message to another rank leaves when the posting operation has paid its send cost,
+    /// and is received (a job of its receive cost on the receiving rank) so that, with a
+    /// core free on both sides, it is there `link(from, to, bytes)` after the post began:
+    /// the link's time, measured end to end, already contains both sides' CPU work.
     fn post(&self, from: usize, to: usize, header: Header, payload: Option<Payload>, bytes: usize) {
-        if from != to {
-            simclock::charge_ns(ns(self.opts.send_overhead_s));
-        }
+        let (send, receive) =
+            if from == to { (0, 0) } else { (self.opts.send_cpu.ns(bytes), self.opts.receive_cpu.ns(bytes)) };
+        simclock::charge_ns(send);
         let mut s = self.state();
         let sent = simclock::now_ns().unwrap_or(s.now).max(s.now);
-        let at = if from == to {
-            sent
-        } else {
-            s.messages += 1;
-            s.bytes += bytes as u64;
-            let at = sent + ns((self.opts.link)(from, to, bytes as u64));
-            let last = s.last_arrival.entry((from, to)).or_insert(0);
-            *last = at.max(*last);
-            *last
-        };
-        s.push(at, Event::Deliver { to, header, payload });
+        let message = Message { to, header, payload };
+        if from == to {
+            s.push(sent, Event::Arrive { message, cpu: None });
+            return;
+        }
+        s.messages += 1;
+        s.bytes += bytes as u64;
+        let flight = ns((self.opts.link)(from, to, bytes as u64)).saturating_sub(send + receive);
+        let last = s.last_arrival.entry((from, to)).or_insert(0);
+        *last = (sent + flight).max(*last);
+        let at = *last;
+        let cpu = (self.opts.receive_cpu != TransferCpu::FREE).then_some(receive);
+        s.push(at, Event::Arrive { message, cpu });
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use dps::{route, MergeFn, Node, Runtime, SimMode, SimOptions};
+use dps::{route, MergeFn, Node, Runtime, SimMode, SimOptions, TransferCpu};
 
 /// Each leaf call charges kernel "k" at 1 ms per unit of work; messages between ranks take
 /// 10 µs; one core per rank.
@@ -144,4 +144,46 @@ fn a_call_waited_for_on_another_thread_is_charged_too() {
     // Four squares per rank at 1 ms; rank 1's arrive 10 µs late and return in 10 µs.
     assert_eq!(seconds, 4.020e-3);
     rt.shutdown().unwrap();
+}
+
+/// `costed`, with a message costing the sender 1 µs and the receiver 4 µs of CPU.
+fn costed_transfers() -> SimOptions {
+    let mut opts = costed(SimMode::Pdexec);
+    opts.send_cpu = TransferCpu { per_message_s: 1e-6, per_byte_s: 0.0 };
+    opts.receive_cpu = TransferCpu { per_message_s: 4e-6, per_byte_s: 0.0 };
+    opts
+}
+
+/// The prediction and report of one call of `sum_of_squares(n)` on 2 ranks.
+fn two_ranks(opts: SimOptions, n: u64) -> (f64, dps::SimReport) {
+    let rt = Runtime::simulate(2, opts).unwrap();
+    let g = sum_of_squares(&rt);
+    let watch = rt.stopwatch();
+    assert_eq!(rt.call(&g, n).unwrap(), (0..n).map(|x| x * x).sum::<u64>());
+    let out = (watch.seconds(), rt.simulation().unwrap());
+    rt.shutdown().unwrap();
+    out
+}
+
+#[test]
+fn transfer_costs_take_cpu_but_not_latency_when_cores_are_free() {
+    // Rank 1 gets 1 at 10 µs (the link's time: 1 µs sending, 5 in flight, 4 receiving),
+    // squares it by 1.010 ms, and rank 0, idle by then, has the square at 1.020 ms: the
+    // link's 10 µs after rank 1 began to send it, as without transfer costs.
+    let (seconds, report) = two_ranks(costed_transfers(), 2);
+    assert_eq!(seconds, 1.020e-3);
+    assert_eq!(two_ranks(costed(SimMode::Pdexec), 2).0, seconds);
+    assert_eq!(report.receive_s, vec![4e-6, 4e-6]);
+    assert_eq!(report.busy_s, vec![1.001e-3, 1.001e-3], "each rank's operations paid one send");
+}
+
+#[test]
+fn a_reception_waits_for_a_free_core() {
+    // With 8 numbers each rank squares 4 (4 ms): rank 0's core is busy when rank 1's
+    // squares come back, so their receptions (4 µs each) wait and then add to rank 0's time.
+    let (free, _) = two_ranks(costed(SimMode::Pdexec), 8);
+    let (costed, report) = two_ranks(costed_transfers(), 8);
+    assert_eq!(report.receive_s, vec![16e-6, 16e-6]);
+    assert!(costed > free + 4e-6, "receptions cost rank 0 nothing: {costed} s against {free} s");
+    assert!(costed <= free + 4.0 * 1e-6 + 8.0 * 4e-6, "{costed} s against {free} s: more than the transfers cost");
 }

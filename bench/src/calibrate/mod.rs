@@ -61,7 +61,7 @@ struct Plan {
     gemm_extra: Option<usize>,
     kernel: kernels::Effort,
     life: (usize, usize, Vec<usize>),
-    alpha: (usize, Duration),
+    transfer: (usize, Duration),
 }
 
 impl Plan {
@@ -74,7 +74,7 @@ impl Plan {
                 gemm_extra: None,
                 kernel: kernels::Effort { time: Duration::from_millis(20), min_calls: 2 },
                 life: (4096, 128, vec![1, 8]),
-                alpha: (2, Duration::from_millis(40)),
+                transfer: (5, Duration::from_millis(50)),
             }
         } else {
             Plan {
@@ -85,7 +85,7 @@ impl Plan {
                 gemm_extra: Some(2048),
                 kernel: kernels::Effort { time: Duration::from_millis(150), min_calls: 3 },
                 life: (16384, 1024, vec![1, 2, 4, 8]),
-                alpha: (5, Duration::from_millis(150)),
+                transfer: (5, Duration::from_millis(100)),
             }
         }
     }
@@ -168,25 +168,15 @@ pub(crate) fn worker(opts: &Options) -> Result<()> {
         }
         let machine = Machine::this();
         let overheads = match (&streams, peers.first()) {
-            (Some(streams), Some(&(path, _))) => {
-                let on_node = hosts.iter().filter(|h| **h == hosts[0]).count();
-                // Threads that must run at once on rank 0's host: the kernel, rank 0's progress
-                // thread and worker, and for a peer on the same host its progress thread and worker.
-                let needed = if path == PathKind::IntraNode { 5 } else { 3 };
-                let measurable = machine.cpus as usize >= needed.max(2 * on_node);
-                let note = if measurable {
-                    format!(
-                        "gemm {0}x{0} on rank 0 alone, then during a DPS stream to and from rank {1}",
-                        128, peers[0].1
-                    )
-                } else {
-                    format!(
-                        "not measurable here: {} CPUs for {needed} busy threads ({on_node} ranks on this host), \
-                         so the slowdown is core sharing, not per-message cost; values kept for reference",
-                        machine.cpus
-                    )
-                };
-                overheads::measure(&rt, streams, plan.alpha.0, plan.alpha.1, measurable, note)?
+            (Some(streams), Some(&(_, peer))) => {
+                let note = format!(
+                    "gemm {R}x{R} on rank 0 and on rank {peer} at once, alone and during DPS streams of \
+                     {} and {} messages from rank 0 to rank {peer}",
+                    dps_harness::format_bytes(overheads::SMALL as u64),
+                    dps_harness::format_bytes(overheads::LARGE as u64),
+                    R = overheads::R
+                );
+                overheads::measure(&rt, streams, plan.transfer.0, plan.transfer.1, note)?
             }
             _ => no_overheads("not measured: one rank, no transfers"),
         };
@@ -264,6 +254,17 @@ fn suspicions(p: &Platform) -> Vec<String> {
         if mpi.time_us(1) > 2.0 * dps.time_us(1) {
             found.push("raw MPI slower than DPS tokens for small messages, which DPS sends through MPI".into());
         }
+        // What a message costs the two sides' CPUs should not exceed its one-way time by much:
+        // the link's time includes that work.
+        let (o, size) = (&p.overheads, 1u64 << 20);
+        let cpu_us = |c: &dps_model::platform::TransferCost| c.us_per_message + c.ns_per_byte * size as f64 * 1e-3;
+        let (cpu, link) = (cpu_us(&o.send) + cpu_us(&o.receive), dps.time_us(size));
+        if cpu > 2.0 * link {
+            found.push(format!(
+                "a 1 MiB message costs {cpu:.0} µs of CPU on its two ranks but takes {link:.0} µs end to end: \
+                 the kernels of the measurement lost time to something else"
+            ));
+        }
     }
     found
 }
@@ -275,11 +276,8 @@ fn no_overheads(note: &str) -> dps_model::platform::Overheads {
     dps_model::platform::Overheads {
         measurable: false,
         note: note.into(),
-        alpha_out: 0.0,
-        alpha_in: 0.0,
-        send_us_per_message: 0.0,
-        receive_us_per_message: 0.0,
-        message_bytes: 0,
+        send: Default::default(),
+        receive: Default::default(),
     }
 }
 
@@ -341,13 +339,8 @@ fn summary(p: &Platform, out: &std::path::Path) -> String {
     let o = &p.overheads;
     let _ = writeln!(
         s,
-        "overheads: α_out {:.3}, α_in {:.3}; {:.2} µs CPU per {} message sent, {:.2} µs per message received ({})\n",
-        o.alpha_out,
-        o.alpha_in,
-        o.send_us_per_message,
-        dps_harness::format_bytes(o.message_bytes),
-        o.receive_us_per_message,
-        o.note
+        "CPU per message: sending {:.2} µs + {:.3} ns/byte, receiving {:.2} µs + {:.3} ns/byte ({})\n",
+        o.send.us_per_message, o.send.ns_per_byte, o.receive.us_per_message, o.receive.ns_per_byte, o.note
     );
     s.push_str("| kernel | dims | seconds per call | rate |\n|---|---|---:|---:|\n");
     for k in &p.kernels {

@@ -42,11 +42,8 @@ fn sample() -> Platform {
         overheads: Overheads {
             measurable: false,
             note: "2 ranks on 2 cores".into(),
-            alpha_out: 0.1,
-            alpha_in: 0.2,
-            send_us_per_message: 1.5,
-            receive_us_per_message: 2.5,
-            message_bytes: 65536,
+            send: TransferCost { us_per_message: 1.5, ns_per_byte: 0.05 },
+            receive: TransferCost { us_per_message: 2.5, ns_per_byte: 0.15 },
         },
         kernels: vec![Kernel {
             name: "gemm".into(),
@@ -95,7 +92,7 @@ fn every_refusal_is_one_line_naming_the_file_and_the_command() {
         p.to_toml()
     };
     let cases: Vec<(String, &str)> = vec![
-        (good.replace("format = 1", "format = 2"), "format 2, this dps reads format 1"),
+        (good.replace("format = 2", "format = 1"), "format 1, this dps reads format 2"),
         (good.replace(&format!("dps_version = \"{DPS_VERSION}\""), "dps_version = \"0.0.1\""), "made by dps 0.0.1"),
         (
             good.replace("hosts = [\"node1\"]", "hosts = [\"elsewhere\"]"),
@@ -107,12 +104,12 @@ fn every_refusal_is_one_line_naming_the_file_and_the_command() {
         (good.replace("2026-11-20T12:00:00Z", "2027-01-01T00:00:00Z"), "in the future"),
         (good.replace("2026-11-20T12:00:00Z", "yesterday"), "not an RFC 3339 time"),
         (good.replace("180.25", "180.5"), "do not match its measured_hash"),
-        (resealed(&|p| p.overheads.alpha_in = 1.5), "alpha_in 1.5"),
+        (resealed(&|p| p.overheads.receive.ns_per_byte = -1.0), "receive costs 2.5 µs per message and -1 ns per byte"),
         (resealed(&|p| p.links[0].times_us.pop().map_or((), drop)), "3 sizes and 2 times"),
         (resealed(&|p| p.kernels[0].points[0].seconds = 0.0), "kernel \"gemm\""),
         (resealed(&|p| p.links[0].fit[0].bytes_per_us = -1.0), "bandwidth not positive"),
         (good.replace("ranks = 2\n", "ranks = 2\ncolour = 1\n"), "p.toml:"),
-        ("[header]\nformat = 1\n".into(), "missing field"),
+        ("[header]\nformat = 2\n".into(), "missing field"),
         ("links = 3\n".into(), "not a platform file"),
         ("[header\n".into(), "p.toml:1"),
         (String::new(), "not a platform file"),
