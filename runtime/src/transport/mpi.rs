@@ -146,7 +146,17 @@ impl MpiTransport {
 
 impl Transport for MpiTransport {
     fn send(&self, dest: usize, header: Vec<u8>, token: Option<WireToken>) {
+        let bulky = token.as_ref().is_some_and(|t| !t.bulks_out.is_empty());
         self.tx.send(Outgoing::Frame { dest, header, token }).expect("dps transport error: progress thread is gone");
+        // A token with bulk data leaves at once from the posting thread when the transport is
+        // free: the progress thread may be dozing while this rank's workers compute, and a
+        // dense app's block then waited milliseconds for it (LU's panel, 2 ranks on 2 cores).
+        // Small frames stay queued, to be packed together by the next round.
+        if bulky {
+            if let Ok(mut progress) = self.shared.progress.try_lock() {
+                progress.send_queued();
+            }
+        }
     }
 
     fn finish(&self) {
@@ -246,23 +256,39 @@ impl Progress {
         if self.rounds.is_multiple_of(ROUNDS_PER_CHECK) {
             self.watch();
         }
-        let mut busy = false;
-        while !self.finishing {
-            match self.rx.try_recv() {
-                Ok(out) => {
-                    busy = true;
-                    self.take(out);
-                }
-                Err(TryRecvError::Disconnected) => self.finishing = true,
-                Err(TryRecvError::Empty) => break,
-            }
-        }
+        let mut busy = self.take_queued();
         for dest in 0..self.packets.len() {
             self.flush(dest);
         }
         busy |= self.receive_all();
         busy |= self.complete_sends();
         busy
+    }
+
+    /// Sends what is queued (a round without the receptions, which may deliver tokens and
+    /// so must not run inside an operation).
+    fn send_queued(&mut self) {
+        self.take_queued();
+        for dest in 0..self.packets.len() {
+            self.flush(dest);
+        }
+        self.complete_sends();
+    }
+
+    /// Takes every frame queued on the channel, in order.
+    fn take_queued(&mut self) -> bool {
+        let mut any = false;
+        while !self.finishing {
+            match self.rx.try_recv() {
+                Ok(out) => {
+                    any = true;
+                    self.take(out);
+                }
+                Err(TryRecvError::Disconnected) => self.finishing = true,
+                Err(TryRecvError::Empty) => break,
+            }
+        }
+        any
     }
 
     /// Handles one message from the channel.
