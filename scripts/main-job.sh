@@ -66,4 +66,10 @@ REPS=1 bench/linalg.sh > results/linalg.log 2>&1 || echo "main job: bench/linalg
   echo
   target/release/dps-bench sim-accuracy --platform results/platform.toml || echo "(sim-accuracy failed)"
 } >> results/report.md
+# Issue 14 point 4: LU's dynamic efficiency and thread removal simulated at P = 8 (needs the
+# platform file above, so it runs after the calibration, not in $EXPERIMENTS).
+{
+  echo
+  target/release/dps-bench sweep lu-dynamic-allocation-sim || echo "(lu-dynamic-allocation-sim failed)"
+} >> results/report.md
 echo "main job: wrote results/report.md"

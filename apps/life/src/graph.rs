@@ -211,7 +211,7 @@ impl Band {
         if self.ghosts == self.ghosts_expected && !self.borders_done {
             let (_, borders) = self.interior_and_borders(step.depth);
             for rows in borders {
-                self.slab.step(rows, step.depth, &mut |_| {});
+                self.step(rows, step.depth, &mut |_| {});
             }
             self.borders_done = true;
         }
@@ -245,13 +245,24 @@ impl Band {
     fn compute_yielding(&mut self, rows: Range<usize>, depth: usize) {
         let width = self.slab.geom.width;
         let mut cells = 0;
-        self.slab.step(rows, depth, &mut |rows| {
+        self.step(rows, depth, &mut |rows| {
             cells += rows * width;
             if cells >= CELLS_PER_YIELD {
                 cells = 0;
                 std::thread::yield_now();
             }
         });
+    }
+
+    /// Computes `rows` `depth` generations ahead, or, under `--sim-mode pdexec`, charges the
+    /// platform file's cost of that call (kernel `life`, dims width × rows × depth, work in
+    /// cell updates, as `dps-bench calibrate` measures it) and leaves the cells as they are.
+    fn step(&mut self, rows: Range<usize>, depth: usize, pause: &mut dyn FnMut(usize)) {
+        let (width, n) = (self.slab.geom.width, rows.len());
+        if n > 0 && dps::skip_kernel("life", &[width as u64, n as u64, depth as u64], (width * n * depth) as f64) {
+            return;
+        }
+        self.slab.step(rows, depth, pause);
     }
 
     fn finish_step(&mut self, step: Step) {

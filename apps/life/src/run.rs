@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 use clap::{Parser, ValueEnum};
-use dps::{Runtime, RuntimeArgs};
+use dps::{Runtime, RuntimeArgs, SimMode};
 use dps_harness::options::{Check, Output, Seed};
 use dps_harness::simulate::{Simulate, Support};
 use dps_harness::{bad_input, median, Common, OutputFile};
@@ -138,12 +138,14 @@ pub struct Args {
     pub sim: Simulate,
 }
 
-/// What the simulator supports of dps-life: direct execution only.
+/// What the simulator supports of dps-life: direct execution, and PDEXEC (the band
+/// kernel skipped and charged from the platform's `life` table; the cost of a Life step
+/// does not depend on the cells, so the control flow is the same).
 const SIMULATION: Support = Support {
     program: "dps-life",
-    modes: &[],
-    why_not: "its kernel is not marked for skipping, and the band exchange carries the cells themselves",
-    kernels: &[],
+    modes: &[SimMode::Pdexec],
+    why_not: "NOALLOC is not implemented (the bands hold their cells and the exchanges carry them)",
+    kernels: &["life"],
 };
 
 /// The options a simulated run cannot have, refused before any work.
@@ -157,6 +159,15 @@ fn check_simulation(args: &Args) -> Result<()> {
     }
     if args.compare_serial {
         bad_input!("--simulate {p}: --compare-serial times the serial kernel for real, against a predicted time");
+    }
+    if args.sim.mode() == SimMode::Pdexec {
+        let skipped = "the kernel is skipped, so the cells never change";
+        if args.check.verify {
+            bad_input!("--verify with --sim-mode pdexec: {skipped}; verify with --sim-mode de");
+        }
+        if args.out.is_some() || args.snapshot_every.is_some() {
+            bad_input!("--out/--snapshot-every with --sim-mode pdexec: {skipped}; write the world with --sim-mode de");
+        }
     }
     Ok(())
 }

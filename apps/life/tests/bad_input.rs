@@ -351,9 +351,37 @@ fn bad_simulations_are_refused_once_with_exit_2() {
         &[
             case(&["--random", "64", "64", "--simulate", "0", "--platform", good], 2, &["--simulate 0"]),
             case(
+                &["--random", "64", "64", "--simulate", "2", "--sim-mode", "noalloc", "--platform", good],
+                2,
+                &["--sim-mode noalloc", "dps-life", "--sim-mode de"],
+            ),
+            // The made-up platform has no `life` table, which PDEXEC charges.
+            case(
                 &["--random", "64", "64", "--simulate", "2", "--sim-mode", "pdexec", "--platform", good],
                 2,
-                &["--sim-mode pdexec", "dps-life", "--sim-mode de"],
+                &["kernel 'life'", "--sim-mode pdexec", "dps-bench calibrate"],
+            ),
+            case(
+                &["--random", "64", "64", "--simulate", "2", "--sim-mode", "pdexec", "--verify", "--platform", good],
+                2,
+                &["--verify", "--sim-mode pdexec", "skipped"],
+            ),
+            case(
+                &[
+                    "--random",
+                    "64",
+                    "64",
+                    "--simulate",
+                    "2",
+                    "--sim-mode",
+                    "pdexec",
+                    "--out",
+                    "x.png",
+                    "--platform",
+                    good,
+                ],
+                2,
+                &["--out", "--sim-mode pdexec"],
             ),
             case(&["--random", "64", "64", "--simulate", "2", "--view", "8x8", "--platform", good], 2, &["--view"]),
             case(

@@ -12,7 +12,7 @@ use dps_harness::{bad_input, median, BadInput, Common};
 use crate::alloc::{kept_ranks, Alloc, Members};
 use crate::dynamic::{Clock, Coordinator, Graphs, MultCache};
 use crate::graph::Columns;
-use crate::iterations;
+use crate::iterations::{self, SerialClock};
 use crate::kernel::Source;
 use crate::record::Record;
 use crate::run::{conclude, Args, Variant};
@@ -49,7 +49,15 @@ pub fn run(args: &Args, n: usize, choice: &Choice, src: Source) -> Result<()> {
     let nb = n.div_ceil(r);
     let alloc = args.alloc.unwrap_or(Alloc::All);
     alloc.check(nb).map_err(BadInput::new)?;
-    if args.run.sim.simulate.is_some() {
+    let simulated = args.run.sim.simulate.is_some();
+    if simulated && args.run.sim.mode() != dps::SimMode::De {
+        bad_input!(
+            "--sim-mode {}: the dynamic variant's kernels are not marked for skipping (its prediction would \
+             charge them nothing); use --sim-mode de",
+            args.run.sim.mode().name()
+        );
+    }
+    if simulated {
         // A rank's BLAS runs one thread (scripts/mpirun says so); DE measures this thread's CPU time.
         dps_dense::blas::set_threads(1);
     }
@@ -78,7 +86,7 @@ pub fn run(args: &Args, n: usize, choice: &Choice, src: Source) -> Result<()> {
             times.push(t.seconds());
             if args.per_iteration && args.run.repeat.is_timed(rep) {
                 parallel.push(iterations::durations(&stamps));
-                serial.push(iterations::serial_iterations(&src, n, r));
+                serial.push(iterations::serial_iterations(&src, n, r, SerialClock::of_run(simulated)));
             }
         }
         let common =

@@ -3,6 +3,11 @@
 //! run (between the coordinator's stamps), T_seq,i the same iteration of the serial blocked
 //! reference (same block width, one thread: panel factorization and the update of every
 //! later block) and P_i the ranks allocated to it.
+//!
+//! The serial reference is timed with the clock of the run it is compared with: the wall
+//! clock in a real run; under `--simulate` (direct execution) this thread's CPU time, the
+//! clock the simulator charges every operation with, so that T_seq,i and T_par,i count the
+//! same thing and time lost to other processes on a loaded machine counts in neither.
 
 use std::time::Instant;
 
@@ -29,21 +34,64 @@ pub struct Iteration {
     pub efficiency: f64,
 }
 
-/// The serial blocked reference, timed per iteration: block k factors its panel, then every
-/// later block applies it (`kernel::apply_panel`, the stream and merge-split variants'
-/// kernel).
-pub fn serial_iterations(src: &Source, n: usize, r: usize) -> Vec<f64> {
+/// A clock for the serial reference, in seconds from an arbitrary origin.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SerialClock {
+    /// The wall clock (a real run: T_par,i is wall time).
+    Wall,
+    /// This thread's CPU time (a simulated run: direct execution charges CPU time).
+    ThreadCpu,
+}
+
+impl SerialClock {
+    /// The clock of a run: CPU time under `--simulate`, wall time otherwise.
+    pub fn of_run(simulated: bool) -> Self {
+        if simulated {
+            SerialClock::ThreadCpu
+        } else {
+            SerialClock::Wall
+        }
+    }
+
+    /// Seconds on this clock since `origin` (a wall-clock instant taken with it).
+    fn since(self, origin: (Instant, f64)) -> f64 {
+        match self {
+            SerialClock::Wall => origin.0.elapsed().as_secs_f64(),
+            SerialClock::ThreadCpu => thread_cpu_seconds() - origin.1,
+        }
+    }
+
+    fn origin(self) -> (Instant, f64) {
+        let cpu = if self == SerialClock::ThreadCpu { thread_cpu_seconds() } else { 0.0 };
+        (Instant::now(), cpu)
+    }
+}
+
+/// This thread's CPU time, s (`CLOCK_THREAD_CPUTIME_ID`, as the simulator's direct execution
+/// reads it).
+fn thread_cpu_seconds() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one `timespec` into `ts`, a valid and exclusive borrow.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "dps-lu: the thread's CPU clock cannot be read");
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// The serial blocked reference, timed per iteration on `clock`: block k factors its panel,
+/// then every later block applies it (`kernel::apply_panel`, the stream and merge-split
+/// variants' kernel).
+pub fn serial_iterations(src: &Source, n: usize, r: usize, clock: SerialClock) -> Vec<f64> {
     let nb = n.div_ceil(r);
     let mut blocks: Vec<Vec<f64>> = (0..nb).map(|j| src.column_block(n, r, j)).collect();
     (0..nb)
         .map(|k| {
-            let t = Instant::now();
+            let t = clock.origin();
             let (done, later) = blocks.split_at_mut(k + 1);
             let panel = kernel::factor_panel(&mut done[k], n, r, k);
             for block in later {
                 kernel::apply_panel(block, n, r, &panel);
             }
-            t.elapsed().as_secs_f64()
+            clock.since(t)
         })
         .collect()
 }
@@ -106,8 +154,21 @@ mod tests {
 
     #[test]
     fn the_serial_iterations_cover_every_block_column() {
-        let t = serial_iterations(&Source::Random(1), 50, 16);
-        assert_eq!(t.len(), 4);
-        assert!(t.iter().all(|s| s.is_finite() && *s >= 0.0));
+        for clock in [SerialClock::Wall, SerialClock::ThreadCpu] {
+            let t = serial_iterations(&Source::Random(1), 50, 16, clock);
+            assert_eq!(t.len(), 4);
+            assert!(t.iter().all(|s| s.is_finite() && *s >= 0.0), "{clock:?}: {t:?}");
+        }
+    }
+
+    #[test]
+    fn the_cpu_clock_does_not_count_sleep() {
+        let clock = SerialClock::ThreadCpu;
+        let t = clock.origin();
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        assert!(clock.since(t) < 0.02, "a sleeping thread used {} s of CPU", clock.since(t));
+        let spin = Instant::now();
+        while spin.elapsed().as_millis() < 30 {}
+        assert!(clock.since(t) > 0.005, "a spinning thread used {} s of CPU", clock.since(t));
     }
 }

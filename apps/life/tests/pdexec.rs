@@ -1,0 +1,84 @@
+//! `dps-life --simulate P --sim-mode pdexec`: the band kernel is skipped and charged from the
+//! platform file's `life` table. The prediction is the same at every run, and on a world
+//! whose time is the kernel's it is within a factor of 2 of direct execution's when the
+//! table holds this build's kernel speed (timed here, on the bands' shape). No mpirun.
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+use dps_harness::launch::json_record;
+use dps_life::kernel::{advance, Geometry, Scratch, Sweep};
+use dps_model::platform::{Kernel, KernelPoint};
+
+const BIN: &str = env!("CARGO_BIN_EXE_dps-life");
+
+/// The world: 2 bands of 1024 × 512 rows, one generation per step.
+const WORLD: [&str; 9] = ["--random", "1024", "1024", "--generations", "8", "--warmup", "0", "--depth", "1"];
+
+/// Seconds of one `advance` of `rows` rows of `width` cells, one generation (median of 5).
+fn kernel_seconds(width: usize, rows: usize) -> f64 {
+    let g = Geometry::new(width, false);
+    let src: Vec<u64> = (0..(rows + 2) * g.words).map(|i| (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)).collect();
+    let (mut dst, mut scratch) = (vec![0u64; src.len()], Scratch::default());
+    let sweep = Sweep { rows: 1..rows + 1, depth: 1, live: 0..rows + 2 };
+    let mut times: Vec<f64> = (0..5)
+        .map(|_| {
+            let t = Instant::now();
+            advance(&g, &src, &mut dst, &sweep, &mut scratch, &mut |_| {});
+            t.elapsed().as_secs_f64()
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    times[2]
+}
+
+/// A platform file with a `life` table measured now, on this build, at the bands' shape.
+fn platform(dir: &Path) -> std::path::PathBuf {
+    let mut p = dps_harness::simulate::made_up_platform();
+    let (width, rows) = (1024, 512);
+    let point = KernelPoint {
+        dims: vec![width as u64, rows as u64, 1],
+        seconds: kernel_seconds(width, rows),
+        work: (width * rows) as f64,
+    };
+    p.kernels.push(Kernel {
+        name: "life".into(),
+        dims: "width,rows,depth".into(),
+        work_unit: "cell update".into(),
+        points: vec![point],
+    });
+    p.seal();
+    let path = dir.join("platform.toml");
+    std::fs::write(&path, p.to_toml()).unwrap();
+    path
+}
+
+fn simulate(platform: &Path, mode: &str) -> serde_json::Value {
+    let out = Command::new(BIN)
+        .args(WORLD)
+        .args(["--simulate", "2", "--sim-mode", mode, "--json", "--platform"])
+        .arg(platform)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{mode}: {}", String::from_utf8_lossy(&out.stderr));
+    json_record(&String::from_utf8_lossy(&out.stdout))
+}
+
+#[test]
+fn pdexec_is_deterministic_and_near_direct_execution() {
+    let dir = tempfile::tempdir().unwrap();
+    let platform = platform(dir.path());
+    let (a, b) = (simulate(&platform, "pdexec"), simulate(&platform, "pdexec"));
+    assert_eq!(a["sim_mode"], "pdexec");
+    for field in ["predicted_seconds", "sim_busy_seconds", "sim_total_seconds", "sim_operations", "sim_messages"] {
+        assert_eq!(a[field], b[field], "{field}: the same inputs give the same prediction");
+    }
+    let de = simulate(&platform, "de");
+    let (pd, de) = (a["predicted_seconds"].as_f64().unwrap(), de["predicted_seconds"].as_f64().unwrap());
+    // 8 generations of 2 bands, each ~one kernel call of the table's shape per generation:
+    // the kernel is most of the time, so a prediction that forgot to charge it (or charged
+    // it twice) falls outside the factor.
+    eprintln!("pdexec {pd} s, de {de} s: ratio {:.3}", pd / de);
+    assert!((0.5..2.0).contains(&(pd / de)), "pdexec {pd} s against de {de} s");
+}
