@@ -6,7 +6,9 @@
 //! memory. Incoming messages are found with `MPI_Improbe` (any source, any tag) and received
 //! with `MPI_Mrecv`; since MPI keeps the order of messages from one source, the bulk messages
 //! of a packet are the next ones from its source, and are received straight into freshly
-//! allocated vectors. When idle the thread polls (yielding the core every few polls), then
+//! allocated vectors. A frame with bulk data is sent at once by the thread that queued it when
+//! the transport is free (runtime/README.md, "Bulk data leaves from the posting thread").
+//! When idle the thread polls (yielding the core every few polls), then
 //! waits on its channel in short steps; while the rank's workers fill its share of the
 //! cores it polls for much less time and waits longer and longer, since every poll would
 //! then be taken from a computation.
