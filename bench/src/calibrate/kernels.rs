@@ -1,6 +1,6 @@
 //! Kernel cost tables, measured on one core: the BLAS/LAPACK calls of the dense apps through
-//! `dps_dense::blas` (gemm and trsm on r×r blocks, getrf on r×r blocks and on 4r×r panels),
-//! and one band of Life (`dps_life::kernel::advance`) per depth.
+//! `dps_dense::blas` (gemm and trsm on r×r blocks, getrf on r×r blocks and on 4r×r panels,
+//! dlaswp row interchanges), memory copies, and one band of Life (`dps_life::kernel::advance`) per depth.
 //!
 //! Each call's inputs are restored (outside the timed region) before it runs, so a table
 //! never times denormals or infinities that repeated in-place calls would breed.
@@ -92,6 +92,38 @@ pub(super) fn getrf(blocks: &[usize], effort: Effort) -> Kernel {
         })
         .collect();
     table("getrf", "m,n", "flop", points)
+}
+
+/// Copies of `bytes` between two warm buffers (the dense apps' strip cuts, block packing and
+/// assembly, charged under PDEXEC as copies of their size).
+pub(super) fn copy(sizes: &[usize], effort: Effort) -> Kernel {
+    let points = sizes
+        .iter()
+        .map(|&bytes| {
+            let src = vec![1.5f64; bytes / 8];
+            let mut dst = vec![0.0f64; bytes / 8];
+            let seconds = time(effort, &mut dst[..], |_| {}, |d| d.copy_from_slice(std::hint::black_box(&src)));
+            KernelPoint { dims: vec![bytes as u64], seconds, work: bytes as f64 }
+        })
+        .collect();
+    table("copy", "bytes", "byte", points)
+}
+
+/// LAPACK dlaswp applying r interchanges (random pivots within 4r rows) to r columns of a
+/// column block of 4r rows (LU's row swaps), per r; work: element pairs swapped (r·r).
+pub(super) fn laswp(blocks: &[usize], effort: Effort) -> Kernel {
+    let points = blocks
+        .iter()
+        .map(|&r| {
+            let m = 4 * r;
+            let mut a = dps_dense::gen::cols_major(6, 0..m, 0..r);
+            // Partial pivoting of a random matrix swaps nearly every row, with a row anywhere below.
+            let ipiv: Vec<i32> = (0..r).map(|i| (i + 1 + (i * 7919) % (m - i)) as i32).collect();
+            let seconds = time(effort, &mut a[..], |_| {}, |a| blas::swap_rows(a, m, r, 0, &ipiv));
+            KernelPoint { dims: vec![r as u64, r as u64], seconds, work: (r * r) as f64 }
+        })
+        .collect();
+    table("laswp", "swaps,cols", "element swap", points)
 }
 
 /// One Life band of `width` × `rows` cells, `depth` generations per pass, for each depth.
