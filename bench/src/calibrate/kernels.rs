@@ -43,16 +43,22 @@ fn table(name: &str, dims: &str, work_unit: &str, points: Vec<KernelPoint>) -> K
     Kernel { name: name.into(), dims: dims.into(), work_unit: work_unit.into(), points }
 }
 
-/// gemm C ← C − A·B on r×r blocks (LU's update, matmul's block product).
+/// gemm C ← C − A·B on r×r blocks (LU's update, matmul's block product), and for r up to
+/// 512 two longer shapes the apps call: m = 4r (LU's trailing rows under a panel) and
+/// k = 4r (matmul's strips, a whole row of A by a whole column of B). The simulator costs a
+/// call at the rate of the nearest shape, and the rate depends on the shape.
 pub(super) fn gemm(blocks: &[usize], effort: Effort) -> Kernel {
-    let points = blocks
-        .iter()
-        .map(|&r| {
-            let (a, b) = (dps_dense::gen::cols_major(1, 0..r, 0..r), dps_dense::gen::cols_major(2, 0..r, 0..r));
-            let mut c = vec![0.0; r * r];
+    let shapes = blocks.iter().flat_map(|&r| {
+        let long = if r <= 512 { vec![(4 * r, r, r), (r, r, 4 * r)] } else { Vec::new() };
+        std::iter::once((r, r, r)).chain(long)
+    });
+    let points = shapes
+        .map(|(m, n, k)| {
+            let (a, b) = (dps_dense::gen::cols_major(1, 0..m, 0..k), dps_dense::gen::cols_major(2, 0..k, 0..n));
+            let mut c = vec![0.0; m * n];
             let seconds =
-                time(effort, &mut c[..], |c| c.fill(0.0), |c| blas::gemm_col(r, r, r, -1.0, &a, r, &b, r, 1.0, c, r));
-            KernelPoint { dims: vec![r as u64; 3], seconds, work: 2.0 * (r as f64).powi(3) }
+                time(effort, &mut c[..], |c| c.fill(0.0), |c| blas::gemm_col(m, n, k, -1.0, &a, m, &b, k, 1.0, c, m));
+            KernelPoint { dims: vec![m as u64, n as u64, k as u64], seconds, work: 2.0 * (m * n * k) as f64 }
         })
         .collect();
     table("gemm", "m,n,k", "flop", points)
