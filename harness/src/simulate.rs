@@ -54,7 +54,8 @@ pub struct Simulate {
     #[arg(long, value_name = "P")]
     pub simulate: Option<usize>,
     /// How the simulator charges operations: `de` measures each one, `pdexec` charges the
-    /// calibrated cost of the kernels and skips them.
+    /// calibrated cost of the kernels and skips them, `noalloc` does too and leaves the data
+    /// out (memory independent of the problem size).
     #[arg(long, value_enum, value_name = "de|pdexec|noalloc", requires = "simulate")]
     pub sim_mode: Option<Mode>,
     /// The platform file (`dps-bench calibrate --out FILE`); default $DPS_PLATFORM, else
