@@ -56,7 +56,8 @@ pub struct Simulate {
     #[arg(long, value_name = "P")]
     pub simulate: Option<usize>,
     /// How the simulator charges operations: `de` measures each one, `pdexec` charges the
-    /// calibrated cost of the kernels and skips them.
+    /// calibrated cost of the kernels and skips them, `noalloc` does too and leaves the data
+    /// out (memory independent of the problem size).
     #[arg(long, value_enum, value_name = "de|pdexec|noalloc", requires = "simulate")]
     pub sim_mode: Option<Mode>,
     /// The platform file (`dps-bench calibrate --out FILE`); default $DPS_PLATFORM, else
@@ -236,7 +237,7 @@ impl Simulation {
 }
 
 /// A platform file for this machine, dated now, with made-up round costs (a 5 µs, 5 GB/s
-/// link; gemm at 10 GFLOP/s): for tests and examples that need a valid file without
+/// link; gemm, trsm and getrf at 10 GFLOP/s, copies at 5 GB/s, row swaps at 2 ns): for tests and examples that need a valid file without
 /// measuring. Never use it to predict.
 pub fn made_up_platform() -> Platform {
     let machine = Machine::this();
@@ -272,12 +273,47 @@ pub fn made_up_platform() -> Platform {
             send: Default::default(),
             receive: Default::default(),
         },
-        kernels: vec![Kernel {
-            name: "gemm".into(),
-            dims: "m,n,k".into(),
-            work_unit: "flop".into(),
-            points: vec![gemm(64), gemm(256)],
-        }],
+        kernels: vec![
+            Kernel {
+                name: "gemm".into(),
+                dims: "m,n,k".into(),
+                work_unit: "flop".into(),
+                points: vec![gemm(64), gemm(256)],
+            },
+            // The dense apps' other kernels at the same made-up 10 GFLOP/s; copies at 5 GB/s.
+            Kernel {
+                name: "trsm".into(),
+                dims: "m,n".into(),
+                work_unit: "flop".into(),
+                points: vec![KernelPoint { dims: vec![64, 64], seconds: 64f64.powi(3) / 1e10, work: 64f64.powi(3) }],
+            },
+            Kernel {
+                name: "getrf".into(),
+                dims: "m,n".into(),
+                work_unit: "flop".into(),
+                points: vec![KernelPoint {
+                    dims: vec![256, 64],
+                    seconds: (256.0 * 64f64.powi(2) - 64f64.powi(3) / 3.0) / 1e10,
+                    work: 256.0 * 64f64.powi(2) - 64f64.powi(3) / 3.0,
+                }],
+            },
+            Kernel {
+                name: "laswp".into(),
+                dims: "swaps,cols".into(),
+                work_unit: "element swap".into(),
+                points: vec![KernelPoint { dims: vec![64, 64], seconds: 64.0 * 64.0 * 2e-9, work: 64.0 * 64.0 }],
+            },
+            Kernel {
+                name: "copy".into(),
+                dims: "bytes".into(),
+                work_unit: "byte".into(),
+                points: vec![KernelPoint {
+                    dims: vec![1 << 20],
+                    seconds: (1 << 20) as f64 / 5e9,
+                    work: (1 << 20) as f64,
+                }],
+            },
+        ],
     };
     p.seal();
     p

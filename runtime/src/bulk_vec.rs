@@ -132,6 +132,19 @@ pub(crate) fn register_outgoing(bytes: &[u8], kind: u8, count: usize) -> Option<
     })
 }
 
+/// Registers a bulk that has no memory (a NOALLOC simulation's [`MaybeBulk`](crate::MaybeBulk)
+/// of `count` elements, `len` bytes) and returns its index: the encoding counts its size,
+/// and its null pointer is never read, because such a token is never sent (the simulator
+/// moves tokens and only sums `len`). `None` when no transport encoding is running.
+pub(crate) fn register_absent(len: usize, kind: u8, count: usize) -> Option<u32> {
+    OUTGOING.with(|o| {
+        let mut o = o.borrow_mut();
+        let list = o.as_mut()?;
+        list.push(BulkRef { ptr: std::ptr::null(), len, kind, count });
+        Some((list.len() - 1) as u32)
+    })
+}
+
 /// True while [`stage_outgoing`] runs on this thread.
 pub(crate) fn encoding_with_bulks() -> bool {
     OUTGOING.with(|o| o.borrow().is_some())

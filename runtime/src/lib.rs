@@ -74,4 +74,4 @@ pub use route::{Route, RouteCtx};
 pub use runtime::{Pending, Runtime, Stopwatch};
 pub use sim::{LinkCost, SimOptions, SimReport, TransferCpu};
 pub use simclock::{simulated, skip_kernel, KernelCost, SimMode};
-pub use token::{Bulk, Token};
+pub use token::{Bulk, MaybeBulk, Token};

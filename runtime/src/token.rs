@@ -144,6 +144,160 @@ impl<'de, T: BulkElem> Deserialize<'de> for Bulk<T> {
     }
 }
 
+/// A [`Bulk`], or in a NOALLOC simulation only its length (seed 003's NOALLOC: when only
+/// the sizes of the tokens matter, the data is not allocated at all, so a simulation's
+/// memory does not grow with the problem). A present one crosses ranks exactly as a `Bulk`
+/// does (same encoding); an absent one is counted at its full size by the encoder, so the
+/// simulator charges the same wire time, and is never allocated nor sent. Absent bulks exist
+/// only under `--sim-mode noalloc`: encoding one anywhere else is an error.
+///
+/// It dereferences to the elements; reading those of an absent bulk panics (a program in
+/// NOALLOC must skip every computation on it, see [`skip_kernel`](crate::skip_kernel)).
+///
+/// ```
+/// use dps::MaybeBulk;
+/// let b = MaybeBulk::<f64>::recycled(8); // absent only in a NOALLOC simulation
+/// assert_eq!((b.len(), b.is_absent(), b.iter().count()), (8, false, 8));
+/// assert_eq!(MaybeBulk::<f64>::Absent(1 << 40).len(), 1 << 40);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub enum MaybeBulk<T: BulkElem> {
+    /// The data.
+    Data(Bulk<T>),
+    /// Only the number of elements.
+    Absent(usize),
+}
+
+/// Whether this thread runs a NOALLOC simulation.
+fn noalloc() -> bool {
+    crate::simclock::simulated() == Some(crate::simclock::SimMode::Noalloc)
+}
+
+impl<T: BulkElem> MaybeBulk<T> {
+    /// A buffer of `len` elements to be overwritten: absent in a NOALLOC simulation, else
+    /// [`Bulk::recycled`].
+    pub fn recycled(len: usize) -> Self {
+        if noalloc() {
+            MaybeBulk::Absent(len)
+        } else {
+            MaybeBulk::Data(Bulk::recycled(len))
+        }
+    }
+
+    /// `len` elements made by `make` (which must return that many), or absent without
+    /// calling it in a NOALLOC simulation.
+    ///
+    /// # Panics
+    /// If `make` returns another number of elements.
+    pub fn from_fn(len: usize, make: impl FnOnce() -> Vec<T>) -> Self {
+        if noalloc() {
+            return MaybeBulk::Absent(len);
+        }
+        let v = make();
+        assert_eq!(v.len(), len, "dps: MaybeBulk::from_fn made {} elements, not {len}", v.len());
+        MaybeBulk::Data(Bulk(v))
+    }
+
+    /// The number of elements, present or not.
+    pub fn len(&self) -> usize {
+        match self {
+            MaybeBulk::Data(b) => b.len(),
+            MaybeBulk::Absent(len) => *len,
+        }
+    }
+
+    /// No elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Only the length is here.
+    pub fn is_absent(&self) -> bool {
+        matches!(self, MaybeBulk::Absent(_))
+    }
+
+    /// The data, if present.
+    pub fn data(&self) -> Option<&Bulk<T>> {
+        match self {
+            MaybeBulk::Data(b) => Some(b),
+            MaybeBulk::Absent(_) => None,
+        }
+    }
+
+    /// The data, if present, to modify.
+    pub fn data_mut(&mut self) -> Option<&mut Bulk<T>> {
+        match self {
+            MaybeBulk::Data(b) => Some(b),
+            MaybeBulk::Absent(_) => None,
+        }
+    }
+
+    /// The data, if present.
+    pub fn into_data(self) -> Option<Bulk<T>> {
+        match self {
+            MaybeBulk::Data(b) => Some(b),
+            MaybeBulk::Absent(_) => None,
+        }
+    }
+}
+
+impl<T: BulkElem> From<Bulk<T>> for MaybeBulk<T> {
+    fn from(b: Bulk<T>) -> Self {
+        MaybeBulk::Data(b)
+    }
+}
+
+impl<T: BulkElem> From<Vec<T>> for MaybeBulk<T> {
+    fn from(v: Vec<T>) -> Self {
+        MaybeBulk::Data(Bulk(v))
+    }
+}
+
+impl<T: BulkElem> Deref for MaybeBulk<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        match self {
+            MaybeBulk::Data(b) => b,
+            MaybeBulk::Absent(len) => panic!("dps: the {len} elements of an absent bulk (NOALLOC) were read"),
+        }
+    }
+}
+
+impl<T: BulkElem> DerefMut for MaybeBulk<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        match self {
+            MaybeBulk::Data(b) => b,
+            MaybeBulk::Absent(len) => panic!("dps: the {len} elements of an absent bulk (NOALLOC) were written"),
+        }
+    }
+}
+
+impl<T: BulkElem> Serialize for MaybeBulk<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::Error;
+        let len = match self {
+            MaybeBulk::Data(b) => return b.serialize(s),
+            MaybeBulk::Absent(len) => *len,
+        };
+        // Counted as an out-of-band bulk of its full size; only the simulator's encoder
+        // (which measures tokens and never sends them) may see one.
+        let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| S::Error::custom("bulk too large"))?;
+        let index = noalloc().then(|| bulk_vec::register_absent(bytes, T::KIND, len)).flatten();
+        match index {
+            Some(index) => (index, RawBytes(&[])).serialize(s),
+            None => {
+                Err(S::Error::custom("an absent bulk (NOALLOC) has no data to encode outside a NOALLOC simulation"))
+            }
+        }
+    }
+}
+
+impl<'de, T: BulkElem> Deserialize<'de> for MaybeBulk<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Bulk::deserialize(d).map(MaybeBulk::Data)
+    }
+}
+
 /// Bytes encoded as one block (`serialize_bytes`), not element by element.
 struct RawBytes<'a>(&'a [u8]);
 

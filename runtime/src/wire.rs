@@ -161,6 +161,29 @@ mod tests {
         assert_eq!(*back, tile);
     }
 
+    #[derive(serde::Serialize, serde::Deserialize, Debug)]
+    struct Lean {
+        id: u32,
+        data: crate::MaybeBulk<f64>,
+    }
+
+    #[test]
+    fn an_absent_bulk_counts_its_full_size_only_under_noalloc() {
+        let size = |wire: &WireToken| wire.bytes.len() + wire.bulks_out.iter().map(|b| b.len).sum::<usize>();
+        let present = encode::<Lean>(Box::new(Lean { id: 1, data: vec![0.5; 1000].into() }));
+        crate::simclock::install(crate::SimMode::Noalloc, std::sync::Arc::new(|_, _, _| None));
+        let absent = crate::MaybeBulk::<f64>::recycled(1000);
+        assert!(absent.is_absent(), "NOALLOC allocates nothing");
+        let wire = encode::<Lean>(Box::new(Lean { id: 1, data: absent }));
+        crate::simclock::uninstall();
+        assert_eq!(size(&wire), size(&present), "absent and present bulks weigh the same on the wire");
+        assert!(wire.bulks_out[0].ptr.is_null() && wire.bulks_out[0].len == 8000);
+        let real =
+            std::panic::catch_unwind(|| encode::<Lean>(Box::new(Lean { id: 1, data: crate::MaybeBulk::Absent(9) })));
+        assert!(real.is_err(), "an absent bulk must never be encoded for a real transport");
+        assert!(!bulk_vec::encoding_with_bulks());
+    }
+
     #[test]
     fn truncated_packet_is_an_error() {
         let mut packet = Vec::new();

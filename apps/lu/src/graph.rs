@@ -18,7 +18,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use dps::{route, Bulk, Collection, Graph, MergeFn, Node, Path, Posted, RouteCtx, Runtime, Stream};
+use dps::{route, Bulk, Collection, Graph, MaybeBulk, MergeFn, Node, Path, Posted, RouteCtx, Runtime, SimMode, Stream};
 use serde::{Deserialize, Serialize};
 
 use crate::kernel::{self, span, Panel, Source};
@@ -64,7 +64,9 @@ impl Columns {
 
     fn reload(&mut self, t: usize, threads: usize) {
         let nb = self.n.div_ceil(self.r);
-        self.blocks = (t..nb).step_by(threads).map(|j| (j, self.source.column_block(self.n, self.r, j))).collect();
+        // NOALLOC: the blocks are left out (empty); their sizes follow from n, r and j.
+        let block = |j| if noalloc() { Vec::new() } else { self.source.column_block(self.n, self.r, j) };
+        self.blocks = (t..nb).step_by(threads).map(|j| (j, block(j))).collect();
         self.pivots.clear();
         self.panels.clear();
         self.tiles_left.clear();
@@ -124,7 +126,7 @@ pub enum Work {
         /// Block.
         k: usize,
         /// The factored block.
-        col: Bulk<f64>,
+        col: MaybeBulk<f64>,
         /// Its pivots and LAPACK info.
         ipiv: Vec<i32>,
         /// LAPACK info.
@@ -136,7 +138,26 @@ pub enum Work {
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Done {
     j: usize,
-    next_panel: Option<Bulk<f64>>,
+    next_panel: Option<MaybeBulk<f64>>,
+}
+
+/// Whether this thread runs a NOALLOC simulation (blocks and panels left out).
+fn noalloc() -> bool {
+    dps::simulated() == Some(SimMode::Noalloc)
+}
+
+/// Column block j (n × w) as a token: absent under NOALLOC, where the block is empty.
+fn ship(block: Vec<f64>, n: usize, r: usize, j: usize) -> MaybeBulk<f64> {
+    if noalloc() {
+        MaybeBulk::Absent(n * span(n, r, j).len())
+    } else {
+        MaybeBulk::Data(Bulk(block))
+    }
+}
+
+/// The column block a token brought (empty when absent, under NOALLOC).
+fn unship(block: MaybeBulk<f64>) -> Vec<f64> {
+    block.into_data().map_or_else(Vec::new, Bulk::into_inner)
 }
 
 /// The graphs of one problem size.
@@ -177,21 +198,22 @@ fn update_leaf(name: &str, columns: &Collection<Columns>, lay: Layout, k: Option
         match w {
             Work::Touch { j } if j != next => Done { j, next_panel: None },
             Work::Touch { j } => {
-                Done { j, next_panel: Some(Bulk(c.blocks.remove(&j).expect("the owner holds the block"))) }
+                let block = c.blocks.remove(&j).expect("the owner holds the block");
+                Done { j, next_panel: Some(ship(block, c.n, c.r, j)) }
             }
             Work::Update { j, panel } => {
                 let panel = c.panel(panel);
                 let mut block = c.blocks.remove(&j).expect("the owner holds the block");
-                kernel::apply_panel(&mut block, c.n, c.r, &panel);
+                kernel::apply_panel_to(&mut block, c.n, c.r, span(c.n, c.r, j).len(), &panel);
                 if j == next {
-                    Done { j, next_panel: Some(Bulk(block)) }
+                    Done { j, next_panel: Some(ship(block, c.n, c.r, j)) }
                 } else {
                     c.blocks.insert(j, block);
                     Done { j, next_panel: None }
                 }
             }
             Work::Store { k, col, ipiv, info } => {
-                c.blocks.insert(k, col.into_inner());
+                c.blocks.insert(k, unship(col));
                 c.pivots.insert(k, (ipiv, info));
                 Done { j: k, next_panel: None }
             }
@@ -221,11 +243,12 @@ impl StepState {
 
 impl Collector {
     /// Factors the next panel from its block: the block goes home, waiting blocks get updates.
-    fn factor(&self, block: Bulk<f64>, acc: &mut StepState, out: &mut Vec<Work>) {
-        let mut block = block.into_inner();
-        let panel = Arc::new(kernel::factor_panel(&mut block, self.lay.n, self.lay.r, self.next));
+    fn factor(&self, block: MaybeBulk<f64>, acc: &mut StepState, out: &mut Vec<Work>) {
+        let mut block = unship(block);
+        let (n, r) = (self.lay.n, self.lay.r);
+        let panel = Arc::new(kernel::factor_panel(&mut block, n, r, self.next));
         let (ipiv, info) = (panel.ipiv.clone(), panel.info);
-        out.push(Work::Store { k: self.next, col: Bulk(block), ipiv, info });
+        out.push(Work::Store { k: self.next, col: ship(block, n, r, self.next), ipiv, info });
         // The block of the panel after this one first: it is on the critical path.
         if let Some(pos) = acc.waiting.iter().position(|&j| j == self.next + 1) {
             let j = acc.waiting.remove(pos);
@@ -294,7 +317,7 @@ impl Stream<()> for StreamCollector {
 /// Everything a merge-split collector carries from its merge to its split.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Step {
-    block: Option<Bulk<f64>>,
+    block: Option<MaybeBulk<f64>>,
     ready: Vec<usize>,
 }
 
@@ -431,6 +454,10 @@ pub(crate) fn helper_graphs(
             for (&j, block) in c.blocks.iter_mut() {
                 for k in j + 1..nb {
                     let rows = span(n, r, k);
+                    // Charged, not made, under PDEXEC and NOALLOC (blocks empty in NOALLOC).
+                    if kernel::skip_swaps(rows.len(), span(n, r, j).len()) {
+                        continue;
+                    }
                     let local: Vec<i32> = ipiv[rows.clone()].iter().map(|v| v - rows.start as i32).collect();
                     let w = block.len() / n;
                     dps_dense::blas::swap_rows(block, n, w, rows.start, &local);

@@ -4,7 +4,6 @@
 //! every block j > k applies the panel: row interchanges, a triangular solve for its rows of
 //! U, and a dgemm for its trailing rows.
 
-use dps::Bulk;
 use dps_dense::{blas, gen, norms};
 
 /// The index range of block `i` of width r in a dimension of length n.
@@ -48,20 +47,44 @@ pub struct Panel {
     pub m: usize,
     /// Columns.
     pub w: usize,
-    /// The factored rows.
-    pub lu: Bulk<f64>,
+    /// The factored rows (absent under NOALLOC).
+    pub lu: dps::MaybeBulk<f64>,
     /// Row interchanges.
     pub ipiv: Vec<i32>,
     /// LAPACK's info: > 0 if U(info, info) of this panel is exactly zero.
     pub info: i32,
 }
 
+/// In a PDEXEC or NOALLOC simulation, charges the calibrated cost of copying `elems`
+/// doubles (the platform's `copy` table) and returns true: the caller skips the copy.
+pub fn skip_copy(elems: usize) -> bool {
+    let bytes = 8 * elems as u64;
+    dps::skip_kernel("copy", &[bytes], bytes as f64)
+}
+
+/// In a PDEXEC or NOALLOC simulation, charges `swaps` row interchanges over `cols` columns
+/// (the platform's `laswp` table) and returns true: the caller skips them.
+pub fn skip_swaps(swaps: usize, cols: usize) -> bool {
+    dps::skip_kernel("laswp", &[swaps as u64, cols as u64], (swaps * cols) as f64)
+}
+
 /// Factors panel k of column block `col` (n × w) in place; returns the panel for the others.
+///
+/// Under PDEXEC and NOALLOC simulations dgetrf and the copy of the panel are charged, not
+/// run, and the pivots are the identity: the graph's structure does not depend on them
+/// (seed 003 §5.1). Under NOALLOC `col` is empty (the block is not allocated) and so is
+/// the panel.
 pub fn factor_panel(col: &mut [f64], n: usize, r: usize, k: usize) -> Panel {
     let s = k * r;
-    let (m, w) = (n - s, col.len() / n);
+    let (m, w) = (n - s, if col.is_empty() { span(n, r, k).len() } else { col.len() / n });
+    let (mf, wf) = (m as f64, w as f64);
+    let mut lu = dps::MaybeBulk::recycled(m * w);
+    if dps::skip_kernel("getrf", &[m as u64, w as u64], mf * wf * wf - wf.powi(3) / 3.0) {
+        skip_copy(m * w);
+        let identity = (1..=w.min(m) as i32).collect();
+        return Panel { k, m, w, lu, ipiv: identity, info: 0 };
+    }
     let (ipiv, info) = blas::getrf(m, w, &mut col[s..], n);
-    let mut lu = Bulk::recycled(m * w);
     for c in 0..w {
         lu[c * m..(c + 1) * m].copy_from_slice(&col[c * n + s..(c + 1) * n]);
     }
@@ -70,17 +93,34 @@ pub fn factor_panel(col: &mut [f64], n: usize, r: usize, k: usize) -> Panel {
 
 /// Applies panel `p` to column block `col` (n × w) of a later block column.
 pub fn apply_panel(col: &mut [f64], n: usize, r: usize, p: &Panel) {
+    apply_panel_to(col, n, r, col.len() / n, p);
+}
+
+/// [`apply_panel`] to a block of `w` columns: under PDEXEC and NOALLOC the row swaps, the
+/// trsm, the packing of U_kj and the gemm are charged, not run (NOALLOC: `col` is empty).
+pub fn apply_panel_to(col: &mut [f64], n: usize, r: usize, w: usize, p: &Panel) {
     let s = p.k * r;
-    let w = col.len() / n;
+    let swapped = skip_swaps(p.ipiv.len(), w);
+    let (pw, wf) = (p.w as f64, w as f64);
+    let solved = dps::skip_kernel("trsm", &[p.w as u64, w as u64], pw * pw * wf);
+    let h = p.m - p.w;
+    let multiplied = h > 0 && {
+        let packed = skip_copy(p.w * w);
+        let multiplied = dps::skip_kernel("gemm", &[h as u64, w as u64, p.w as u64], 2.0 * h as f64 * wf * pw);
+        packed && multiplied
+    };
+    if swapped || solved || multiplied {
+        return; // a simulation that skips kernels skips them all
+    }
     blas::swap_rows(col, n, w, s, &p.ipiv);
     blas::trsm_unit_lower(p.w, w, &p.lu, p.m, &mut col[s..], n);
-    if p.m > p.w {
+    if h > 0 {
         // U_kj, packed: the product reads it while writing other rows of the same columns.
         let mut u = vec![0.0; p.w * w];
         for c in 0..w {
             u[c * p.w..(c + 1) * p.w].copy_from_slice(&col[c * n + s..c * n + s + p.w]);
         }
-        blas::gemm_col(p.m - p.w, w, p.w, -1.0, &p.lu[p.w..], p.m, &u, p.w, 1.0, &mut col[s + p.w..], n);
+        blas::gemm_col(h, w, p.w, -1.0, &p.lu[p.w..], p.m, &u, p.w, 1.0, &mut col[s + p.w..], n);
     }
 }
 

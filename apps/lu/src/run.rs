@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use anyhow::Result;
 use clap::{Parser, ValueEnum};
+use dps::SimMode;
 use dps_dense::footprint;
 use dps_dense::grain::{self, Choice};
 use dps_dense::market::MatrixFile;
@@ -103,13 +104,51 @@ fn ranks(args: &Args) -> u64 {
     args.run.sim.simulate.map_or_else(footprint::launched_ranks, |p| p.max(1) as u64)
 }
 
-/// What the simulator supports of dps-lu: direct execution only.
+/// What the simulator supports of the `dynamic` variant: direct execution only.
 pub(crate) const SIMULATION: dps_harness::simulate::Support = dps_harness::simulate::Support {
-    program: "dps-lu",
+    program: "dps-lu --variant dynamic",
     modes: &[],
-    why_not: "each panel's pivots decide the row swaps, and its kernels are not marked for skipping",
+    why_not: "its kernels are not marked for skipping (the stream and merge-split variants support pdexec and noalloc)",
     kernels: &[],
 };
+
+/// What the simulator supports of the stream and merge-split variants: every mode. The
+/// graph's structure does not depend on the pivots, so PDEXEC charges getrf, trsm, gemm, the
+/// row swaps and the copies from the platform's tables and uses identity pivots; NOALLOC
+/// also leaves the matrix, the blocks and the panels out (tokens carry their sizes).
+const STAGED_SIMULATION: dps_harness::simulate::Support = dps_harness::simulate::Support {
+    program: "dps-lu",
+    modes: &[SimMode::De, SimMode::Pdexec, SimMode::Noalloc],
+    why_not: "",
+    kernels: &["getrf", "trsm", "gemm", "laswp", "copy"],
+};
+
+/// Refusals of simulation options that do not depend on the matrix.
+fn check_simulation(args: &Args) -> Result<()> {
+    if args.run.sim.simulate.is_none() {
+        return Ok(());
+    }
+    if args.variant == Variant::Serial {
+        bad_input!("--simulate: the serial variant runs no DPS graph to simulate");
+    }
+    let mode = args.run.sim.mode();
+    if args.run.check.verify && mode != SimMode::De {
+        bad_input!(
+            "--verify: --sim-mode {} skips the factorization (identity pivots), so there is no result to verify; \
+             use --sim-mode de",
+            mode.name()
+        );
+    }
+    if args.file.is_some() && mode == SimMode::Noalloc {
+        bad_input!("--file: --sim-mode noalloc leaves the matrix out; give its order with --n instead");
+    }
+    Ok(())
+}
+
+/// A NOALLOC simulation: no matrix is allocated.
+fn noalloc(args: &Args) -> bool {
+    args.run.sim.simulate.is_some() && args.run.sim.mode() == SimMode::Noalloc
+}
 
 /// Bytes the run needs on rank 0 and on every other rank, from the options alone.
 /// `file_bytes` is what reading the file allocates (every rank reads it).
@@ -155,7 +194,9 @@ fn source(args: &Args) -> Result<(usize, Choice, Source)> {
         Some(path) => format!("--file {} (n = {n})", path.display()),
         None => format!("--n {n}"),
     };
-    dps_harness::check_memory(&what, rank0, other)?;
+    if !noalloc(args) {
+        dps_harness::check_memory(&what, rank0, other)?;
+    }
     let src = match file {
         Some(file) => Source::Given(Arc::new(file.read().map_err(|e| BadInput::new(format!("--file {e}")))?)),
         None => Source::Random(args.run.seed.seed),
@@ -221,9 +262,7 @@ pub(crate) fn conclude(
 /// # Errors
 /// Bad options or input (before any work), a singular matrix, or a failed check.
 pub fn run(args: &Args) -> Result<()> {
-    if args.run.sim.simulate.is_some() && args.variant == Variant::Serial {
-        bad_input!("--simulate: the serial variant runs no DPS graph to simulate");
-    }
+    check_simulation(args)?;
     let (n, choice, src) = source(args)?;
     let r = choice.block;
     let variant = args.variant.to_possible_value().expect("every variant has a name").get_name().to_string();
@@ -251,7 +290,7 @@ pub fn run(args: &Args) -> Result<()> {
         // A rank's BLAS runs one thread (scripts/mpirun says so); DE measures this thread's CPU time.
         dps_dense::blas::set_threads(1);
     }
-    let rt = args.run.sim.start(&args.run.runtime, &SIMULATION)?;
+    let rt = args.run.sim.start(&args.run.runtime, &STAGED_SIMULATION)?;
     let main = rt.collection("main", "0", |_| ())?;
     let threads = rt.threads_in(&args.run.map.map)?;
     let columns = rt.collection("columns", &args.run.map.map, |t| Columns::new(n, r, src.clone(), t, threads))?;

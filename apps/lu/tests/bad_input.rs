@@ -141,13 +141,40 @@ fn verified_is_true_only_for_a_finite_small_residual_and_matching_pivots() {
 fn bad_simulations_are_refused_once_with_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("none.toml");
+    let write = |name: &str, drop_kernel: &str| {
+        let mut p = dps_harness::simulate::made_up_platform();
+        p.kernels.retain(|k| k.name != drop_kernel);
+        p.seal();
+        let path = dir.path().join(name);
+        std::fs::write(&path, p.to_toml()).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let good = write("good.toml", "");
+    // Calibrated before the row swaps were measured.
+    let no_laswp = write("no-laswp.toml", "laswp");
+    let sim = |mode: &str, platform: &str, extra: &[&str]| -> Vec<String> {
+        let base = ["--n", "64", "--simulate", "2", "--sim-mode", mode, "--platform", platform];
+        base.iter().chain(extra).map(|s| s.to_string()).collect()
+    };
+    let rows = [
+        (sim("pdexec", &good, &["--variant", "dynamic"]), 2, &["--sim-mode pdexec", "dynamic", "--sim-mode de"][..]),
+        (sim("noalloc", &good, &["--variant", "dynamic"]), 2, &["--sim-mode noalloc", "dynamic"]),
+        (sim("pdexec", &good, &["--verify"]), 2, &["--verify", "pdexec", "no result to verify", "--sim-mode de"]),
+        (sim("noalloc", &good, &["--verify"]), 2, &["--verify", "noalloc", "--sim-mode de"]),
+        (sim("pdexec", &no_laswp, &[]), 2, &["no cost table for kernel 'laswp'", "dps-bench calibrate"]),
+        (sim("noalloc", &good, &["--variant", "merge-split"]), 0, &[]),
+        (sim("pdexec", &good, &[]), 0, &[]),
+    ];
+    let args: Vec<Vec<&str>> = rows.iter().map(|(a, _, _)| a.iter().map(String::as_str).collect()).collect();
+    let cases: Vec<_> = rows.iter().zip(&args).map(|((_, code, words), a)| case(a, *code, words)).collect();
+    check_table(Path::new(BIN), &cases);
     check_table(
         Path::new(BIN),
         &[
             case(
-                &["--n", "64", "--simulate", "2", "--sim-mode", "pdexec"],
+                &["--file", "m.mtx", "--simulate", "2", "--sim-mode", "noalloc", "--platform", &good],
                 2,
-                &["--sim-mode pdexec", "dps-lu", "pivots"],
+                &["--file", "noalloc", "--n"],
             ),
             case(
                 &["--n", "64", "--simulate", "2", "--platform", missing.to_str().unwrap()],

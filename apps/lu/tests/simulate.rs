@@ -23,3 +23,103 @@ fn simulated_factorizations_pass_verification() {
         }
     }
 }
+
+fn predict(args: &[&str], platform: &str) -> serde_json::Value {
+    let out = Command::new(BIN).args(args).args(["--platform", platform, "--json"]).output().unwrap();
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    json_record(&String::from_utf8_lossy(&out.stdout))
+}
+
+/// The fastest of a few calls of `f`, seconds (the least disturbed by other processes).
+fn fastest(mut f: impl FnMut()) -> f64 {
+    (0..7)
+        .map(|_| {
+            let t = std::time::Instant::now();
+            f();
+            t.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// The made-up platform with this machine's rates of LU's kernels at block 128, measured
+/// here on one core: enough for PDEXEC to be compared with DE.
+fn measured_platform(dir: &std::path::Path) -> String {
+    use dps_dense::blas;
+    blas::set_threads(1);
+    let r = 128;
+    let a = dps_dense::gen::cols_major(1, 0..4 * r, 0..r);
+    let (mut c, mut x) = (vec![0.0; r * r], a.clone());
+    let rf = r as f64;
+    let gemm = 2.0 * rf.powi(3) / fastest(|| blas::gemm_col(r, r, r, -1.0, &a, 4 * r, &a, 4 * r, 1.0, &mut c, r));
+    let trsm = rf.powi(3) / fastest(|| blas::trsm_unit_lower(r, r, &a, 4 * r, &mut x, 4 * r));
+    let getrf = (4.0 * rf.powi(3) - rf.powi(3) / 3.0)
+        / fastest(|| {
+            let mut p = a.clone();
+            blas::getrf(4 * r, r, &mut p, 4 * r);
+        });
+    let ipiv: Vec<i32> = (0..r as i32).map(|i| i + 1 + (i * 7) % (4 * r as i32 - i)).collect();
+    let laswp = rf * rf / fastest(|| blas::swap_rows(&mut x, 4 * r, r, 0, &ipiv));
+    let (src, mut dst) = (vec![1.5f64; 1 << 17], vec![0.0f64; 1 << 17]);
+    let copy = (8 << 17) as f64 / fastest(|| dst.copy_from_slice(std::hint::black_box(&src)));
+    let mut p = dps_harness::simulate::made_up_platform();
+    for k in &mut p.kernels {
+        let rate = match k.name.as_str() {
+            "gemm" => gemm,
+            "trsm" => trsm,
+            "getrf" => getrf,
+            "laswp" => laswp,
+            "copy" => copy,
+            _ => continue,
+        };
+        k.points.iter_mut().for_each(|pt| pt.seconds = pt.work / rate);
+    }
+    p.seal();
+    let path = dir.join("measured.toml");
+    std::fs::write(&path, p.to_toml()).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+#[test]
+fn noalloc_predicts_what_pdexec_predicts_and_both_stay_near_de() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = measured_platform(dir.path());
+    for variant in ["stream", "merge-split"] {
+        let run = |mode: &str| {
+            let args = ["--n", "768", "--block", "128", "--variant", variant, "--simulate", "2", "--sim-mode", mode];
+            predict(&[&args[..], &["--reps", "2"]].concat(), &p)["predicted_seconds"].as_f64().unwrap()
+        };
+        let noalloc = run("noalloc");
+        assert_eq!(noalloc, run("noalloc"), "{variant}: two NOALLOC simulations of the same run differ");
+        assert_eq!(run("pdexec"), run("pdexec"), "{variant}: two PDEXEC simulations of the same run differ");
+        // The same kernels are charged and absent blocks weigh what present ones do on the wire.
+        assert_eq!(noalloc, run("pdexec"), "{variant}: NOALLOC and PDEXEC predict differently");
+        // DE runs the same kernels with the real pivots: within a factor of 2 on a machine
+        // that may be busy (CPU time per operation, debug build).
+        let de = run("de");
+        eprintln!("{variant}: NOALLOC {noalloc} s, DE {de} s");
+        assert!((0.5..=2.0).contains(&(noalloc / de)), "{variant}: NOALLOC {noalloc} s against DE {de} s");
+    }
+}
+
+#[test]
+fn noalloc_memory_does_not_grow_with_n() {
+    let dir = tempfile::tempdir().unwrap();
+    let platform = dir.path().join("platform.toml");
+    std::fs::write(&platform, dps_harness::simulate::made_up_platform().to_toml()).unwrap();
+    let p = platform.to_str().unwrap();
+    let peak = |n: &str| {
+        let args = ["--n", n, "--block", "1024", "--simulate", "2", "--sim-mode", "noalloc", "--reps", "1"];
+        let r = predict(&args, p);
+        assert!(r["predicted_seconds"].as_f64().unwrap() > 0.0, "{r}");
+        r["sim_peak_rss_bytes"].as_u64().expect("the simulator reports its peak memory")
+    };
+    let (small, large) = (peak("1024"), peak("16384"));
+    // At n = 16384 the matrix alone would take 2 GiB; the pivots (4 bytes a row) and the
+    // graph's 16 stages stay small.
+    assert!(
+        large < small + (64 << 20),
+        "NOALLOC peak memory grew from {} MiB (n = 1024) to {} MiB (n = 16384)",
+        small >> 20,
+        large >> 20
+    );
+}

@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use dps::{route, Bulk, Collection, Graph, MergeFn, Node, Runtime};
+use dps::{route, Bulk, Collection, Graph, MaybeBulk, MergeFn, Node, Runtime};
 use serde::{Deserialize, Serialize};
 
 use crate::kernel::{self, span};
@@ -29,7 +29,7 @@ pub struct Master {
     bw: usize,
     a_rows: Vec<Strip>,
     b: Strip,
-    c_rows: Vec<Bulk<f64>>,
+    c_rows: Vec<MaybeBulk<f64>>,
 }
 
 impl std::fmt::Debug for Master {
@@ -39,15 +39,28 @@ impl std::fmt::Debug for Master {
 }
 
 impl Master {
-    /// Generates A and B from `seed`, for blocks of C of `bh` rows and `bw` columns.
+    /// Generates A and B from `seed`, for blocks of C of `bh` rows and `bw` columns (in a
+    /// NOALLOC simulation: only their sizes).
     pub fn new(n: usize, bh: usize, bw: usize, seed: u64) -> Self {
         let (sa, sb) = kernel::seeds(seed);
         let strips = 0..kernel::blocks(n, bh);
-        let a_rows = strips.clone().map(|i| Arc::new(Bulk(kernel::rows(n, sa, span(n, bh, i))))).collect();
+        let a_rows = strips
+            .clone()
+            .map(|i| {
+                let rows = span(n, bh, i);
+                Arc::new(MaybeBulk::from_fn(rows.len() * n, || kernel::rows(n, sa, rows)))
+            })
+            .collect();
         // C is written with ones, not zeroes: calloc'd pages would be faulted in during the
         // first timed run.
-        let c_rows = strips.map(|i| Bulk(vec![1.0; span(n, bh, i).len() * n])).collect();
-        Master { n, bh, bw, a_rows, b: Arc::new(Bulk(kernel::matrix(n, sb))), c_rows }
+        let c_rows = strips
+            .map(|i| {
+                let len = span(n, bh, i).len() * n;
+                MaybeBulk::from_fn(len, || vec![1.0; len])
+            })
+            .collect();
+        let b = Arc::new(MaybeBulk::from_fn(n * n, || kernel::matrix(n, sb)));
+        Master { n, bh, bw, a_rows, b, c_rows }
     }
 
     /// C, row-major (a copy).
@@ -72,8 +85,8 @@ pub struct Job {
     index: usize,
     i: u32,
     j: u32,
-    a: Arc<Bulk<f64>>,
-    b: Arc<Bulk<f64>>,
+    a: Strip,
+    b: Strip,
 }
 
 /// A block of C (or a partial product, in `farm`).
@@ -81,7 +94,7 @@ pub struct Job {
 pub struct Block {
     i: u32,
     j: u32,
-    c: Bulk<f64>,
+    c: MaybeBulk<f64>,
 }
 
 /// Farm job: blocks A_ik (h×kw) and B_kj (kw×w).
@@ -92,8 +105,8 @@ pub struct Pair {
     h: u32,
     kw: u32,
     w: u32,
-    a: Bulk<f64>,
-    b: Bulk<f64>,
+    a: MaybeBulk<f64>,
+    b: MaybeBulk<f64>,
 }
 
 /// The graphs of all variants (every rank builds them all, in the same order).
@@ -119,7 +132,7 @@ fn job_ids(m: &mut Master) -> impl Iterator<Item = (usize, usize, usize)> + Send
 }
 
 /// A strip shared by the jobs that need it.
-type Strip = Arc<Bulk<f64>>;
+type Strip = Arc<MaybeBulk<f64>>;
 
 /// Yields the jobs. A's row strips are the master's own; B's column strips are cut once, when
 /// a job first needs one, so that the first jobs leave before the whole matrix is cut (with
@@ -153,6 +166,9 @@ impl Master {
         let strip = &mut self.c_rows[i];
         if !add && cols.len() == n && blk.c.len() == strip.len() {
             *strip = blk.c;
+        } else if strip.is_absent() || blk.c.is_absent() {
+            // NOALLOC: no C to write into; the copy is charged all the same.
+            kernel::skip_copy(if add { 2 * blk.c.len() } else { blk.c.len() });
         } else {
             kernel::put_block(strip, n, 0..h, cols, &blk.c, !add);
         }
@@ -216,7 +232,11 @@ impl Graphs {
         let gather = rt.graph("phase3_gather", split >> take >> assemble(main))?;
 
         let split = Node::split("cut_pairs", main, route::fixed(0), |m: &mut Master, _: ()| {
-            m.c_rows.iter_mut().for_each(|strip| strip.fill(0.0));
+            for strip in &mut m.c_rows {
+                if !kernel::skip_copy(strip.len()) {
+                    strip.fill(0.0);
+                }
+            }
             let (a_rows, b, n, bh, bw) = (m.a_rows.clone(), m.b.clone(), m.n, m.bh, m.bw);
             // The inner dimension is cut like the columns.
             let (pr, pc) = (kernel::blocks(n, bh), kernel::blocks(n, bw));

@@ -2,7 +2,7 @@
 //! workers compute, and the serial reference. Matrices are n×n, row-major; block `i` of a
 //! dimension covers indices `i·bs .. min((i+1)·bs, n)` (the last block may be smaller).
 
-use dps::Bulk;
+use dps::MaybeBulk;
 use dps_dense::{blas, gen, norms};
 
 /// Seeds of A and B for a run seeded `seed`.
@@ -32,50 +32,72 @@ pub fn rows(n: usize, seed: u64, rows: std::ops::Range<usize>) -> Vec<f64> {
 }
 
 /// Rows of block `i` of A (h×n, row-major): a contiguous copy.
-pub fn row_strip(a: &[f64], n: usize, bs: usize, i: usize) -> Bulk<f64> {
+pub fn row_strip(a: &[f64], n: usize, bs: usize, i: usize) -> MaybeBulk<f64> {
     let rows = span(n, bs, i);
-    let mut strip = Bulk::recycled(rows.len() * n);
-    strip.copy_from_slice(&a[rows.start * n..rows.end * n]);
+    let mut strip = MaybeBulk::recycled(rows.len() * n);
+    if !skip_copy(strip.len()) {
+        strip.copy_from_slice(&a[rows.start * n..rows.end * n]);
+    }
     strip
 }
 
 /// Columns of block `j` of B (n×w, row-major).
-pub fn col_strip(b: &[f64], n: usize, bs: usize, j: usize) -> Bulk<f64> {
+pub fn col_strip(b: &MaybeBulk<f64>, n: usize, bs: usize, j: usize) -> MaybeBulk<f64> {
     sub_block(b, n, 0..n, span(n, bs, j))
+}
+
+/// In a PDEXEC or NOALLOC simulation, charges the calibrated cost of copying `elems`
+/// doubles (the platform's `copy` table) and returns true: the caller skips the copy.
+pub fn skip_copy(elems: usize) -> bool {
+    let bytes = 8 * elems as u64;
+    dps::skip_kernel("copy", &[bytes], bytes as f64)
 }
 
 /// Rows `rows` × columns `cols` of the n×n row-major matrix `m`, packed row-major into a
 /// recycled buffer (tokens are cut by the thousand: fresh pages each time would cost more
-/// than the copy).
-pub fn sub_block(m: &[f64], n: usize, rows: std::ops::Range<usize>, cols: std::ops::Range<usize>) -> Bulk<f64> {
+/// than the copy). Under PDEXEC the copy is charged, not made (NOALLOC: nothing allocated).
+pub fn sub_block(
+    m: &MaybeBulk<f64>,
+    n: usize,
+    rows: std::ops::Range<usize>,
+    cols: std::ops::Range<usize>,
+) -> MaybeBulk<f64> {
     let w = cols.len();
-    let mut out = Bulk::recycled(rows.len() * w);
-    for (dst, r) in out.chunks_mut(w.max(1)).zip(rows) {
-        dst.copy_from_slice(&m[r * n + cols.start..r * n + cols.end]);
+    let mut out = MaybeBulk::recycled(rows.len() * w);
+    if !skip_copy(out.len()) {
+        for (dst, r) in out.chunks_mut(w.max(1)).zip(rows) {
+            dst.copy_from_slice(&m[r * n + cols.start..r * n + cols.end]);
+        }
     }
     out
 }
 
 /// The product of an h×k and a k×w row-major matrix (one OpenBLAS dgemm).
 /// Under a PDEXEC simulation the dgemm is skipped and its calibrated cost charged (the
-/// block is then left as the buffer came: no result to verify, which the runner refuses).
-pub fn product(a: &[f64], b: &[f64], h: usize, k: usize, w: usize) -> Bulk<f64> {
-    let mut c = Bulk::recycled(h * w);
+/// block is then left as the buffer came: no result to verify, which the runner refuses);
+/// under NOALLOC the operands and the block are absent.
+pub fn product(a: &MaybeBulk<f64>, b: &MaybeBulk<f64>, h: usize, k: usize, w: usize) -> MaybeBulk<f64> {
+    let mut c = MaybeBulk::recycled(h * w);
     if !dps::skip_kernel("gemm", &[h as u64, w as u64, k as u64], 2.0 * h as f64 * w as f64 * k as f64) {
         blas::gemm_row(h, w, k, a, b, &mut c);
     }
     c
 }
 
-/// Adds (or, with `overwrite`, copies) the h×w block `blk` into C at rows `rows`, columns `cols`.
+/// Adds (or, with `overwrite`, copies) the h×w block `blk` into C at rows `rows`, columns
+/// `cols`. Under PDEXEC this is charged as a copy of the block (twice for an addition,
+/// which reads two operands), not made.
 pub fn put_block(
-    c: &mut [f64],
+    c: &mut MaybeBulk<f64>,
     n: usize,
     rows: std::ops::Range<usize>,
     cols: std::ops::Range<usize>,
-    blk: &[f64],
+    blk: &MaybeBulk<f64>,
     overwrite: bool,
 ) {
+    if skip_copy(if overwrite { blk.len() } else { 2 * blk.len() }) {
+        return;
+    }
     let w = cols.len();
     for (r, row) in rows.zip(blk.chunks(w)) {
         let dst = &mut c[r * n + cols.start..r * n + cols.end];
@@ -115,11 +137,11 @@ mod tests {
     fn strips_and_blocks_rebuild_the_product_with_ragged_edges() {
         let (n, bs) = (10, 4); // blocks of 4, 4, 2
         let (a, b) = (matrix(n, 1), matrix(n, 2));
-        let mut c = vec![0.0; n * n];
+        let mut c = MaybeBulk::from(vec![0.0; n * n]);
         for i in 0..blocks(n, bs) {
             for j in 0..blocks(n, bs) {
                 let (h, w) = (span(n, bs, i).len(), span(n, bs, j).len());
-                let blk = product(&row_strip(&a, n, bs, i), &col_strip(&b, n, bs, j), h, n, w);
+                let blk = product(&row_strip(&a, n, bs, i), &col_strip(&b.clone().into(), n, bs, j), h, n, w);
                 put_block(&mut c, n, span(n, bs, i), span(n, bs, j), &blk, true);
             }
         }

@@ -139,12 +139,14 @@ impl Args {
 }
 
 /// What the simulator supports of dps-matmul: every mode (the control flow never depends
-/// on the values), the products charged as gemm calls.
+/// on the values). PDEXEC charges the products as gemm calls and the strip cuts and the
+/// assembly of C as copies; NOALLOC also leaves A, B, C and every block out (tokens carry
+/// their sizes).
 const SIMULATION: Support = Support {
     program: "dps-matmul",
-    modes: &[SimMode::De, SimMode::Pdexec],
-    why_not: "noalloc is not implemented (the tokens would carry sizes instead of blocks)",
-    kernels: &["gemm"],
+    modes: &[SimMode::De, SimMode::Pdexec, SimMode::Noalloc],
+    why_not: "",
+    kernels: &["gemm", "copy"],
 };
 
 /// The time of `f` on the runtime's clock (simulated under --simulate).
@@ -162,6 +164,8 @@ pub fn run(args: &Args) -> Result<()> {
     let choice = args.block_size()?;
     let (rank0, other) = args.memory_need(choice.rows, choice.cols);
     match args.run.sim.simulate {
+        // NOALLOC allocates no matrix: its memory does not depend on n².
+        Some(_) if args.run.sim.mode() == SimMode::Noalloc => {}
         // Every virtual rank lives in this process.
         Some(p) => dps_harness::check_memory(
             &format!("--n {} --simulate {p}", args.n),

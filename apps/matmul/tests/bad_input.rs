@@ -42,8 +42,8 @@ fn bad_options_are_refused_once_with_exit_2() {
 }
 
 /// Platform files for the simulator rows: good, of another version, of another host,
-/// without the gemm table.
-fn platforms(dir: &Path) -> [String; 4] {
+/// without the gemm table, without the copy table (calibrated before it was measured).
+fn platforms(dir: &Path) -> [String; 5] {
     let write = |name: &str, edit: &dyn Fn(&mut dps_model::platform::Platform)| {
         let mut p = dps_harness::simulate::made_up_platform();
         edit(&mut p);
@@ -57,13 +57,14 @@ fn platforms(dir: &Path) -> [String; 4] {
         write("old.toml", &|p| p.header.dps_version = "0.0.0".into()),
         write("elsewhere.toml", &|p| p.header.hosts = vec!["some-other-host".into()]),
         write("no-gemm.toml", &|p| p.kernels.clear()),
+        write("no-copy.toml", &|p| p.kernels.retain(|k| k.name != "copy")),
     ]
 }
 
 #[test]
 fn bad_simulations_are_refused_once_with_exit_2() {
     let dir = tempfile::tempdir().unwrap();
-    let [good, old, elsewhere, no_gemm] = platforms(dir.path());
+    let [good, old, elsewhere, no_gemm, no_copy] = platforms(dir.path());
     let missing = dir.path().join("none.toml");
     let missing = missing.to_str().unwrap();
     check_table(
@@ -91,10 +92,16 @@ fn bad_simulations_are_refused_once_with_exit_2() {
                 &["no cost table for kernel 'gemm'", "dps-bench calibrate"],
             ),
             case(
-                &["--n", "64", "--simulate", "2", "--sim-mode", "noalloc", "--platform", &good],
+                &["--n", "64", "--simulate", "2", "--sim-mode", "noalloc", "--platform", &no_copy],
                 2,
-                &["--sim-mode noalloc", "dps-matmul"],
+                &["no cost table for kernel 'copy'", "dps-bench calibrate"],
             ),
+            case(
+                &["--n", "64", "--simulate", "2", "--sim-mode", "noalloc", "--verify", "--platform", &good],
+                2,
+                &["--verify", "noalloc", "no result to verify", "--sim-mode de"],
+            ),
+            case(&["--n", "64", "--simulate", "2", "--sim-mode", "noalloc", "--platform", &good], 0, &[]),
             case(
                 &["--n", "64", "--simulate", "2", "--sim-mode", "pdexec", "--verify", "--platform", &good],
                 2,

@@ -1,6 +1,6 @@
 //! Kernel cost tables, measured on one core: the BLAS/LAPACK calls of the dense apps through
-//! `dps_dense::blas` (gemm and trsm on r×r blocks, getrf on r×r blocks and on 4r×r panels),
-//! and one band of Life (`dps_life::kernel::advance`) per depth.
+//! `dps_dense::blas` (gemm and trsm on r×r blocks, getrf on r×r blocks and on 4r×r panels,
+//! dlaswp row interchanges), memory copies, and one band of Life (`dps_life::kernel::advance`) per depth.
 //!
 //! Each call's inputs are restored (outside the timed region) before it runs, so a table
 //! never times denormals or infinities that repeated in-place calls would breed.
@@ -43,16 +43,22 @@ fn table(name: &str, dims: &str, work_unit: &str, points: Vec<KernelPoint>) -> K
     Kernel { name: name.into(), dims: dims.into(), work_unit: work_unit.into(), points }
 }
 
-/// gemm C ← C − A·B on r×r blocks (LU's update, matmul's block product).
+/// gemm C ← C − A·B on r×r blocks (LU's update, matmul's block product), and for r up to
+/// 512 two longer shapes the apps call: m = 4r (LU's trailing rows under a panel) and
+/// k = 4r (matmul's strips, a whole row of A by a whole column of B). The simulator costs a
+/// call at the rate of the nearest shape, and the rate depends on the shape.
 pub(super) fn gemm(blocks: &[usize], effort: Effort) -> Kernel {
-    let points = blocks
-        .iter()
-        .map(|&r| {
-            let (a, b) = (dps_dense::gen::cols_major(1, 0..r, 0..r), dps_dense::gen::cols_major(2, 0..r, 0..r));
-            let mut c = vec![0.0; r * r];
+    let shapes = blocks.iter().flat_map(|&r| {
+        let long = if r <= 512 { vec![(4 * r, r, r), (r, r, 4 * r)] } else { Vec::new() };
+        std::iter::once((r, r, r)).chain(long)
+    });
+    let points = shapes
+        .map(|(m, n, k)| {
+            let (a, b) = (dps_dense::gen::cols_major(1, 0..m, 0..k), dps_dense::gen::cols_major(2, 0..k, 0..n));
+            let mut c = vec![0.0; m * n];
             let seconds =
-                time(effort, &mut c[..], |c| c.fill(0.0), |c| blas::gemm_col(r, r, r, -1.0, &a, r, &b, r, 1.0, c, r));
-            KernelPoint { dims: vec![r as u64; 3], seconds, work: 2.0 * (r as f64).powi(3) }
+                time(effort, &mut c[..], |c| c.fill(0.0), |c| blas::gemm_col(m, n, k, -1.0, &a, m, &b, k, 1.0, c, m));
+            KernelPoint { dims: vec![m as u64, n as u64, k as u64], seconds, work: 2.0 * (m * n * k) as f64 }
         })
         .collect();
     table("gemm", "m,n,k", "flop", points)
@@ -92,6 +98,38 @@ pub(super) fn getrf(blocks: &[usize], effort: Effort) -> Kernel {
         })
         .collect();
     table("getrf", "m,n", "flop", points)
+}
+
+/// Copies of `bytes` between two warm buffers (the dense apps' strip cuts, block packing and
+/// assembly, charged under PDEXEC as copies of their size).
+pub(super) fn copy(sizes: &[usize], effort: Effort) -> Kernel {
+    let points = sizes
+        .iter()
+        .map(|&bytes| {
+            let src = vec![1.5f64; bytes / 8];
+            let mut dst = vec![0.0f64; bytes / 8];
+            let seconds = time(effort, &mut dst[..], |_| {}, |d| d.copy_from_slice(std::hint::black_box(&src)));
+            KernelPoint { dims: vec![bytes as u64], seconds, work: bytes as f64 }
+        })
+        .collect();
+    table("copy", "bytes", "byte", points)
+}
+
+/// LAPACK dlaswp applying r interchanges (random pivots within 4r rows) to r columns of a
+/// column block of 4r rows (LU's row swaps), per r; work: element pairs swapped (r·r).
+pub(super) fn laswp(blocks: &[usize], effort: Effort) -> Kernel {
+    let points = blocks
+        .iter()
+        .map(|&r| {
+            let m = 4 * r;
+            let mut a = dps_dense::gen::cols_major(6, 0..m, 0..r);
+            // Partial pivoting of a random matrix swaps nearly every row, with a row anywhere below.
+            let ipiv: Vec<i32> = (0..r).map(|i| (i + 1 + (i * 7919) % (m - i)) as i32).collect();
+            let seconds = time(effort, &mut a[..], |_| {}, |a| blas::swap_rows(a, m, r, 0, &ipiv));
+            KernelPoint { dims: vec![r as u64, r as u64], seconds, work: (r * r) as f64 }
+        })
+        .collect();
+    table("laswp", "swaps,cols", "element swap", points)
 }
 
 /// One Life band of `width` × `rows` cells, `depth` generations per pass, for each depth.

@@ -60,6 +60,8 @@ struct Plan {
     blocks: Vec<usize>,
     gemm_extra: Option<usize>,
     kernel: kernels::Effort,
+    /// Sizes of the copy table, bytes.
+    copies: Vec<usize>,
     life: (usize, usize, Vec<usize>),
     transfer: (usize, Duration),
 }
@@ -73,6 +75,7 @@ impl Plan {
                 blocks: vec![64, 128, 256],
                 gemm_extra: None,
                 kernel: kernels::Effort { time: Duration::from_millis(20), min_calls: 2 },
+                copies: vec![1 << 16, 1 << 20, 1 << 23],
                 life: (4096, 128, vec![1, 8]),
                 transfer: (5, Duration::from_millis(50)),
             }
@@ -84,6 +87,7 @@ impl Plan {
                 blocks: vec![32, 64, 125, 128, 256, 512, 1024],
                 gemm_extra: Some(2048),
                 kernel: kernels::Effort { time: Duration::from_millis(150), min_calls: 3 },
+                copies: vec![1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 24, 1 << 26],
                 life: (16384, 1024, vec![1, 2, 4, 8]),
                 transfer: (5, Duration::from_millis(100)),
             }
@@ -184,6 +188,8 @@ pub(crate) fn worker(opts: &Options) -> Result<()> {
             kernels::gemm(&[plan.blocks.clone(), plan.gemm_extra.into_iter().collect()].concat(), plan.kernel),
             kernels::trsm(&plan.blocks, plan.kernel),
             kernels::getrf(&plan.blocks, plan.kernel),
+            kernels::laswp(&plan.blocks, plan.kernel),
+            kernels::copy(&plan.copies, plan.kernel),
         ];
         let (width, rows, depths) = &plan.life;
         kernels.push(kernels::life(*width, *rows, depths, plan.kernel));

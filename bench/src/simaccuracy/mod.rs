@@ -2,7 +2,9 @@
 //! point 3; seed 003's validation). Each point (matmul pipelined and phased, LU stream and
 //! merge-split at several block sizes, Life) runs for real on 1 and 2 ranks under mpirun,
 //! then in the simulator on as many virtual ranks, in DE and, where the app supports it,
-//! PDEXEC; the error of a prediction is `(predicted − measured) / measured`. Printed: a
+//! PDEXEC; the error of a prediction is `(predicted − measured) / measured`. Then seed
+//! 003's Table 1 replica (`table1`: LU real, DE, PDEXEC, NOALLOC, with the simulator's wall
+//! time and memory) and the predicted speedups (`scaling`). Printed first: a
 //! markdown table per point, then the fraction of points within ±4 / ±6 / ±12 % beside
 //! seed 003's 71.4 / 81.6 / >95 % (168 runs), the floor (70 % of the 2-rank points
 //! within ±10 %), and whether the predictions rank the block sizes and variants as the
@@ -14,6 +16,7 @@
 //! 64 virtual ranks, with the published figures beside.
 
 mod scaling;
+mod table1;
 
 use std::path::{Path, PathBuf};
 
@@ -36,6 +39,9 @@ pub(crate) struct Args {
     /// Fewer points (one block size per app), for a quick look.
     #[arg(long)]
     quick: bool,
+    /// Only the Table 1 replica (`table1`).
+    #[arg(long)]
+    table1_only: bool,
 }
 
 /// One configuration of one app.
@@ -63,7 +69,7 @@ fn points(quick: bool) -> Vec<Point> {
         }
         for variant in ["stream", "merge-split"] {
             let size = words(&format!("--n 2048 --block {b}"));
-            out.push(Point { app: "dps-lu", variant, size, label: format!("n=2048 block={b}"), pdexec: false });
+            out.push(Point { app: "dps-lu", variant, size, label: format!("n=2048 block={b}"), pdexec: true });
         }
     }
     let size = words("--random 4096 4096 --generations 128");
@@ -145,6 +151,9 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     }
     let bin = std::env::current_exe()?.parent().context("no executable directory")?.to_path_buf();
     let platform = args.platform.to_string_lossy().into_owned();
+    if args.table1_only {
+        return crate::print_out(&table1::table1(&bin, &platform, args.reps)?);
+    }
     let points = points(args.quick);
     let mut rows = Vec::new();
     for point in &points {
@@ -165,6 +174,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         }
     }
     let mut out = report(&rows);
+    out += &table1::table1(&bin, &platform, args.reps)?;
     out += &scaling::scaling(&bin, &platform, args.reps)?;
     crate::print_out(&out)
 }
