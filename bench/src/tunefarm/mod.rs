@@ -221,7 +221,9 @@ pub(crate) fn launch(args: &Launch, json: bool, timeout_s: u64) -> Result<()> {
     let largest = ks.last().copied().unwrap_or(1) * args.payload * 2 * ns.len() as u64 * 4;
     dps_harness::check_memory("tune-farm's tasks in flight", largest, largest)?;
     let item_ns = (args.item_us * 1e3).round() as u64;
+    let sim_clock = std::time::Instant::now();
     let simulated = simulated::simulate(args.ranks, sim_options, item_ns, args.payload, args.reps, &points)?;
+    let sim_wall_s = sim_clock.elapsed().as_secs_f64();
     let worker = vec![
         "tune-farm-worker".to_string(),
         "--item-ns".into(),
@@ -242,6 +244,7 @@ pub(crate) fn launch(args: &Launch, json: bool, timeout_s: u64) -> Result<()> {
     }
     let mut record = report::Record::new(args, &path, inputs, &bsp, &farm, &plan, exhaustive, &measured, &simulated);
     record.platform_warnings = platform.header.warnings.clone();
+    record.sim_wall_s = sim_wall_s;
     if json {
         crate::print_out(&format!("{}\n", serde_json::to_string(&record)?))
     } else {

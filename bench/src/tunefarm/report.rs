@@ -53,6 +53,8 @@ pub(super) struct Record {
     platform: String,
     /// The platform file's own warnings about its measurements.
     pub(super) platform_warnings: Vec<String>,
+    /// Wall-clock seconds the simulator took for the whole grid.
+    pub(super) sim_wall_s: f64,
     model: Inputs,
     case: &'static str,
     /// The closed-form rule's (n, k).
@@ -148,6 +150,7 @@ impl Record {
             sim_mode: dps::SimMode::from(args.sim_mode).name(),
             platform: platform.display().to_string(),
             platform_warnings: Vec::new(),
+            sim_wall_s: 0.0,
             case: if plan.case == Case::A { "A" } else { "B" },
             rule_n: plan.rule.0,
             rule_k: plan.rule.1,
@@ -281,7 +284,8 @@ impl Record {
         let min_n = |n: Option<u64>| n.map_or("none".to_string(), |n| n.to_string());
         format!(
             "simulator ({}): best (n, k) = ({}, {}) at {:.2} µs per item, {against_real}, {against_model}; \
-             fewest workers keeping up: simulated {}, measured {}, model n̂ = {}; median |simulator error| {:.0}%",
+             fewest workers keeping up: simulated {}, measured {}, model n̂ = {}; median |simulator error| {:.0}%; \
+             the simulator took {:.2} s for the grid",
             self.sim_mode,
             sim.0,
             sim.1,
@@ -289,7 +293,8 @@ impl Record {
             min_n(self.sim_min_n),
             min_n(self.measured_min_n),
             self.n_hat,
-            self.median_abs_sim_error * 100.0
+            self.median_abs_sim_error * 100.0,
+            self.sim_wall_s
         )
     }
 }
