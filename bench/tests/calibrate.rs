@@ -100,6 +100,7 @@ fn bad_options_and_platform_files_are_refused_once_with_exit_2() {
         (farm(missing), vec!["not found", &make_missing]),
         (farm(&no_links), vec!["no measured link", "--ranks 2"]),
         ([farm(&good_file), vec!["--sim-mode".into(), "noalloc".into()]].concat(), vec!["--sim-mode noalloc"]),
+        ([farm(&good_file), vec!["--sim-cores".into(), "0".into()]].concat(), vec!["--sim-cores 0"]),
         (farm_of("0", "64", &no_links), vec!["--item-us 0"]),
         (farm_of("NaN", "64", &no_links), vec!["--item-us NaN"]),
         (farm_of("10", "100000000000", &no_links), vec!["--payload 100000000000"]),

@@ -62,6 +62,10 @@ pub(crate) struct Launch {
     /// length (deterministic), `de` runs it and charges every operation's CPU time.
     #[arg(long, value_enum, value_name = "pdexec|de", default_value = "pdexec")]
     pub(crate) sim_mode: Mode,
+    /// Cores of each virtual rank (operations it runs at once); default: this machine's
+    /// CPUs shared among the ranks, at least 1 (as every app's `--sim-cores`).
+    #[arg(long, value_name = "N")]
+    pub(crate) sim_cores: Option<usize>,
 }
 
 /// The worker's arguments: the points to measure.
@@ -205,7 +209,7 @@ pub(crate) fn launch(args: &Launch, json: bool, timeout_s: u64) -> Result<()> {
         te_given: args.te_us.is_some(),
     };
 
-    let sim_options = simulated::options(args.ranks, args.sim_mode, &path)?;
+    let sim_options = simulated::options(args.ranks, args.sim_mode, &path, args.sim_cores)?;
 
     let ns: Vec<u64> = (1..=processors.max(plan.chosen.0)).collect();
     let ks = grains(args.max_grain, plan.chosen.1);

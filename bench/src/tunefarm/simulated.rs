@@ -27,13 +27,14 @@ const SUPPORT: Support = Support {
 };
 
 /// The simulator's options on `ranks` virtual ranks, with the busy loop's cost (bad input
-/// as `--simulate`: a platform file without a DPS link, a mode tune-farm has not).
-pub(super) fn options(ranks: usize, mode: Mode, platform: &Path) -> Result<SimOptions> {
+/// as `--simulate`: a platform file without a DPS link, a mode tune-farm has not, 0 cores);
+/// `cores` per rank as `--sim-cores`.
+pub(super) fn options(ranks: usize, mode: Mode, platform: &Path, cores: Option<usize>) -> Result<SimOptions> {
     let sim = Simulate {
         simulate: Some(ranks),
         sim_mode: Some(mode),
         platform: Some(platform.to_path_buf()),
-        sim_cores: None,
+        sim_cores: cores,
     };
     let mut opts = sim.options(ranks, &SUPPORT)?;
     let tables = opts.kernels.clone();
@@ -99,7 +100,7 @@ mod tests {
     #[test]
     fn pdexec_is_deterministic_and_two_workers_serve_faster_than_one() {
         let (_dir, path) = platform();
-        let run = || simulate(2, options(2, Mode::Pdexec, &path).unwrap(), 200_000, 1024, 3, &POINTS).unwrap();
+        let run = || simulate(2, options(2, Mode::Pdexec, &path, None).unwrap(), 200_000, 1024, 3, &POINTS).unwrap();
         let (a, b) = (run(), run());
         let (ta, tb) = (per_item_us(&a), per_item_us(&b));
         assert_eq!(ta, tb, "the same inputs, another prediction");
@@ -118,7 +119,7 @@ mod tests {
     fn de_measures_the_busy_loop_and_two_workers_do_not_serve_slower() {
         let (_dir, path) = platform();
         let points = [(1, 2, 32), (2, 2, 32)];
-        let calls = simulate(2, options(2, Mode::De, &path).unwrap(), 200_000, 1024, 1, &points).unwrap();
+        let calls = simulate(2, options(2, Mode::De, &path, None).unwrap(), 200_000, 1024, 1, &points).unwrap();
         let t: Vec<f64> = calls.iter().map(|c| c.seconds / 32.0 * 1e6).collect();
         // CPU time of a 200 µs wall-clock loop: at most 200 µs (less when the loop was preempted).
         assert!(t.iter().all(|&t| t > 0.0) && t[1] <= t[0] * 1.05, "{t:?}");
@@ -127,7 +128,7 @@ mod tests {
     #[test]
     fn noalloc_is_refused() {
         let (_dir, path) = platform();
-        let e = options(2, Mode::Noalloc, &path).unwrap_err().to_string();
+        let e = options(2, Mode::Noalloc, &path, None).unwrap_err().to_string();
         assert!(e.contains("--sim-mode noalloc") && e.contains("tune-farm"), "{e}");
     }
 }
