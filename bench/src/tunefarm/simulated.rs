@@ -116,13 +116,14 @@ mod tests {
     }
 
     #[test]
-    fn de_measures_the_busy_loop_and_two_workers_do_not_serve_slower() {
+    fn de_charges_the_busy_loop_its_cpu_time_and_two_workers_serve_faster() {
         let (_dir, path) = platform();
         let points = [(1, 2, 32), (2, 2, 32)];
         let calls = simulate(2, options(2, Mode::De, &path, None).unwrap(), 200_000, 1024, 1, &points).unwrap();
         let t: Vec<f64> = calls.iter().map(|c| c.seconds / 32.0 * 1e6).collect();
-        // CPU time of a 200 µs wall-clock loop: at most 200 µs (less when the loop was preempted).
-        assert!(t.iter().all(|&t| t > 0.0) && t[1] <= t[0] * 1.05, "{t:?}");
+        // Under DE the loop runs for 200 µs of CPU time, whatever the machine's load: one
+        // worker at least 200 µs per item, two at least half of it, and faster than one.
+        assert!(t[0] >= 200.0 && t[1] >= 100.0 && t[1] < t[0], "{t:?}");
     }
 
     #[test]
