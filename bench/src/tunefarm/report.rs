@@ -221,7 +221,7 @@ impl Record {
         );
         let _ = writeln!(
             s,
-            "| n | k | items | model µs/item | simulator ({}) µs/item | measured µs/item | model error | simulator error | worker 0's items, measured / simulated |",
+            "| n | k | items | model µs/item | simulator ({}) µs/item | measured µs/item | model error | simulator error | worker 0's share of the items, measured / simulated |",
             self.sim_mode
         );
         s.push_str("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
