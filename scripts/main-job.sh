@@ -57,7 +57,7 @@ REPS=1 bench/linalg.sh > results/linalg.log 2>&1 || echo "main job: bench/linalg
       || echo "(tune-farm failed)"
   done
   echo
-  echo "(Model: seed 002's P3L farm on the platform file's link; the simulator column is filled when the simulator exists.)"
+  echo "(Model: seed 002's P3L farm on the platform file's link; simulator: the same farm in Runtime::simulate, PDEXEC, the busy loop charged exactly.)"
 } >> results/report.md
 # Issue 14: the simulator's predictions (DE, PDEXEC) against real runs on 1 and 2 ranks.
 {

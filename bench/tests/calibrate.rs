@@ -72,6 +72,7 @@ fn bad_options_and_platform_files_are_refused_once_with_exit_2() {
     let edited = write("edited.toml", &good.replace("latency_us = 5.0", "latency_us = 4.0"));
     let malformed = write("malformed.toml", &good.replace("cpus = ", "cpus = \"x\" # "));
     let no_links = write("no-links.toml", &platform(false).to_toml());
+    let good_file = write("good.toml", &good);
     let missing = dir.path().join("missing.toml");
     let missing = missing.to_str().unwrap();
     let make_missing = format!("dps-bench calibrate --out {missing}");
@@ -95,6 +96,8 @@ fn bad_options_and_platform_files_are_refused_once_with_exit_2() {
         (farm(&malformed), vec!["malformed.toml:", "dps-bench calibrate --out"]),
         (farm(missing), vec!["not found", &make_missing]),
         (farm(&no_links), vec!["no measured link", "--ranks 2"]),
+        ([farm(&good_file), vec!["--sim-mode".into(), "noalloc".into()]].concat(), vec!["--sim-mode noalloc"]),
+        ([farm(&good_file), vec!["--sim-cores".into(), "0".into()]].concat(), vec!["--sim-cores 0"]),
         (farm_of("0", "64", &no_links), vec!["--item-us 0"]),
         (farm_of("NaN", "64", &no_links), vec!["--item-us NaN"]),
         (farm_of("10", "100000000000", &no_links), vec!["--payload 100000000000"]),
@@ -149,7 +152,20 @@ fn a_quick_calibration_writes_a_file_the_loader_accepts_and_tune_farm_reads() {
     let grid = record["grid"].as_array().unwrap();
     let processors = record["model"]["processors"].as_u64().unwrap();
     assert_eq!(grid.len() as u64, 2 * processors.max(record["n_hat"].as_u64().unwrap()), "{record}");
-    assert!(grid.iter().all(|p| p["real_us"].as_f64().unwrap() > 0.0 && p["sim_us"].is_null()), "{record}");
+    assert!(
+        grid.iter().all(|p| p["real_us"].as_f64().unwrap() > 0.0 && p["sim_us"].as_f64().unwrap() > 0.0),
+        "{record}"
+    );
+    // The simulator (PDEXEC: the busy loop charged exactly): no faster than the loop allows,
+    // and a second worker never slows a compute-bound farm down.
+    let sim = |n: u64, k: u64| {
+        let p = grid.iter().find(|p| p["n"] == n && p["k"] == k).unwrap();
+        p["sim_us"].as_f64().unwrap()
+    };
+    for k in [1, 2] {
+        assert!(sim(1, k) >= 100.0 && sim(2, k) >= 50.0 && sim(2, k) <= sim(1, k), "{record}");
+    }
+    assert_eq!(record["sim_mode"], "pdexec");
     // A compute-bound item of 100 µs: no point can run faster than 100 µs / workers.
     assert!(grid.iter().all(|p| p["real_us"].as_f64().unwrap() >= 100.0 / p["n"].as_f64().unwrap() * 0.95));
     assert!(record["n_hat"].as_u64().unwrap() <= processors);

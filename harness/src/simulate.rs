@@ -113,8 +113,13 @@ impl Simulate {
         Ok(rt)
     }
 
-    /// The simulator's options from the platform file, checked.
-    fn options(&self, ranks: usize, support: &Support) -> Result<SimOptions> {
+    /// The simulator's options for `ranks` virtual ranks from the platform file, checked as
+    /// [`Simulate::start`] checks them (its `start` without the runtime: for a program that
+    /// runs simulations of its own, as `dps-bench tune-farm`).
+    ///
+    /// # Errors
+    /// As [`Simulate::start`] (a bad input, exit 2).
+    pub fn options(&self, ranks: usize, support: &Support) -> Result<SimOptions> {
         if ranks == 0 {
             bad_input!("--simulate 0: at least one rank to simulate");
         }

@@ -1,10 +1,11 @@
 //! The synthetic farm: a split on rank 0 cuts `items` items into tasks of `k` items, each
 //! carrying `k·d_0` bytes; `n` workers (thread `i` on rank `(i + 1) mod ranks`, so the first
 //! is away from the emitter) busy-loop `k·t_f` and send the payload back; a merge on rank 0
-//! counts the items. Load-balanced routing with a window of 2 tasks per worker, as
-//! dps-matmul's farm.
+//! counts the items per worker. Load-balanced routing with a window of 2 tasks per worker,
+//! as dps-matmul's farm. The busy loop is the kernel [`SPIN`]: a PDEXEC simulation skips it
+//! and charges its exact length (`simulated`).
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Result};
@@ -34,6 +35,10 @@ pub(super) struct Work {
     pub(super) item_ns: u64,
 }
 
+/// The kernel name of a task's busy loop (`dps::skip_kernel`): its work is its length in
+/// seconds, which is also its cost.
+pub(super) const SPIN: &str = "tune-farm-spin";
+
 /// The mapping of `n` workers on `ranks` ranks: thread `i` on rank `(i + 1) mod ranks`.
 pub(super) fn mapping(n: usize, ranks: usize) -> String {
     (0..n).map(|i| ((i + 1) % ranks).to_string()).collect::<Vec<_>>().join(" ")
@@ -58,7 +63,10 @@ pub(super) fn build(rt: &Runtime, n: usize) -> Result<Graph<Work, Done>> {
     .window(2 * n);
     // A node's route picks the thread that runs it: the tasks spread over the workers.
     let work = Node::leaf("work", &workers, route::load_balanced(), |index: &mut u32, mut t: Task| {
-        spin(Duration::from_nanos(t.item_ns * u64::from(t.items)));
+        let busy = Duration::from_nanos(t.item_ns * u64::from(t.items));
+        if !dps::skip_kernel(SPIN, &[u64::from(t.items)], busy.as_secs_f64()) {
+            spin(busy);
+        }
         t.worker = *index;
         t
     });
@@ -69,7 +77,7 @@ pub(super) fn build(rt: &Runtime, n: usize) -> Result<Graph<Work, Done>> {
             |_: &mut ()| Done::default(),
             |_, done: &mut Done, t: Task| {
                 done.items += u64::from(t.items);
-                done.workers.insert(t.worker);
+                *done.workers.entry(t.worker).or_default() += u64::from(t.items);
             },
             |_, done| done,
         ),
@@ -77,28 +85,55 @@ pub(super) fn build(rt: &Runtime, n: usize) -> Result<Graph<Work, Done>> {
     Ok(rt.graph(&format!("farm-{n}"), split >> work >> count)?)
 }
 
-/// Busy-waits `d`: a compute-bound item, not a sleep.
+/// Busy-waits `d`: a compute-bound item, not a sleep. Of wall-clock time in a real run (the
+/// item's measured time); of this thread's CPU time in a DE simulation, which charges CPU
+/// time: a wall-clock loop preempted on a busy machine would be charged less than `d`.
 fn spin(d: Duration) {
-    let until = Instant::now() + d;
-    while Instant::now() < until {
-        std::hint::spin_loop();
+    if dps::simulated() == Some(dps::SimMode::De) {
+        let until = thread_cpu() + d;
+        while thread_cpu() < until {
+            std::hint::spin_loop();
+        }
+    } else {
+        let until = Instant::now() + d;
+        while Instant::now() < until {
+            std::hint::spin_loop();
+        }
     }
 }
 
-/// What a farm call did: the items, and which workers ran them.
+/// This thread's CPU time.
+fn thread_cpu() -> Duration {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one `timespec` into `ts`, a valid and exclusive borrow.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    assert_eq!(rc, 0, "tune-farm: the thread's CPU clock cannot be read");
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
+/// What a farm call did: the items, and how many each worker ran.
 #[derive(Debug, Default, Serialize, Deserialize)]
 pub(super) struct Done {
     items: u64,
-    workers: BTreeSet<u32>,
+    workers: BTreeMap<u32, u64>,
 }
 
-/// Runs `work` through `farm` (of `n` workers) once: the seconds of the call. An error unless
-/// every item came back and every worker took part (a farm whose tasks all went to one
-/// worker would measure one worker, whatever `n`).
-pub(super) fn run_once(rt: &Runtime, farm: &Graph<Work, Done>, n: usize, work: Work) -> Result<f64> {
-    let start = Instant::now();
+/// One farm call: its time and the items per worker.
+#[derive(Clone, Debug)]
+pub(super) struct Call {
+    /// Seconds, on the runtime's clock (simulated under simulation).
+    pub(super) seconds: f64,
+    /// Items run by worker `i`, for `i` in `0..n`.
+    pub(super) per_worker: Vec<u64>,
+}
+
+/// Runs `work` through `farm` (of `n` workers) once. An error unless every item came back
+/// and every worker took part (a farm whose tasks all went to one worker would measure one
+/// worker, whatever `n`).
+pub(super) fn run_once(rt: &Runtime, farm: &Graph<Work, Done>, n: usize, work: Work) -> Result<Call> {
+    let clock = rt.stopwatch();
     let done = rt.call(farm, work)?;
-    let seconds = start.elapsed().as_secs_f64();
+    let seconds = clock.seconds();
     ensure!(done.items == work.items, "the farm returned {} items instead of {}", done.items, work.items);
     let tasks = work.items.div_ceil(work.k);
     let expected = n.min(usize::try_from(tasks).unwrap_or(usize::MAX));
@@ -107,5 +142,6 @@ pub(super) fn run_once(rt: &Runtime, farm: &Graph<Work, Done>, n: usize, work: W
         "the farm's {tasks} tasks ran on {} of its {n} workers",
         done.workers.len()
     );
-    Ok(seconds)
+    let per_worker = (0..n as u32).map(|i| done.workers.get(&i).copied().unwrap_or(0)).collect();
+    Ok(Call { seconds, per_worker })
 }

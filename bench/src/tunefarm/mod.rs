@@ -1,8 +1,11 @@
 //! `dps-bench tune-farm --item-us T --payload BYTES [--platform FILE] [--ranks P]`: proposes
 //! a farm's worker count `n̂` and grain `k̂` (items per token) from the P3L cost model
 //! (`dps_model::p3l`) and the platform file, then measures a synthetic DPS farm ([`graph`])
-//! over a small grid of `(n, k)` on the ranks it runs on (repetitions in turns over the grid) and prints the model's and the real
-//! service time per item side by side, and the measured best `(n*, k*)` against `(n̂, k̂)`.
+//! over a small grid of `(n, k)` on the ranks it runs on (repetitions in turns over the grid),
+//! simulates the same farm on as many virtual ranks ([`simulated`]: PDEXEC by default, exact
+//! and deterministic for its busy loop), and prints the model's, the simulator's and the real
+//! service time per item side by side, and the measured best `(n*, k*)` against `(n̂, k̂)` and
+//! the simulator's best.
 //!
 //! The model's parameters (spec §5.3): `g∞` and `N_{1/2}` from the raw MPI link's fit at the
 //! item's size, `l` (the BSP barrier, which an asynchronous DPS farm does not have) as the
@@ -13,12 +16,14 @@
 
 mod graph;
 mod report;
+mod simulated;
 
 use std::path::PathBuf;
 
 use anyhow::{anyhow, Result};
 use clap::Args;
 use dps_harness::launch::Launcher;
+use dps_harness::simulate::Mode;
 use dps_model::p3l::{self, Bsp, Farm};
 use dps_model::platform::{Carrier, Machine, PathKind, Platform};
 use serde::{Deserialize, Serialize};
@@ -53,6 +58,14 @@ pub(crate) struct Launch {
     /// Measured calls per grid point (the median is kept).
     #[arg(long, default_value_t = 3)]
     pub(crate) reps: usize,
+    /// How the simulator column is computed: `pdexec` charges each busy loop its exact
+    /// length (deterministic), `de` runs it and charges every operation's CPU time.
+    #[arg(long, value_enum, value_name = "pdexec|de", default_value = "pdexec")]
+    pub(crate) sim_mode: Mode,
+    /// Cores of each virtual rank (operations it runs at once); default: this machine's
+    /// CPUs shared among the ranks, at least 1 (as every app's `--sim-cores`).
+    #[arg(long, value_name = "N")]
+    pub(crate) sim_cores: Option<usize>,
 }
 
 /// The worker's arguments: the points to measure.
@@ -80,6 +93,8 @@ pub(crate) struct Measured {
     items: u64,
     /// Median seconds of a call.
     seconds: f64,
+    /// Items run by each worker, summed over the measured calls.
+    per_worker: Vec<u64>,
 }
 
 /// Limits of the options.
@@ -194,6 +209,8 @@ pub(crate) fn launch(args: &Launch, json: bool, timeout_s: u64) -> Result<()> {
         te_given: args.te_us.is_some(),
     };
 
+    let sim_options = simulated::options(args.ranks, args.sim_mode, &path, args.sim_cores)?;
+
     let ns: Vec<u64> = (1..=processors.max(plan.chosen.0)).collect();
     let ks = grains(args.max_grain, plan.chosen.1);
     let mut points = Vec::new();
@@ -202,21 +219,25 @@ pub(crate) fn launch(args: &Launch, json: bool, timeout_s: u64) -> Result<()> {
             let per_item = p3l::farm_service(&bsp, &farm, n, k);
             // Enough items for about --seconds, and at least 4 windows' worth of tasks.
             let items = ((args.seconds / (per_item * 1e-6)) as u64).max(8 * n * k).div_ceil(k) * k;
-            points.push(format!("{n}:{k}:{items}"));
+            points.push((n, k, items));
         }
     }
     let largest = ks.last().copied().unwrap_or(1) * args.payload * 2 * ns.len() as u64 * 4;
     dps_harness::check_memory("tune-farm's tasks in flight", largest, largest)?;
+    let item_ns = (args.item_us * 1e3).round() as u64;
+    let sim_clock = std::time::Instant::now();
+    let simulated = simulated::simulate(args.ranks, sim_options, item_ns, args.payload, args.reps, &points)?;
+    let sim_wall_s = sim_clock.elapsed().as_secs_f64();
     let worker = vec![
         "tune-farm-worker".to_string(),
         "--item-ns".into(),
-        ((args.item_us * 1e3).round() as u64).to_string(),
+        item_ns.to_string(),
         "--payload".into(),
         args.payload.to_string(),
         "--reps".into(),
         args.reps.to_string(),
         "--points".into(),
-        points.join(","),
+        points.iter().map(|(n, k, items)| format!("{n}:{k}:{items}")).collect::<Vec<_>>().join(","),
     ];
     let mut measured = Vec::new();
     crate::launch::run_workers_with(Launcher::detect(), args.ranks, &worker, timeout_s, |m: Measured| {
@@ -225,8 +246,9 @@ pub(crate) fn launch(args: &Launch, json: bool, timeout_s: u64) -> Result<()> {
     if measured.len() != points.len() {
         return Err(anyhow!("tune-farm: {} of {} points were measured", measured.len(), points.len()));
     }
-    let mut record = report::Record::new(args, &path, inputs, &bsp, &farm, &plan, exhaustive, &measured);
+    let mut record = report::Record::new(args, &path, inputs, &bsp, &farm, &plan, exhaustive, &measured, &simulated);
     record.platform_warnings = platform.header.warnings.clone();
+    record.sim_wall_s = sim_wall_s;
     if json {
         crate::print_out(&format!("{}\n", serde_json::to_string(&record)?))
     } else {
@@ -259,15 +281,19 @@ pub(crate) fn worker(args: &WorkerArgs) -> Result<()> {
             graph::run_once(&rt, farm, n, graph::Work { items: (w.items / 10).max(w.k), ..w })?;
         }
         let mut times = vec![Vec::with_capacity(args.reps); points.len()];
+        let mut per_worker: Vec<Vec<u64>> = points.iter().map(|p| vec![0; p.0 as usize]).collect();
         for _ in 0..args.reps {
-            for (point, times) in points.iter().zip(&mut times) {
+            for ((point, times), per_worker) in points.iter().zip(&mut times).zip(&mut per_worker) {
                 let (farm, n, w) = work(point);
-                times.push(graph::run_once(&rt, farm, n, w)?);
+                let call = graph::run_once(&rt, farm, n, w)?;
+                times.push(call.seconds);
+                per_worker.iter_mut().zip(&call.per_worker).for_each(|(sum, i)| *sum += i);
             }
         }
-        for (&(n, k, items), times) in points.iter().zip(&times) {
+        for ((&(n, k, items), times), per_worker) in points.iter().zip(&times).zip(per_worker) {
             let seconds = dps_harness::median(times);
-            crate::print_out(&format!("{}\n", serde_json::to_string(&Measured { n, k, items, seconds })?))?;
+            let m = Measured { n, k, items, seconds, per_worker };
+            crate::print_out(&format!("{}\n", serde_json::to_string(&m)?))?;
         }
     }
     rt.shutdown()?;

@@ -1,5 +1,6 @@
 //! tune-farm's record (one JSON object with `--json`) and its table: per grid point the
-//! model's, the simulator's (not built yet: `null`) and the measured service time per item.
+//! model's, the simulator's and the measured service time per item, and the items each
+//! worker ran, simulated and measured (the load-balanced route and the window at work).
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -7,6 +8,7 @@ use std::path::Path;
 use dps_model::p3l::{self, Bsp, Case, Farm, Plan};
 use serde::Serialize;
 
+use super::graph::Call;
 use super::{Inputs, Launch, Measured};
 
 /// One grid point.
@@ -17,12 +19,25 @@ pub(super) struct Point {
     items: u64,
     /// The model's service time per item, µs: max of (3) and (4).
     model_us: f64,
-    /// The simulator's, µs: `null` until the simulator exists.
-    sim_us: Option<f64>,
+    /// The simulator's, µs: its call's time over its items.
+    sim_us: f64,
     /// Measured: a call's median time over its items, µs.
     real_us: f64,
     /// (model − real) / real.
     model_error: f64,
+    /// (sim − real) / real.
+    sim_error: f64,
+    /// Items each worker ran, measured (summed over the calls) and simulated.
+    real_per_worker: Vec<u64>,
+    sim_per_worker: Vec<u64>,
+}
+
+impl Point {
+    /// Worker 0's share of the items (the worker away from the emitter), measured and simulated.
+    fn first_share(&self) -> (f64, f64) {
+        let share = |w: &[u64]| w.first().map_or(0.0, |&i| i as f64 / w.iter().sum::<u64>().max(1) as f64);
+        (share(&self.real_per_worker), share(&self.sim_per_worker))
+    }
 }
 
 /// The whole run.
@@ -33,9 +48,13 @@ pub(super) struct Record {
     payload: u64,
     ranks: usize,
     prec: f64,
+    /// The simulator's mode: `pdexec` (busy loops charged exactly) or `de`.
+    sim_mode: &'static str,
     platform: String,
     /// The platform file's own warnings about its measurements.
     pub(super) platform_warnings: Vec<String>,
+    /// Wall-clock seconds the simulator took for the whole grid.
+    pub(super) sim_wall_s: f64,
     model: Inputs,
     case: &'static str,
     /// The closed-form rule's (n, k).
@@ -64,6 +83,17 @@ pub(super) struct Record {
     meets_target: Option<bool>,
     /// The median of |model error| over the grid.
     median_abs_model_error: f64,
+    /// The simulator's best (n, k) (its smallest service time), and the measured time there
+    /// over the measured best (1 = the simulator picks the measured best).
+    best_sim_n: u64,
+    best_sim_k: u64,
+    best_sim_us: f64,
+    real_at_sim_best_over_best: f64,
+    /// The fewest workers whose best simulated grain keeps up with T_e, if any (beside n̂
+    /// and `measured_min_n`).
+    sim_min_n: Option<u64>,
+    /// The median of |simulator error| over the grid.
+    median_abs_sim_error: f64,
 }
 
 impl Record {
@@ -77,20 +107,26 @@ impl Record {
         plan: &Plan,
         exhaustive: Option<(u64, u64)>,
         measured: &[Measured],
+        simulated: &[Call],
     ) -> Record {
         let grid: Vec<Point> = measured
             .iter()
-            .map(|m| {
+            .zip(simulated)
+            .map(|(m, s)| {
                 let model_us = p3l::farm_service(bsp, farm, m.n, m.k);
                 let real_us = m.seconds / m.items as f64 * 1e6;
+                let sim_us = s.seconds / m.items as f64 * 1e6;
                 Point {
                     n: m.n,
                     k: m.k,
                     items: m.items,
                     model_us,
-                    sim_us: None,
+                    sim_us,
                     real_us,
                     model_error: (model_us - real_us) / real_us,
+                    sim_error: (sim_us - real_us) / real_us,
+                    real_per_worker: m.per_worker.clone(),
+                    sim_per_worker: s.per_worker.clone(),
                 }
             })
             .collect();
@@ -99,6 +135,8 @@ impl Record {
         let at_hat = grid.iter().find(|p| (p.n, p.k) == (n_hat, k_hat)).map(|p| p.real_us);
         let measured_min_n = grid.iter().filter(|p| p.real_us < farm.t_e).map(|p| p.n).min();
         let errors: Vec<f64> = grid.iter().map(|p| p.model_error.abs()).collect();
+        let sim_best = grid.iter().min_by(|a, b| a.sim_us.total_cmp(&b.sim_us)).expect("a simulated grid");
+        let sim_errors: Vec<f64> = grid.iter().map(|p| p.sim_error.abs()).collect();
         let target_us = match plan.case {
             Case::A => farm.t_e,
             Case::B => 2.0 * bsp.g_inf * farm.d0 * (1.0 + 1.0 / args.prec),
@@ -109,8 +147,10 @@ impl Record {
             payload: args.payload,
             ranks: args.ranks,
             prec: args.prec,
+            sim_mode: dps::SimMode::from(args.sim_mode).name(),
             platform: platform.display().to_string(),
             platform_warnings: Vec::new(),
+            sim_wall_s: 0.0,
             case: if plan.case == Case::A { "A" } else { "B" },
             rule_n: plan.rule.0,
             rule_k: plan.rule.1,
@@ -128,6 +168,12 @@ impl Record {
             target_us,
             meets_target: at_hat.map(|t| t <= target_us),
             median_abs_model_error: dps_harness::median(&errors),
+            best_sim_n: sim_best.n,
+            best_sim_k: sim_best.k,
+            best_sim_us: sim_best.sim_us,
+            real_at_sim_best_over_best: sim_best.real_us / best.real_us,
+            sim_min_n: grid.iter().filter(|p| p.sim_us < farm.t_e).map(|p| p.n).min(),
+            median_abs_sim_error: dps_harness::median(&sim_errors),
             grid,
             model,
         }
@@ -173,8 +219,12 @@ impl Record {
             if self.satisfied { "" } else { " (condition not met within the processors: best grain for all of them)" },
             self.model_at_hat_us
         );
-        s.push_str("| n | k | items | model µs/item | simulator µs/item | measured µs/item | model error |\n");
-        s.push_str("|---:|---:|---:|---:|---:|---:|---:|\n");
+        let _ = writeln!(
+            s,
+            "| n | k | items | model µs/item | simulator ({}) µs/item | measured µs/item | model error | simulator error | worker 0's share of the items, measured / simulated |",
+            self.sim_mode
+        );
+        s.push_str("|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
         for p in &self.grid {
             let mark = match ((p.n, p.k) == (self.n_hat, self.k_hat), (p.n, p.k) == (self.best_n, self.best_k)) {
                 (true, true) => " (n̂,k̂ = n*,k*)",
@@ -182,15 +232,20 @@ impl Record {
                 (false, true) => " (n*,k*)",
                 _ => "",
             };
+            let (real_share, sim_share) = p.first_share();
             let _ = writeln!(
                 s,
-                "| {}{mark} | {} | {} | {:.2} | — | {:.2} | {:+.0}% |",
+                "| {}{mark} | {} | {} | {:.2} | {:.2} | {:.2} | {:+.0}% | {:+.0}% | {:.0}% / {:.0}% |",
                 p.n,
                 p.k,
                 p.items,
                 p.model_us,
+                p.sim_us,
                 p.real_us,
-                p.model_error * 100.0
+                p.model_error * 100.0,
+                p.sim_error * 100.0,
+                real_share * 100.0,
+                sim_share * 100.0
             );
         }
         let hat = match (self.real_at_hat_us, self.hat_over_best, self.meets_target) {
@@ -212,6 +267,34 @@ impl Record {
             self.n_hat,
             self.median_abs_model_error * 100.0
         );
+        let _ = writeln!(s, "{}", self.simulator_verdict());
         s
+    }
+
+    /// The simulator's best against the measured best and the model's proposal.
+    fn simulator_verdict(&self) -> String {
+        let (sim, real, hat) =
+            ((self.best_sim_n, self.best_sim_k), (self.best_n, self.best_k), (self.n_hat, self.k_hat));
+        let against_real = if sim == real {
+            "the measured best".to_string()
+        } else {
+            format!("not the measured best; measured there {:.2}× the best", self.real_at_sim_best_over_best)
+        };
+        let against_model = if sim == hat { "the model's (n̂, k̂)" } else { "not the model's (n̂, k̂)" };
+        let min_n = |n: Option<u64>| n.map_or("none".to_string(), |n| n.to_string());
+        format!(
+            "simulator ({}): best (n, k) = ({}, {}) at {:.2} µs per item, {against_real}, {against_model}; \
+             fewest workers keeping up: simulated {}, measured {}, model n̂ = {}; median |simulator error| {:.0}%; \
+             the simulator took {:.2} s for the grid",
+            self.sim_mode,
+            sim.0,
+            sim.1,
+            self.best_sim_us,
+            min_n(self.sim_min_n),
+            min_n(self.measured_min_n),
+            self.n_hat,
+            self.median_abs_sim_error * 100.0,
+            self.sim_wall_s
+        )
     }
 }
