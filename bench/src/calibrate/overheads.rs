@@ -4,11 +4,14 @@
 //!
 //! Measured where it matters, on saturated cores: rank 0 (its calling thread) and the peer
 //! (an operation) each run a gemm kernel for a while, first alone, then while DPS streams
-//! messages from rank 0 to the peer. What the kernels lose is what the transfer takes from a
-//! computation: rank 0's loss per message sent is the send cost, the peer's per message
-//! received the receive cost. Two message sizes separate the cost per message from the cost
-//! per byte. Unbound threads float between cores, so on a machine with fewer cores than busy
-//! threads the split between the sides is the scheduler's; their sum is the transfer's.
+//! messages from rank 0 to the peer. Each side counts the CPU time its process spent
+//! besides the kernel's thread (the process's CPU clock less the kernel thread's), which is
+//! what the transport, the stream's operations and the polling took from the cores. The
+//! extra over the same count without a stream, per message moved meanwhile, is the side's
+//! cost: rank 0's the send cost, the peer's the receive cost. CPU clocks, not the kernels'
+//! slowdown: on a machine with fewer cores than busy threads the slowdown depends on where
+//! the scheduler put each thread, the CPU time does not. Two message sizes separate the
+//! cost per message from the cost per byte.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -31,10 +34,37 @@ pub(super) const R: usize = 128;
 /// rank 0's merge counts the returns).
 static MOVED: AtomicU64 = AtomicU64::new(0);
 
+/// A CPU clock, seconds.
+fn cpu_clock(clock: libc::clockid_t) -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one `timespec` into `ts`, a valid and exclusive borrow.
+    let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
+    assert_eq!(rc, 0, "calibrate: CPU clock {clock} cannot be read");
+    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+}
+
+/// One side's kernel run: the CPU seconds its process spent besides the kernel's thread, and
+/// the messages that moved meanwhile.
+#[derive(Clone, Copy, Debug)]
+struct Side {
+    other_cpu: f64,
+    moved: u64,
+}
+
+/// Runs `kernel` and counts what else this process did meanwhile.
+fn side(kernel: impl FnOnce()) -> Side {
+    let before = MOVED.load(Ordering::Relaxed);
+    let (process, thread) = (cpu_clock(libc::CLOCK_PROCESS_CPUTIME_ID), cpu_clock(libc::CLOCK_THREAD_CPUTIME_ID));
+    kernel();
+    let thread = cpu_clock(libc::CLOCK_THREAD_CPUTIME_ID) - thread;
+    let process = cpu_clock(libc::CLOCK_PROCESS_CPUTIME_ID) - process;
+    Side { other_cpu: (process - thread).max(0.0), moved: MOVED.load(Ordering::Relaxed) - before }
+}
+
 /// The stream (rank 0 → peer, each message acknowledged back) and the peer's kernel.
 pub(super) struct Streams {
     stream: Graph<(u64, usize), u64>,
-    /// Runs the kernel `calls` times on the peer: its seconds and the messages it saw arrive.
+    /// Runs the kernel `calls` times on the peer: what the peer did meanwhile.
     peer_kernel: Graph<u64, (f64, u64)>,
 }
 
@@ -66,9 +96,8 @@ impl Streams {
         );
         let stream = rt.graph("transfer-stream", emit >> sink >> count)?;
         let kernel = Node::leaf("kernel", &busy, route::fixed(0), |m: &mut Matrices, calls: u64| {
-            let before = MOVED.load(Ordering::Relaxed);
-            let seconds = m.kernel(calls as usize);
-            (seconds, MOVED.load(Ordering::Relaxed) - before)
+            let s = side(|| m.kernel(calls as usize));
+            (s.other_cpu, s.moved)
         });
         let peer_kernel = rt.graph("transfer-kernel", kernel)?;
         Ok(Streams { stream, peer_kernel })
@@ -91,36 +120,31 @@ impl Matrices {
         }
     }
 
-    /// The time of `calls` calls, seconds.
-    fn kernel(&mut self, calls: usize) -> f64 {
-        let start = Instant::now();
+    fn kernel(&mut self, calls: usize) {
         for _ in 0..calls {
             dps_dense::blas::gemm_col(R, R, R, -1e-3, &self.a, R, &self.b, R, 1.0, &mut self.c, R);
         }
-        start.elapsed().as_secs_f64()
     }
 }
 
 /// One measurement: both kernels at once, during a stream of `messages` of `bytes` each
-/// (none if 0). Per side, the kernel's seconds and the messages that moved meanwhile; `None`
-/// if the stream ended before both kernels did.
+/// (none if 0): rank 0's side and the peer's, or `None` if the stream ended before both
+/// kernels did.
 fn both_kernels(
     rt: &Runtime,
     streams: &Streams,
     mine: &mut Matrices,
     calls: usize,
     (messages, bytes): (u64, usize),
-) -> Result<Option<[(f64, u64); 2]>> {
+) -> Result<Option<[Side; 2]>> {
     let started = MOVED.load(Ordering::Relaxed);
     let pending = (messages > 0).then(|| rt.start(&streams.stream, (messages, bytes)));
     if pending.is_some() {
         std::thread::sleep(Duration::from_millis(2)); // let the stream reach its pace
     }
     let peer = rt.start(&streams.peer_kernel, calls as u64);
-    let before = MOVED.load(Ordering::Relaxed);
-    let seconds = mine.kernel(calls);
-    let moved = MOVED.load(Ordering::Relaxed) - before;
-    let peer = peer.wait()?;
+    let mine = side(|| mine.kernel(calls));
+    let (other_cpu, moved) = peer.wait()?;
     let still_streaming = match pending {
         Some(p) => {
             let during_both = MOVED.load(Ordering::Relaxed) - started < messages;
@@ -129,7 +153,7 @@ fn both_kernels(
         }
         None => true,
     };
-    Ok(still_streaming.then_some([(seconds, moved), peer]))
+    Ok(still_streaming.then_some([mine, Side { other_cpu, moved }]))
 }
 
 /// Measures the send and receive costs with `reps` rounds of alone / small / large, each
@@ -137,7 +161,9 @@ fn both_kernels(
 pub(super) fn measure(rt: &Runtime, streams: &Streams, reps: usize, time: Duration, note: String) -> Result<Overheads> {
     let mut mine = Matrices::new();
     mine.kernel(3);
-    let per_call = mine.kernel(5) / 5.0;
+    let start = Instant::now();
+    mine.kernel(5);
+    let per_call = start.elapsed().as_secs_f64() / 5.0;
     let calls = ((time.as_secs_f64() / per_call.max(1e-9)) as usize).max(3);
     // The stream's pace per size, for message counts that outlast the kernels by a margin.
     let mut counts = [0u64; 2];
@@ -148,7 +174,7 @@ pub(super) fn measure(rt: &Runtime, streams: &Streams, reps: usize, time: Durati
         let per_message = start.elapsed().as_secs_f64() / probe as f64;
         *count = ((calls as f64 * per_call * 4.0) / per_message.max(1e-9)) as u64 + probe;
     }
-    // Per side (rank 0, peer) and size, the kernel's extra seconds per message moved.
+    // Per side (rank 0, peer) and size, the extra CPU seconds per message moved.
     let mut extra: [[Vec<f64>; 2]; 2] = Default::default();
     for _ in 0..reps {
         let base = both_kernels(rt, streams, &mut mine, calls, (0, 0))?.expect("no stream to end");
@@ -162,16 +188,23 @@ pub(super) fn measure(rt: &Runtime, streams: &Streams, reps: usize, time: Durati
                 }
             };
             for side in 0..2 {
-                let (seconds, moved) = during[side];
-                let lost = (seconds - base[side].0).max(0.0);
-                extra[side][size].push(if moved > 0 { lost / moved as f64 } else { 0.0 });
+                let Side { other_cpu, moved } = during[side];
+                let extra_cpu = (other_cpu - base[side].other_cpu).max(0.0);
+                if moved > 0 {
+                    extra[side][size].push(extra_cpu / moved as f64);
+                }
             }
         }
     }
     let cost = |side: usize| {
-        let (small, large) = (median(&extra[side][0]), median(&extra[side][1]));
-        let per_byte = ((large - small) / (LARGE - SMALL) as f64).max(0.0);
-        TransferCost { us_per_message: (small - per_byte * SMALL as f64).max(0.0) * 1e6, ns_per_byte: per_byte * 1e9 }
+        let med = |v: &Vec<f64>| if v.is_empty() { 0.0 } else { median(v) };
+        let (small, large) = (med(&extra[side][0]), med(&extra[side][1]));
+        // A message costs at least what a small one does; the bytes cost the rest.
+        let per_message = small.min(large);
+        TransferCost {
+            us_per_message: per_message * 1e6,
+            ns_per_byte: ((large - per_message) / (LARGE - SMALL) as f64).max(0.0) * 1e9,
+        }
     };
     Ok(Overheads { measurable: true, note, send: cost(0), receive: cost(1) })
 }
