@@ -283,6 +283,26 @@ pub fn made_up_platform() -> Platform {
     p
 }
 
+/// Platform files for the programs' bad-input tables, written into `dir`: a good one
+/// ([`made_up_platform`]), one made by another dps version, one made on another host, and
+/// the path of one that does not exist.
+pub fn test_platforms(dir: &std::path::Path) -> [String; 4] {
+    let write = |name: &str, edit: &dyn Fn(&mut Platform)| {
+        let mut p = made_up_platform();
+        edit(&mut p);
+        p.seal();
+        let path = dir.join(name);
+        std::fs::write(&path, p.to_toml()).expect("the test's platform file is written");
+        path.to_string_lossy().into_owned()
+    };
+    [
+        write("good.toml", &|_| {}),
+        write("old.toml", &|p| p.header.dps_version = "0.0.0".into()),
+        write("elsewhere.toml", &|p| p.header.hosts = vec!["some-other-host".into()]),
+        dir.join("none.toml").to_string_lossy().into_owned(),
+    ]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
