@@ -1,0 +1,80 @@
+//! `dps-filter --simulate P`: on 2 and 3 virtual ranks, `gather` writes the same PNG and
+//! `median` the same stored image (read back to PNG) as a real run on one rank, byte for
+//! byte, and both pass --verify; an emulated disk's waits are charged to the prediction, not
+//! slept. No mpirun for the simulated runs: the simulator runs in one process.
+
+use std::path::Path;
+use std::process::Command;
+
+use dps_harness::launch::json_record;
+
+const BIN: &str = env!("CARGO_BIN_EXE_dps-filter");
+
+/// A simulated run's record.
+fn simulated(args: &[&str], ranks: &str, platform: &str) -> serde_json::Value {
+    let out = Command::new(BIN).args(args).args(["--simulate", ranks, "--platform", platform, "--json"]).output();
+    let out = out.unwrap();
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    let r = json_record(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(r["simulated_ranks"].as_u64().unwrap().to_string(), ranks, "{r}");
+    assert_eq!((r["sim_mode"].as_str(), r["predicted_seconds"].as_f64()), (Some("de"), r["seconds"].as_f64()));
+    r
+}
+
+/// A real run on one rank, under the launcher's timeout.
+fn real(args: &[&str]) {
+    let job = dps_harness::launch::mpirun(1, Path::new(BIN), args);
+    assert_eq!(job.status.code(), Some(0), "{args:?}: {}", job.stderr);
+}
+
+fn read(path: &Path) -> Vec<u8> {
+    std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn simulated_outputs_equal_a_real_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let [platform, ..] = dps_harness::simulate::test_platforms(dir.path());
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    // gather: a blurred random image, the input of the median's store.
+    let gather = ["gather", "--random", "300", "200", "--tiles", "64", "--seed", "3", "--verify"];
+    real(&[&gather[..], &["-o", &path("real.png")]].concat());
+    let (store, real_store) = (path("store"), path("real-store"));
+    for s in [&store, &real_store] {
+        std::fs::create_dir(s).unwrap();
+        let stored =
+            Command::new(BIN).args(["store", &path("real.png"), "--tiles", "48", "--disks", "3", "--dir", s]).output();
+        assert!(stored.unwrap().status.success());
+    }
+    real(&["median", "--dir", &real_store, "--verify"]);
+    real(&["load", &real_store, "--name", "image-median", "-o", &path("real-median.png")]);
+    for ranks in ["2", "3"] {
+        let png = path(&format!("sim{ranks}.png"));
+        let r = simulated(&[&gather[..], &["-o", &png]].concat(), ranks, &platform);
+        assert_eq!(r["verified"], true, "gather on {ranks} virtual ranks: {r}");
+        assert!(read(Path::new(&png)) == read(&dir.path().join("real.png")), "gather on {ranks}: another PNG");
+        let r = simulated(&["median", "--dir", &store, "--verify"], ranks, &platform);
+        assert_eq!(r["verified"], true, "median on {ranks} virtual ranks: {r}");
+        let out = path(&format!("sim{ranks}-median.png"));
+        let load = Command::new(BIN).args(["load", &store, "--name", "image-median", "-o", &out]).output().unwrap();
+        assert!(load.status.success());
+        assert!(read(Path::new(&out)) == read(&dir.path().join("real-median.png")), "median on {ranks}: another image");
+    }
+}
+
+#[test]
+fn emulated_disk_waits_are_charged_not_slept() {
+    let dir = tempfile::tempdir().unwrap();
+    let [platform, ..] = dps_harness::simulate::test_platforms(dir.path());
+    // 20 tiles on 2 disks, read from files and written back: at least 10 reads and 10
+    // writes of 5 ms on the busier disk.
+    let median = ["median", "--random", "300", "200", "--tiles", "64", "--storage", "disk", "--disks", "2"];
+    let scratch = ["--scratch", dir.path().to_str().unwrap()];
+    let fast = simulated(&[&median[..], &scratch].concat(), "2", &platform)["seconds"].as_f64().unwrap();
+    let start = std::time::Instant::now();
+    let slow = simulated(&[&median[..], &scratch, &["--disk-latency-ms", "5"]].concat(), "2", &platform);
+    let wall = start.elapsed().as_secs_f64();
+    let slow = slow["seconds"].as_f64().unwrap();
+    assert!(slow >= fast + 0.1, "5 ms per tile access predicted {slow} s against {fast} s without");
+    assert!(wall < slow, "the simulation slept: {wall} s of wall time for a prediction of {slow} s");
+}
