@@ -66,15 +66,16 @@ fn simulated_outputs_equal_a_real_runs() {
 fn emulated_disk_waits_are_charged_not_slept() {
     let dir = tempfile::tempdir().unwrap();
     let [platform, ..] = dps_harness::simulate::test_platforms(dir.path());
-    // 20 tiles on 2 disks, read from files and written back: at least 10 reads and 10
-    // writes of 5 ms on the busier disk.
+    // 20 tiles on 2 disks, each read from its file once and written back once: 20 accesses
+    // of 200 ms on each disk's thread, 4 s of simulated time at least, which a simulation
+    // that slept would also take in wall time.
     let median = ["median", "--random", "300", "200", "--tiles", "64", "--storage", "disk", "--disks", "2"];
     let scratch = ["--scratch", dir.path().to_str().unwrap()];
     let fast = simulated(&[&median[..], &scratch].concat(), "2", &platform)["seconds"].as_f64().unwrap();
     let start = std::time::Instant::now();
-    let slow = simulated(&[&median[..], &scratch, &["--disk-latency-ms", "5"]].concat(), "2", &platform);
+    let slow = simulated(&[&median[..], &scratch, &["--disk-latency-ms", "200"]].concat(), "2", &platform);
     let wall = start.elapsed().as_secs_f64();
     let slow = slow["seconds"].as_f64().unwrap();
-    assert!(slow >= fast + 0.1, "5 ms per tile access predicted {slow} s against {fast} s without");
-    assert!(wall < slow, "the simulation slept: {wall} s of wall time for a prediction of {slow} s");
+    assert!(slow >= fast + 4.0, "200 ms per tile access predicted {slow} s against {fast} s without");
+    assert!(wall < 2.0, "the simulation slept: {wall} s of wall time for a prediction of {slow} s");
 }
