@@ -396,9 +396,9 @@ impl Runtime {
             // Each virtual rank of a simulation has its own view of where the threads live,
             // as a real rank has: a shared one would send messages to a thread's new rank
             // before its state got there (rank 0's is the program's).
-            let view = match engine.rank {
-                0 => info.clone(),
-                _ => Arc::new(CollInfo::new(id, info.name.clone(), info.mapping.clone(), info.ranks.clone())),
+            let view = match self.sim.is_some() && engine.rank != self.engine.rank {
+                false => info.clone(),
+                true => Arc::new(CollInfo::new(id, info.name.clone(), info.mapping.clone(), info.ranks.clone())),
             };
             engine.registry.add_collection(engine.rank, view, |i| Box::new(init(i)));
         }
