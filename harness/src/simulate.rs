@@ -233,7 +233,7 @@ impl Simulation {
 }
 
 /// A platform file for this machine, dated now, with made-up round costs (a 5 µs, 5 GB/s
-/// link; gemm at 10 GFLOP/s): for tests and examples that need a valid file without
+/// link; gemm at 10 GFLOP/s, the 5×5 median at 1 ns per pixel): for tests and examples that need a valid file without
 /// measuring. Never use it to predict.
 pub fn made_up_platform() -> Platform {
     let machine = Machine::this();
@@ -272,12 +272,23 @@ pub fn made_up_platform() -> Platform {
             receive_us_per_message: 0.0,
             message_bytes: 0,
         },
-        kernels: vec![Kernel {
-            name: "gemm".into(),
-            dims: "m,n,k".into(),
-            work_unit: "flop".into(),
-            points: vec![gemm(64), gemm(256)],
-        }],
+        kernels: vec![
+            Kernel {
+                name: "gemm".into(),
+                dims: "m,n,k".into(),
+                work_unit: "flop".into(),
+                points: vec![gemm(64), gemm(256)],
+            },
+            // The 5×5 median at 1 ns per pixel.
+            Kernel {
+                name: "median".into(),
+                dims: "width,rows".into(),
+                work_unit: "pixel".into(),
+                points: [64u64, 512]
+                    .map(|s| KernelPoint { dims: vec![s; 2], seconds: (s * s) as f64 * 1e-9, work: (s * s) as f64 })
+                    .to_vec(),
+            },
+        ],
     };
     p.seal();
     p

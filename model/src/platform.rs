@@ -11,7 +11,7 @@
 //!   (one or two segments, see [`crate::fit`]);
 //! * `[overheads]`: the CPU cost of concurrent transfers, `α_out` and `α_in` (spec §3.4:
 //!   `cpu_avail = 1 − α_out·n_out − α_in·n_in`), or why they could not be measured here;
-//! * `[[kernels]]`: cost tables (gemm, trsm, getrf, life; median to come), each point the
+//! * `[[kernels]]`: cost tables (gemm, trsm, getrf, life, median), each point the
 //!   dimensions, the seconds per call and the work per call.
 //!
 //! Loading checks, in order: the file exists and parses; its format and dps version are this

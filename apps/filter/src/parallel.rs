@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Result};
-use dps::Runtime;
+use dps::{Runtime, SimMode};
 use dps_harness::simulate::{Simulate, Support};
 use dps_harness::{bad_input, median as median_of, Common, OutputFile};
 
@@ -115,22 +115,37 @@ struct Job {
     window: usize,
 }
 
-/// What the simulator supports of dps-filter: direct execution only.
-const SIMULATION: Support = Support {
-    program: "dps-filter",
+/// What the simulator supports of `gather`: direct execution only.
+const GATHER_SIMULATION: Support = Support {
+    program: "dps-filter gather",
     modes: &[],
-    why_not: "its kernels (the 5×5 median, the linear filters) are not charged from the platform file's tables yet",
+    why_not: "its linear filters have no cost table in the platform file",
     kernels: &[],
 };
 
-/// Starts the runtime, simulated under `--simulate` (`compare_serial`: the option that times
-/// the serial kernel for real, which a simulated run refuses).
-fn start(runtime: &dps::RuntimeArgs, sim: &Simulate, map: &str, compare_serial: bool) -> Result<(Runtime, usize)> {
+/// What the simulator supports of `median`: DE, and PDEXEC with the median charged from the
+/// platform's `median` table (the control flow never depends on the pixels).
+const MEDIAN_SIMULATION: Support = Support {
+    program: "dps-filter median",
+    modes: &[SimMode::Pdexec],
+    why_not: "noalloc is not implemented (the tiles would carry sizes instead of pixels)",
+    kernels: &["median"],
+};
+
+/// Starts the runtime, simulated under `--simulate` as `support` allows (`compare_serial`:
+/// the option that times the serial kernel for real, which a simulated run refuses).
+fn start(
+    runtime: &dps::RuntimeArgs,
+    sim: &Simulate,
+    support: &Support,
+    map: &str,
+    compare_serial: bool,
+) -> Result<(Runtime, usize)> {
     if let (Some(p), true) = (sim.simulate, compare_serial) {
         bad_input!("--simulate {p}: --compare-serial times the serial kernel for real, against a predicted time");
     }
     dps_harness::options::check_trace(runtime)?;
-    let rt = sim.start(runtime, &SIMULATION)?;
+    let rt = sim.start(runtime, support)?;
     let threads = rt.threads_in(map)?;
     Ok((rt, threads))
 }
@@ -175,7 +190,21 @@ pub(crate) fn median(a: &MedianArgs) -> Result<()> {
         }
         return median_serial(a);
     }
-    let (rt, threads) = start(&a.runtime, &a.sim, &a.map.map, a.compare_serial)?;
+    if a.sim.simulate.is_some() && a.sim.mode() != SimMode::De {
+        let mode = a.sim.mode().name();
+        if a.check.verify {
+            bad_input!(
+                "--verify: --sim-mode {mode} skips the medians, so there is no result to verify; use --sim-mode de"
+            );
+        }
+        if a.source.dir.is_some() {
+            bad_input!(
+                "--dir: --sim-mode {mode} skips the medians and would store unfiltered tiles as the output; \
+                 use --sim-mode de, or --random W H to size the run"
+            );
+        }
+    }
+    let (rt, threads) = start(&a.runtime, &a.sim, &MEDIAN_SIMULATION, &a.map.map, a.compare_serial)?;
     let input = dps_harness::input(prepare(&a.source, threads, rt.rank()))?;
     check_depth(input.meta.depth(), "median", &[Depth::Bit8])?;
     if input.meta.tile < RADIUS {
@@ -350,7 +379,7 @@ pub(crate) fn gather(a: &GatherArgs) -> Result<()> {
     if a.source.random.is_none() && a.source.dir.is_none() {
         bad_input!("give --dir DIR (a stored image) or --random W H");
     }
-    let (rt, threads) = start(&a.runtime, &a.sim, &a.map.map, false)?;
+    let (rt, threads) = start(&a.runtime, &a.sim, &GATHER_SIMULATION, &a.map.map, false)?;
     let input = dps_harness::input(prepare(&a.source, threads, rt.rank()))?;
     check_depth(input.meta.depth(), "gather", &[Depth::Bit1, Depth::Bit8, Depth::Bit16])?;
     let (x, y, w, h) = check_window(a.window.as_deref(), input.meta.width, input.meta.height)?;

@@ -17,7 +17,8 @@ fn simulated(args: &[&str], ranks: &str, platform: &str) -> serde_json::Value {
     assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
     let r = json_record(&String::from_utf8_lossy(&out.stdout));
     assert_eq!(r["simulated_ranks"].as_u64().unwrap().to_string(), ranks, "{r}");
-    assert_eq!((r["sim_mode"].as_str(), r["predicted_seconds"].as_f64()), (Some("de"), r["seconds"].as_f64()));
+    let mode = if args.contains(&"pdexec") { "pdexec" } else { "de" };
+    assert_eq!((r["sim_mode"].as_str(), r["predicted_seconds"].as_f64()), (Some(mode), r["seconds"].as_f64()));
     r
 }
 
@@ -78,4 +79,22 @@ fn emulated_disk_waits_are_charged_not_slept() {
     let slow = slow["seconds"].as_f64().unwrap();
     assert!(slow >= fast + 4.0, "200 ms per tile access predicted {slow} s against {fast} s without");
     assert!(wall < 2.0, "the simulation slept: {wall} s of wall time for a prediction of {slow} s");
+}
+
+/// PDEXEC: the median charged from the platform's table (1 ns per pixel in the made-up one),
+/// the same prediction every time, at least the busier rank's share of the pixels.
+#[test]
+fn pdexec_predictions_are_reproducible_and_follow_the_median_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let [platform, ..] = dps_harness::simulate::test_platforms(dir.path());
+    let predict = |ranks: &str| {
+        let args = ["median", "--random", "512", "384", "--tiles", "128", "--sim-mode", "pdexec", "--reps", "2"];
+        simulated(&args, ranks, &platform)["seconds"].as_f64().unwrap()
+    };
+    let (one, two) = (predict("1"), predict("2"));
+    assert_eq!(two, predict("2"), "two PDEXEC simulations of the same run differ");
+    // 12 tiles on 2 disks, 6 per rank, each 128² pixels at 1 ns (charged in whole ns: on
+    // one rank, exactly every pixel's nanosecond).
+    assert_eq!((one * 1e9).round(), 512.0 * 384.0, "P=1: {one} s");
+    assert!(two >= 6.0 * 128.0 * 128.0 * 1e-9 && two < one, "P=1: {one} s, P=2: {two} s");
 }
