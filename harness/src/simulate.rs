@@ -242,7 +242,7 @@ impl Simulation {
 }
 
 /// A platform file for this machine, dated now, with made-up round costs (a 5 µs, 5 GB/s
-/// link; gemm, trsm and getrf at 10 GFLOP/s, copies at 5 GB/s, row swaps at 2 ns): for tests and examples that need a valid file without
+/// link; gemm, trsm and getrf at 10 GFLOP/s, copies at 5 GB/s, row swaps at 2 ns, the 5×5 median at 1 ns per pixel): for tests and examples that need a valid file without
 /// measuring. Never use it to predict.
 pub fn made_up_platform() -> Platform {
     let machine = Machine::this();
@@ -318,10 +318,39 @@ pub fn made_up_platform() -> Platform {
                     work: (1 << 20) as f64,
                 }],
             },
+            // The 5×5 median at 1 ns per pixel.
+            Kernel {
+                name: "median".into(),
+                dims: "width,rows".into(),
+                work_unit: "pixel".into(),
+                points: [64u64, 512]
+                    .map(|s| KernelPoint { dims: vec![s; 2], seconds: (s * s) as f64 * 1e-9, work: (s * s) as f64 })
+                    .to_vec(),
+            },
         ],
     };
     p.seal();
     p
+}
+
+/// Platform files for the programs' bad-input tables, written into `dir`: a good one
+/// ([`made_up_platform`]), one made by another dps version, one made on another host, and
+/// the path of one that does not exist.
+pub fn test_platforms(dir: &std::path::Path) -> [String; 4] {
+    let write = |name: &str, edit: &dyn Fn(&mut Platform)| {
+        let mut p = made_up_platform();
+        edit(&mut p);
+        p.seal();
+        let path = dir.join(name);
+        std::fs::write(&path, p.to_toml()).expect("the test's platform file is written");
+        path.to_string_lossy().into_owned()
+    };
+    [
+        write("good.toml", &|_| {}),
+        write("old.toml", &|p| p.header.dps_version = "0.0.0".into()),
+        write("elsewhere.toml", &|p| p.header.hosts = vec!["some-other-host".into()]),
+        dir.join("none.toml").to_string_lossy().into_owned(),
+    ]
 }
 
 #[cfg(test)]

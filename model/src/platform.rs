@@ -11,7 +11,7 @@
 //!   (one or two segments, see [`crate::fit`]);
 //! * `[overheads]`: the CPU cost of a message to the sending and to the receiving rank
 //!   (µs per message, ns per byte), measured on saturated cores, or why it was not measured;
-//! * `[[kernels]]`: cost tables (gemm, trsm, getrf, life; median to come), each point the
+//! * `[[kernels]]`: cost tables (gemm, trsm, getrf, life, median, laswp, copy), each point the
 //!   dimensions, the seconds per call and the work per call.
 //!
 //! Loading checks, in order: the file exists and parses; its format and dps version are this

@@ -73,5 +73,5 @@ pub use ops::{join, Join, Merge, MergeFn, Posted, Stream};
 pub use route::{Route, RouteCtx};
 pub use runtime::{Pending, Runtime, Stopwatch};
 pub use sim::{LinkCost, SimOptions, SimReport, TransferCpu};
-pub use simclock::{simulated, skip_kernel, KernelCost, SimMode};
+pub use simclock::{pause, simulated, skip_kernel, KernelCost, SimMode};
 pub use token::{Bulk, MaybeBulk, Token};

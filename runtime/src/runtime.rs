@@ -393,7 +393,14 @@ impl Runtime {
         let id = self.engine.registry.collections();
         let info = Arc::new(CollInfo::new(id, name.to_string(), mapping.to_string(), ranks));
         for engine in self.engines() {
-            engine.registry.add_collection(engine.rank, info.clone(), |i| Box::new(init(i)));
+            // Each virtual rank of a simulation has its own view of where the threads live,
+            // as a real rank has: a shared one would send messages to a thread's new rank
+            // before its state got there (rank 0's is the program's).
+            let view = match self.sim.is_some() && engine.rank != self.engine.rank {
+                false => info.clone(),
+                true => Arc::new(CollInfo::new(id, info.name.clone(), info.mapping.clone(), info.ranks.clone())),
+            };
+            engine.registry.add_collection(engine.rank, view, |i| Box::new(init(i)));
         }
         self.add_workers();
         Ok(Collection::new(info))
@@ -451,10 +458,27 @@ impl Runtime {
     /// # Errors
     /// As [`Runtime::migrate`], for any of the moves; nothing moves if one is refused.
     pub fn migrate_each<S>(&self, coll: &Collection<S>, moves: &[(usize, usize)]) -> Result<(), Error> {
-        if self.sim.is_some() {
-            return Err(Error::new(ErrorKind::Usage, "dps simulator: moving threads is not simulated"));
+        let Some(sim) = &self.sim else { return self.engine.move_threads(&coll.info, moves) };
+        // Simulated: the moves are messages like any other, delivered in simulated time
+        // while this thread drives the simulation until every thread has arrived.
+        let mut waiting = self.engine.request_moves(&coll.info, moves)?;
+        let arrived = sim.run(|| {
+            self.engine.take_moved(&mut waiting);
+            waiting.is_empty()
+        });
+        match arrived {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Error::new(
+                ErrorKind::Failed,
+                format!(
+                    "dps simulator: collection \"{}\": {} thread move(s) never completed (a thread moves only \
+                     between instances: does it always have a split or merge under way?)",
+                    coll.name(),
+                    waiting.len()
+                ),
+            )),
+            Err(e) => Err(Error::new(ErrorKind::Failed, format!("dps simulator: {e}"))),
         }
-        self.engine.move_threads(&coll.info, moves)
     }
 
     /// Moves the threads of `coll` so that it is mapped as `mapping` says (a mapping string

@@ -134,6 +134,20 @@ pub fn simulated() -> Option<SimMode> {
     with(|c| c.mode)
 }
 
+/// Pauses the running operation for `d`: sleeps on a real run; under simulation (any mode)
+/// charges `d` to the operation instead, as the simulated time a real run would wait
+/// (a sleep costs no CPU time, so DE would not see it).
+///
+/// ```
+/// dps::pause(std::time::Duration::from_micros(10)); // a real run: it sleeps
+/// ```
+pub fn pause(d: std::time::Duration) {
+    let charged = with(|c| c.op.as_mut().map(|op| op.charged += d.as_nanos() as u64).is_some()).unwrap_or(false);
+    if !charged {
+        std::thread::sleep(d);
+    }
+}
+
 /// In a PDEXEC or NOALLOC simulation, charges the calibrated cost of kernel `name` (of
 /// dimensions `dims` doing `work`, as the platform file's tables count them) to the running
 /// operation and returns true: the caller then skips the kernel. Otherwise (a real run, or
@@ -187,6 +201,18 @@ mod tests {
         uninstall();
         assert_eq!(now_ns(), None);
         assert!(!skip_kernel("k", &[1], 3.0), "no simulation: the kernel runs");
+    }
+
+    #[test]
+    fn a_pause_is_charged_not_slept() {
+        install(SimMode::De, table());
+        begin_op();
+        let wall = std::time::Instant::now();
+        pause(std::time::Duration::from_secs(5));
+        assert!(wall.elapsed().as_secs() < 1, "a simulated pause sleeps");
+        let d = end_op();
+        uninstall();
+        assert!((5_000_000_000..5_100_000_000).contains(&d), "a 5 s pause charged as {d} ns");
     }
 
     #[test]

@@ -187,3 +187,53 @@ fn a_reception_waits_for_a_free_core() {
     assert!(costed > free + 4e-6, "receptions cost rank 0 nothing: {costed} s against {free} s");
     assert!(costed <= free + 4.0 * 1e-6 + 8.0 * 4e-6, "{costed} s against {free} s: more than the transfers cost");
 }
+
+/// Threads move in simulated time: a move is the request to the thread's rank, its state to
+/// the new rank and the arrival back at the requester (three messages of 10 µs here); every
+/// virtual rank keeps its own view of where threads live, as a real rank does, and tokens
+/// sent by any rank reach a thread wherever it went, its state intact.
+#[test]
+fn threads_move_in_simulated_time() {
+    let rt = Runtime::simulate(3, costed(SimMode::Pdexec)).unwrap();
+    let main = rt.collection("main", "0", |_| ()).unwrap();
+    let relays = rt.collection("relays", "all", |_| ()).unwrap();
+    let cells = rt.movable_collection("cells", "all*2", |i| (i, 0u64)).unwrap();
+    let threads = cells.len();
+    let ask = Node::split("ask", &main, route::fixed(0), move |_: &mut (), _: ()| 0..threads);
+    // Token i passes through the relay of rank i % 3, which sends it by its own view.
+    let relay = Node::leaf("relay", &relays, route::by_key(|i: &usize| *i), |_: &mut (), i: usize| i);
+    let visit = Node::leaf("visit", &cells, route::by_key(|i: &usize| *i), |s: &mut (usize, u64), i: usize| {
+        assert_eq!(s.0, i, "a thread's state belongs to its index");
+        s.1 += 1;
+        (i, s.1)
+    });
+    let gather = Node::merge(
+        "gather",
+        &main,
+        MergeFn::new(
+            |_: &mut ()| Vec::new(),
+            |_, acc: &mut Vec<(usize, u64)>, r: (usize, u64)| acc.push(r),
+            |_, mut acc| {
+                acc.sort();
+                acc
+            },
+        ),
+    );
+    let visits = rt.graph("visits", ask >> relay >> visit >> gather).unwrap();
+    let visited = |calls: u64| (0..threads).map(|i| (i, calls)).collect::<Vec<_>>();
+    assert_eq!(rt.call(&visits, ()).unwrap(), visited(1));
+    let watch = rt.stopwatch();
+    rt.migrate(&cells, 1, 2).unwrap();
+    assert_eq!(watch.seconds(), 30e-6, "request, state and arrival: three messages of 10 µs");
+    assert_eq!(cells.rank_of(1), 2);
+    assert_eq!(rt.call(&visits, ()).unwrap(), visited(2));
+    rt.remap(&cells, "2*6").unwrap();
+    assert!((0..threads).all(|i| cells.rank_of(i) == 2));
+    assert_eq!(rt.call(&visits, ()).unwrap(), visited(3));
+    rt.remap(&cells, "all*2").unwrap();
+    assert_eq!(rt.call(&visits, ()).unwrap(), visited(4));
+    let e = rt.migrate(&cells, 0, 3).unwrap_err();
+    assert_eq!(e.kind(), dps::ErrorKind::Mapping, "{e}");
+    assert_eq!(rt.simulation().unwrap().busy_s, vec![0.0; 3], "PDEXEC charges nothing here but the links");
+    rt.shutdown().unwrap();
+}

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use anyhow::{bail, Result};
-use dps::Runtime;
+use dps::{Runtime, SimMode};
+use dps_harness::simulate::{Simulate, Support};
 use dps_harness::{bad_input, median as median_of, Common, OutputFile};
 
 use crate::disk::{Disk, Throttle};
@@ -114,9 +115,37 @@ struct Job {
     window: usize,
 }
 
-fn start(runtime: &dps::RuntimeArgs, map: &str) -> Result<(Runtime, usize)> {
+/// What the simulator supports of `gather`: direct execution only.
+const GATHER_SIMULATION: Support = Support {
+    program: "dps-filter gather",
+    modes: &[],
+    why_not: "its linear filters have no cost table in the platform file",
+    kernels: &[],
+};
+
+/// What the simulator supports of `median`: DE, and PDEXEC with the median charged from the
+/// platform's `median` table (the control flow never depends on the pixels).
+const MEDIAN_SIMULATION: Support = Support {
+    program: "dps-filter median",
+    modes: &[SimMode::Pdexec],
+    why_not: "noalloc is not implemented (the tiles would carry sizes instead of pixels)",
+    kernels: &["median"],
+};
+
+/// Starts the runtime, simulated under `--simulate` as `support` allows (`compare_serial`:
+/// the option that times the serial kernel for real, which a simulated run refuses).
+fn start(
+    runtime: &dps::RuntimeArgs,
+    sim: &Simulate,
+    support: &Support,
+    map: &str,
+    compare_serial: bool,
+) -> Result<(Runtime, usize)> {
+    if let (Some(p), true) = (sim.simulate, compare_serial) {
+        bad_input!("--simulate {p}: --compare-serial times the serial kernel for real, against a predicted time");
+    }
     dps_harness::options::check_trace(runtime)?;
-    let rt = runtime.start()?;
+    let rt = sim.start(runtime, support)?;
     let threads = rt.threads_in(map)?;
     Ok((rt, threads))
 }
@@ -156,9 +185,26 @@ pub(crate) fn median(a: &MedianArgs) -> Result<()> {
         bad_input!("give --dir DIR (a stored image) or --random W H");
     }
     if a.variant == MedianVariant::Serial {
+        if let Some(p) = a.sim.simulate {
+            bad_input!("--simulate {p}: the serial variant runs no DPS graph to simulate");
+        }
         return median_serial(a);
     }
-    let (rt, threads) = start(&a.runtime, &a.map.map)?;
+    if a.sim.simulate.is_some() && a.sim.mode() != SimMode::De {
+        let mode = a.sim.mode().name();
+        if a.check.verify {
+            bad_input!(
+                "--verify: --sim-mode {mode} skips the medians, so there is no result to verify; use --sim-mode de"
+            );
+        }
+        if a.source.dir.is_some() {
+            bad_input!(
+                "--dir: --sim-mode {mode} skips the medians and would store unfiltered tiles as the output; \
+                 use --sim-mode de, or --random W H to size the run"
+            );
+        }
+    }
+    let (rt, threads) = start(&a.runtime, &a.sim, &MEDIAN_SIMULATION, &a.map.map, a.compare_serial)?;
     let input = dps_harness::input(prepare(&a.source, threads, rt.rank()))?;
     check_depth(input.meta.depth(), "median", &[Depth::Bit8])?;
     if input.meta.tile < RADIUS {
@@ -191,9 +237,9 @@ fn drive_median(a: &MedianArgs, job: &Job, input: &Input, out_name: &str, cache:
     let serial_input = if a.compare_serial { Some(input.whole(&a.source.name)?) } else { None };
     for run in 0..a.repeat.runs() {
         rt.call(&g.control, (tiling.disks, Control::Reset))?;
-        let t = Instant::now();
+        let t = rt.stopwatch();
         let report = rt.call(&g.exchange, tiling)?;
-        let seconds = t.elapsed().as_secs_f64();
+        let seconds = t.seconds();
         first_call = first_call.or(Some(seconds));
         rt.call(&g.control, (tiling.disks, Control::Commit))?;
         if report.tiles != tiling.count() {
@@ -333,7 +379,7 @@ pub(crate) fn gather(a: &GatherArgs) -> Result<()> {
     if a.source.random.is_none() && a.source.dir.is_none() {
         bad_input!("give --dir DIR (a stored image) or --random W H");
     }
-    let (rt, threads) = start(&a.runtime, &a.map.map)?;
+    let (rt, threads) = start(&a.runtime, &a.sim, &GATHER_SIMULATION, &a.map.map, false)?;
     let input = dps_harness::input(prepare(&a.source, threads, rt.rank()))?;
     check_depth(input.meta.depth(), "gather", &[Depth::Bit1, Depth::Bit8, Depth::Bit16])?;
     let (x, y, w, h) = check_window(a.window.as_deref(), input.meta.width, input.meta.height)?;
@@ -352,10 +398,10 @@ fn drive_gather(a: &GatherArgs, job: &Job, input: &Input, window: Area, out: Opt
     let request = GatherRequest { tiling, window, filter: a.filter };
     let (mut times, mut last) = (Vec::new(), None);
     for run in 0..a.repeat.runs() {
-        let t = Instant::now();
+        let t = job.rt.stopwatch();
         let gathered = job.rt.call(&job.graphs.gather, request)?;
         if a.repeat.is_timed(run) {
-            times.push(t.elapsed().as_secs_f64());
+            times.push(t.seconds());
             last = Some(gathered);
         }
     }

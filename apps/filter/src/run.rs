@@ -7,6 +7,7 @@ use anyhow::Result;
 use clap::{Args as ClapArgs, Parser, Subcommand, ValueEnum};
 use dps::RuntimeArgs;
 use dps_harness::options::{Check, Map, Output, Repeat, Seed};
+use dps_harness::simulate::Simulate;
 use dps_harness::{bad_input, OutputFile};
 
 use crate::layout::{self, StrideQuality, Tiling};
@@ -185,6 +186,9 @@ pub struct GatherArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub runtime: RuntimeArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub sim: Simulate,
 }
 
 /// Which median runs.
@@ -233,6 +237,9 @@ pub struct MedianArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub runtime: RuntimeArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub sim: Simulate,
 }
 
 /// Runs the program.

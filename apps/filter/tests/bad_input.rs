@@ -186,3 +186,66 @@ fn bad_input_is_refused_with_one_line_naming_it() {
     let left = leftovers(f.dir.path());
     assert!(left.is_empty(), "files left behind: {left:?}");
 }
+
+/// `--simulate` refusals: each one line, exit 2, before any work.
+#[test]
+fn bad_simulations_are_refused_once_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let [good, old, elsewhere, missing] = dps_harness::simulate::test_platforms(dir.path());
+    let (good, old, elsewhere, missing) = (good.as_str(), old.as_str(), elsewhere.as_str(), missing.as_str());
+    let median = ["median", "--random", "64", "64", "--simulate"];
+    let no_median = dir.path().join("no-median.toml").to_str().unwrap().to_string();
+    let mut p = dps_harness::simulate::made_up_platform();
+    p.kernels.retain(|k| k.name != "median");
+    p.seal();
+    std::fs::write(&no_median, p.to_toml()).unwrap();
+    let gather = ["gather", "--random", "64", "64", "--simulate"];
+    check_table(
+        Path::new(BIN),
+        &[
+            case(&[&median[..], &["0", "--platform", good]].concat(), 2, &["--simulate 0", "at least one rank"]),
+            case(&[&gather[..], &["0", "--platform", good]].concat(), 2, &["--simulate 0"]),
+            case(
+                &[&median[..], &["2", "--platform", missing]].concat(),
+                2,
+                &["platform file", "not found", "dps-bench calibrate --out"],
+            ),
+            case(&[&median[..], &["2", "--platform", old]].concat(), 2, &["made by dps 0.0.0", "dps-bench calibrate"]),
+            case(&[&gather[..], &["2", "--platform", elsewhere]].concat(), 2, &["not on this host"]),
+            case(
+                &[&gather[..], &["2", "--sim-mode", "pdexec", "--platform", good]].concat(),
+                2,
+                &["--sim-mode pdexec", "dps-filter gather", "linear filters", "--sim-mode de"],
+            ),
+            case(
+                &[&median[..], &["2", "--sim-mode", "noalloc", "--platform", good]].concat(),
+                2,
+                &["noalloc", "median"],
+            ),
+            case(
+                &[&median[..], &["2", "--sim-mode", "pdexec", "--verify", "--platform", good]].concat(),
+                2,
+                &["--verify", "pdexec", "--sim-mode de"],
+            ),
+            case(
+                &["median", "--dir", dir.path().to_str().unwrap(), "--simulate", "2", "--sim-mode", "pdexec"],
+                2,
+                &["--dir", "pdexec", "unfiltered"],
+            ),
+            case(
+                &[&median[..], &["2", "--sim-mode", "pdexec", "--platform", &no_median]].concat(),
+                2,
+                &["no cost table for kernel 'median'", "dps-bench calibrate"],
+            ),
+            case(
+                &[&gather[..], &["2", "--sim-mode", "noalloc", "--platform", good]].concat(),
+                2,
+                &["--sim-mode noalloc"],
+            ),
+            case(&[&median[..], &["2", "--variant", "serial", "--platform", good]].concat(), 2, &["serial"]),
+            case(&[&median[..], &["2", "--compare-serial", "--platform", good]].concat(), 2, &["--compare-serial"]),
+            case(&["median", "--random", "64", "64", "--sim-mode", "de"], 2, &["--simulate"]),
+            case_on(2, &[&gather[..], &["2", "--platform", good]].concat(), 2, &["without mpirun"]),
+        ],
+    );
+}

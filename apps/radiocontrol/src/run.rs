@@ -7,6 +7,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use dps_harness::options::{Check, Output};
+use dps_harness::simulate::{Simulate, Support};
 use dps_harness::{bad_input, Common, OutputFile};
 
 use crate::data::{DataSet, MINUTES};
@@ -98,6 +99,33 @@ pub struct RunArgs {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub runtime: dps::RuntimeArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub sim: Simulate,
+}
+
+/// What the simulator supports of dps-radiocontrol: direct execution only.
+const SIMULATION: Support = Support {
+    program: "dps-radiocontrol",
+    modes: &[],
+    why_not: "its correlation kernel is not charged from the platform file's tables (they have none for it)",
+    kernels: &[],
+};
+
+/// The options a simulated run cannot have, refused before any work: the serial reference
+/// (no graph) and the tests of failures, which a simulation has none of.
+fn check_simulation(r: &RunArgs) -> Result<()> {
+    let Some(p) = r.sim.simulate else { return Ok(()) };
+    if r.serial {
+        bad_input!("--simulate {p}: --serial runs no DPS graph to simulate");
+    }
+    if r.throttle_ms > 0 {
+        bad_input!("--simulate {p}: --throttle-ms paces a real run so that a test can kill a rank; a simulation has no rank to kill");
+    }
+    if r.file_size_limit.is_some() {
+        bad_input!("--simulate {p}: --file-size-limit tests a full disk under MPI; a simulation runs without MPI");
+    }
+    Ok(())
 }
 
 /// `bench-kernel`.
@@ -203,6 +231,7 @@ fn check_input(r: &RunArgs, rank: usize) -> Result<DataSet> {
 }
 
 fn run_correlation(r: &RunArgs) -> Result<()> {
+    check_simulation(r)?;
     ignore_file_size_signal();
     if r.serial {
         let data = check_input(r, 0)?;
@@ -218,7 +247,7 @@ fn run_correlation(r: &RunArgs) -> Result<()> {
     let rank = dps_harness::launch_rank().unwrap_or(0);
     let data = check_input(r, rank)?;
     dps_harness::options::check_trace(&r.runtime)?;
-    let rt = r.runtime.start()?;
+    let rt = r.sim.start(&r.runtime, &SIMULATION)?;
     let farm = Farm::build(&rt, &data, r.pipeline_depth, r.throttle_ms)?;
     let mut outcome = Ok(());
     if rt.is_root() {
@@ -228,10 +257,20 @@ fn run_correlation(r: &RunArgs) -> Result<()> {
         outcome = (|| {
             let file = ResultFile::open(&results::path_in(&r.out), &data.manifest)?;
             let (first, cut) = (file.done, file.cut);
+            if let (Some(p), true) = (r.sim.simulate, first > 0) {
+                // Resuming is how a real run restarts after a failure; a prediction is of a
+                // whole run (and of none at all once every job is done).
+                bad_input!(
+                    "--simulate {p}: {} already holds {first} of the {} jobs, and the run would resume after them; \
+                     give --fresh (or another --out) to predict the whole run",
+                    results::path_in(&r.out).display(),
+                    data.manifest.jobs()
+                );
+            }
             farm.master.lock().unwrap().file = Some(file);
-            let t = Instant::now();
+            let t = rt.stopwatch();
             let summary = farm.run(&rt, Start { first, jobs: data.manifest.jobs() })?;
-            let seconds = t.elapsed().as_secs_f64();
+            let seconds = t.seconds();
             if let Some(e) = summary.error {
                 bail!(
                     "{e} ({} jobs written by this run; the records before are intact: run again to resume from them)",

@@ -248,6 +248,12 @@ pub fn run(s: &Supervise) -> Result<()> {
     let Some(out) = s.out.clone().or_else(|| out_dir(&s.command)) else {
         bad_input!("supervise: the command has no --out DIR and --out is not given: where are the results?");
     };
+    if s.command.iter().any(|w| w == "--simulate" || w.starts_with("--simulate=")) {
+        bad_input!(
+            "supervise: the command has --simulate, and supervise restarts a job whose ranks fail; a simulation has \
+             no rank to fail: run it without supervise"
+        );
+    }
     let results = crate::results::path_in(&out);
     let ranks_dir = out.join("ranks");
     let mut ranks = rank_count(&s.command).map(|(_, n, _)| n);

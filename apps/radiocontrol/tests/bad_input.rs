@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{generate, results, serial, BIN};
-use dps_harness::bad_input::{case_on, check_table};
+use dps_harness::bad_input::{case, case_on, check_table};
 
 struct Setup {
     _tmp: tempfile::TempDir,
@@ -159,4 +159,57 @@ fn every_bad_input_is_one_clear_line_and_leaves_results_valid() {
     assert_eq!(std::fs::read(results(&s.root.join("other-out"))).unwrap(), other_results);
     let complete = std::fs::read(results(&s.root.join("full-summary"))).unwrap();
     assert_eq!(complete, serial(&s.root.join("data"), &s.root.join("clean")));
+}
+
+/// `run --simulate` refusals: each one line, exit 2, before any work; the failure tests'
+/// options and resuming a result file make no sense in a simulation.
+#[test]
+fn bad_simulations_are_refused_once_with_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let [good, old, _, missing] = dps_harness::simulate::test_platforms(tmp.path());
+    let (good, old, missing) = (good.as_str(), old.as_str(), missing.as_str());
+    let data = tmp.path().join("data");
+    common::generate(&data, 4, 2, 1, 1);
+    let done = tmp.path().join("done");
+    common::serial(&data, &done);
+    let (data, done) = (data.to_str().unwrap(), done.to_str().unwrap());
+    let o = tmp.path().join("o");
+    let o = o.to_str().unwrap();
+    let run = ["run", data, "--out", o, "--simulate"];
+    check_table(
+        Path::new(BIN),
+        &[
+            case(&[&run[..], &["0", "--platform", good]].concat(), 2, &["--simulate 0", "at least one rank"]),
+            case(
+                &[&run[..], &["2", "--platform", missing]].concat(),
+                2,
+                &["platform file", "not found", "dps-bench calibrate"],
+            ),
+            case(&[&run[..], &["2", "--platform", old]].concat(), 2, &["made by dps 0.0.0"]),
+            case(
+                &[&run[..], &["2", "--sim-mode", "pdexec", "--platform", good]].concat(),
+                2,
+                &["--sim-mode pdexec", "dps-radiocontrol", "--sim-mode de"],
+            ),
+            case(&[&run[..], &["2", "--serial", "--platform", good]].concat(), 2, &["--serial"]),
+            case(&[&run[..], &["2", "--throttle-ms", "5", "--platform", good]].concat(), 2, &["--throttle-ms", "kill"]),
+            case(
+                &[&run[..], &["2", "--file-size-limit", "100", "--platform", good]].concat(),
+                2,
+                &["--file-size-limit"],
+            ),
+            case(
+                &["run", data, "--out", done, "--simulate", "2", "--platform", good],
+                2,
+                &["already holds 2 of the 2 jobs", "--fresh"],
+            ),
+            case(
+                &["supervise", "--", BIN, "run", data, "--out", o, "--simulate", "2"],
+                2,
+                &["supervise", "--simulate"],
+            ),
+            case_on(2, &[&run[..], &["2", "--platform", good]].concat(), 2, &["without mpirun"]),
+            case(&["run", data, "--out", done, "--fresh", "--simulate", "2", "--platform", good], 0, &[]),
+        ],
+    );
 }

@@ -10,6 +10,7 @@ use anyhow::{bail, Result};
 use clap::{Parser, ValueEnum};
 use dps::{Collection, Runtime, RuntimeArgs};
 use dps_harness::options::{Check, Output, Seed};
+use dps_harness::simulate::{Simulate, Support};
 use dps_harness::{bad_input, median, Common, OutputFile, Repeat};
 use rand::{Rng, SeedableRng};
 
@@ -100,7 +101,19 @@ pub struct Args {
     #[command(flatten)]
     #[allow(missing_docs)]
     pub runtime: RuntimeArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub sim: Simulate,
 }
+
+/// What the simulator supports of dps-skeleton: direct execution only.
+const SIMULATION: Support = Support {
+    program: "dps-skeleton",
+    modes: &[],
+    why_not: "its control flow depends on the data (the pixels decide how many thinning rounds run, which cells \
+              live and how much each computes)",
+    kernels: &[],
+};
 
 fn variant_name(v: Variant) -> String {
     v.to_possible_value().map(|p| p.get_name().to_string()).unwrap_or_default()
@@ -165,7 +178,7 @@ pub fn run(args: &Args) -> Result<()> {
         let out = input.out.take().expect("checked");
         return out.write_and_commit(&images::png_bytes(&input.image)?);
     }
-    let rt = args.runtime.start()?;
+    let rt = args.sim.start(&args.runtime, &SIMULATION)?;
     let out = input.out.take().filter(|_| rt.is_root());
     let image = Arc::new(input.image.clone());
     let grid = Grid::new(image.width, image.height, input.cell);
@@ -191,7 +204,9 @@ struct Pass {
 
 /// Rank 0: puts the cells back where eq. (8-2) deals them, with the input's pixels, then
 /// runs rounds until the image stops changing, moving cells between rounds as `variant`
-/// (and --force-migrations) says.
+/// (and --force-migrations) says. Its time is the wall clock's; under simulation, the
+/// simulated time of the rounds and moves plus rank 0's own work between them (measured:
+/// the bookkeeping and the balancing plans, which a simulation runs outside any operation).
 fn skeletonize(
     args: &Args,
     variant: Variant,
@@ -205,9 +220,9 @@ fn skeletonize(
     rt.remap(cells, &grid.static_mapping(ranks))?;
     rt.call(&graphs.reset, ())?;
     let mut forced = rand_chacha::ChaCha8Rng::seed_from_u64(args.seed.seed ^ 0x5eed);
-    let start = Instant::now();
+    let (start, clock) = (Instant::now(), rt.stopwatch());
     let mut master = Master::new(grid, args.depth, image);
-    let (mut migrations, mut bookkeeping, mut moving) = (0, 0.0, 0.0);
+    let (mut migrations, mut bookkeeping, mut moving, mut planning, mut moves_simulated) = (0, 0.0, 0.0, 0.0, 0.0);
     let mut speeds = balance::Speeds::new(ranks);
     let near: Vec<Vec<usize>> = (0..grid.cells()).map(|c| grid.reach(c, 2 * args.depth)).collect();
     loop {
@@ -228,7 +243,10 @@ fn skeletonize(
             let mut target = std::collections::BTreeMap::new();
             target.extend(moves);
             let moves: Vec<(usize, usize)> = target.into_iter().filter(|&(c, to)| cells.rank_of(c) != to).collect();
+            planning += t0.elapsed().as_secs_f64();
+            let clock = rt.stopwatch();
             rt.migrate_each(cells, &moves)?;
+            moves_simulated += clock.seconds();
             migrations += moves.len();
         }
         moving += t0.elapsed().as_secs_f64();
@@ -258,7 +276,13 @@ fn skeletonize(
             break;
         }
     }
-    let seconds = start.elapsed().as_secs_f64();
+    let seconds = match rt.simulation() {
+        Some(_) => {
+            moving = planning + moves_simulated;
+            clock.seconds() + bookkeeping + planning
+        }
+        None => start.elapsed().as_secs_f64(),
+    };
     Ok(Pass { seconds, master, migrations, migration_seconds: moving, bookkeeping_seconds: bookkeeping })
 }
 

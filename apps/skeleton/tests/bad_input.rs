@@ -85,3 +85,37 @@ fn odd_but_valid_images_give_a_verified_skeleton() {
         }
     }
 }
+
+/// `--simulate` refusals: each one line, exit 2, before any work.
+#[test]
+fn bad_simulations_are_refused_once_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let [good, old, elsewhere, missing] = dps_harness::simulate::test_platforms(dir.path());
+    let (good, old, elsewhere, missing) = (good.as_str(), old.as_str(), elsewhere.as_str(), missing.as_str());
+    let blobs = ["--generate", "blobs", "64", "64", "--simulate"];
+    check_table(
+        Path::new(BIN),
+        &[
+            case(&[&blobs[..], &["0", "--platform", good]].concat(), 2, &["--simulate 0", "at least one rank"]),
+            case(
+                &[&blobs[..], &["2", "--platform", missing]].concat(),
+                2,
+                &["platform file", "not found", "dps-bench calibrate"],
+            ),
+            case(&[&blobs[..], &["2", "--platform", old]].concat(), 2, &["made by dps 0.0.0"]),
+            case(&[&blobs[..], &["2", "--platform", elsewhere]].concat(), 2, &["not on this host"]),
+            case(
+                &[&blobs[..], &["2", "--sim-mode", "pdexec", "--platform", good]].concat(),
+                2,
+                &["--sim-mode pdexec", "dps-skeleton", "control flow depends on the data", "pixels"],
+            ),
+            case(
+                &[&blobs[..], &["2", "--sim-mode", "noalloc", "--platform", good]].concat(),
+                2,
+                &["--sim-mode noalloc"],
+            ),
+            case(&["--generate", "blobs", "64", "64", "--sim-mode", "de"], 2, &["--simulate"]),
+            case_on(2, &[&blobs[..], &["2", "--platform", good]].concat(), 2, &["without mpirun"]),
+        ],
+    );
+}

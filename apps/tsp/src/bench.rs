@@ -128,6 +128,9 @@ fn check_run(args: &[String], extra: &str) -> Result<()> {
     if cli.command.is_some() {
         return Err(refuse("a run takes no subcommand".into()).into());
     }
+    if cli.solve.sim.simulate.is_some() {
+        return Err(refuse("the bench measures real runs: a run takes no --simulate".into()).into());
+    }
     check_options(&cli.solve).map_err(|e| refuse(format!("{e:#}")))?;
     Ok(())
 }

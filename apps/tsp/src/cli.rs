@@ -8,6 +8,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use dps_harness::options::{Check, Output, Seed};
+use dps_harness::simulate::{Simulate, Support};
 use dps_harness::{Common, OutputFile};
 
 use crate::deadline::Deadline;
@@ -111,7 +112,19 @@ pub struct SolveArgs {
     /// Runtime options.
     #[command(flatten)]
     pub runtime: dps::RuntimeArgs,
+    #[command(flatten)]
+    #[allow(missing_docs)]
+    pub sim: Simulate,
 }
+
+/// What the simulator supports of dps-tsp: direct execution only.
+const SIMULATION: Support = Support {
+    program: "dps-tsp",
+    modes: &[],
+    why_not: "a branch and bound's control flow depends on the data (what is pruned depends on the bounds and \
+              tours found, so the work cannot be charged without doing it)",
+    kernels: &[],
+};
 
 /// Largest instance `--verify` compares with the dynamic program.
 const DP_VERIFY_MAX: usize = 12;
@@ -158,6 +171,12 @@ pub fn check_options(args: &SolveArgs) -> Result<()> {
                  out for no limit)"
             );
         }
+    }
+    if let (Some(p), Some(_)) = (args.sim.simulate, args.time_limit) {
+        dps_harness::bad_input!(
+            "--simulate {p}: --time-limit counts wall-clock seconds, which a simulation does not follow; \
+             leave it out"
+        );
     }
     match (&args.file, args.random) {
         (_, Some(n)) if n < 3 => dps_harness::bad_input!("--random {n}: a tour needs at least 3 cities"),
@@ -233,7 +252,7 @@ pub fn run(args: &SolveArgs) -> Result<()> {
     check_options(args)?;
     let outputs = Outputs::create(args)?;
     let inst = Arc::new(load(args)?);
-    let rt = args.runtime.start()?;
+    let rt = args.sim.start(&args.runtime, &SIMULATION)?;
     let layout = Layout { threads: args.threads, pipeline_depth: args.pipeline_depth };
     let (steps, cutoff);
     let result = match args.variant {
@@ -268,7 +287,9 @@ struct Timed {
 }
 
 /// Builds the graph on every rank and, on rank 0, finds the first tour and runs the search;
-/// `--time-limit` counts from the first tour on.
+/// `--time-limit` counts from the first tour on. The time is the first tour's (measured: it
+/// runs on rank 0 before the search, in a simulation too) plus the search's on the
+/// runtime's clock (simulated under `--simulate`).
 fn solve<K: Kernel>(
     rt: &dps::Runtime,
     inst: &Instance,
@@ -290,8 +311,10 @@ fn solve<K: Kernel>(
         Variant::Thesis => (i64::MAX, Vec::new()),
     };
     let first = start.elapsed().as_secs_f64();
+    let clock = rt.stopwatch();
     let solution = search.run(rt, Start { upper, tour, time_limit: deadline.remaining_seconds() })?;
-    Ok(Some(Timed { solution, seconds: start.elapsed().as_secs_f64(), first_tour_seconds: first, initial: upper }))
+    let seconds = first + clock.seconds();
+    Ok(Some(Timed { solution, seconds, first_tour_seconds: first, initial: upper }))
 }
 
 #[allow(clippy::too_many_arguments)] // the report shows the run's settings

@@ -248,9 +248,13 @@ impl<K: Kernel> Search<K> {
             kernel: k.clone(),
             master: Arc::new(Mutex::new(new_master(i64::MAX, Vec::new(), Deadline::NONE))),
         })?;
-        // The best length known on this rank, shared by its slaves.
-        let rank_best = Arc::new(AtomicI64::new(i64::MAX));
-        let slaves = rt.collection("slaves", &format!("all*{}", layout.threads), move |_| rank_best.clone())?;
+        // The best length known on each rank, shared by its slaves: one per rank, so that the
+        // virtual ranks of a simulation do not share it (a real rank has only its own). "all*k"
+        // puts slave i on rank i mod ranks.
+        let ranks = rt.ranks();
+        let rank_best: Vec<Arc<AtomicI64>> = (0..ranks).map(|_| Arc::new(AtomicI64::new(i64::MAX))).collect();
+        let slaves = rt.collection("slaves", &format!("all*{}", layout.threads), |i| rank_best[i % ranks].clone())?;
+        debug_assert!((0..slaves.len()).all(|i| slaves.rank_of(i) == i % ranks));
         let window = layout
             .pipeline_depth
             .max(1)
@@ -278,7 +282,8 @@ impl<K: Kernel> Search<K> {
             Node::leaf("search", &slaves, route::load_balanced(), move |best: &mut Arc<AtomicI64>, w: Work<K::Job>| {
                 match w {
                     Work::Idle => {
-                        std::thread::sleep(IDLE_PAUSE);
+                        // Charged, not slept, under simulation.
+                        dps::pause(IDLE_PAUSE);
                         Report::Idle
                     }
                     Work::Job(job, upper) => {

@@ -251,3 +251,38 @@ fn the_bench_reports_a_failed_run_and_writes_no_table() {
     let left: Vec<PathBuf> = std::fs::read_dir(f.dir.path()).unwrap().map(|e| e.unwrap().path()).collect();
     assert_eq!(left, [PathBuf::from(&empty)], "only the input directory remains");
 }
+
+/// `--simulate` refusals: each one line, exit 2, before any work.
+#[test]
+fn bad_simulations_are_refused_once_with_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let [good, old, elsewhere, missing] = dps_harness::simulate::test_platforms(dir.path());
+    let (good, old, elsewhere, missing) = (good.as_str(), old.as_str(), elsewhere.as_str(), missing.as_str());
+    let n8 = ["--random", "8", "--simulate"];
+    check_table(
+        exe(),
+        &[
+            case(&[&n8[..], &["0", "--platform", good]].concat(), 2, &["--simulate 0", "at least one rank"]),
+            case(
+                &[&n8[..], &["2", "--platform", missing]].concat(),
+                2,
+                &["platform file", "not found", "dps-bench calibrate --out"],
+            ),
+            case(&[&n8[..], &["2", "--platform", old]].concat(), 2, &["made by dps 0.0.0", "dps-bench calibrate"]),
+            case(&[&n8[..], &["2", "--platform", elsewhere]].concat(), 2, &["not on this host", "dps-bench calibrate"]),
+            case(
+                &[&n8[..], &["2", "--sim-mode", "pdexec", "--platform", good]].concat(),
+                2,
+                &["--sim-mode pdexec", "dps-tsp", "control flow depends on the data", "bounds"],
+            ),
+            case(&[&n8[..], &["2", "--sim-mode", "noalloc", "--platform", good]].concat(), 2, &["--sim-mode noalloc"]),
+            case(
+                &[&n8[..], &["2", "--time-limit", "5", "--platform", good]].concat(),
+                2,
+                &["--time-limit", "wall-clock"],
+            ),
+            case(&["--random", "8", "--sim-mode", "de"], 2, &["--simulate"]),
+            case(&["bench", "--extra", "--simulate 2"], 2, &["--extra", "--simulate"]),
+        ],
+    );
+}

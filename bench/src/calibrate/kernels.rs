@@ -1,11 +1,10 @@
 //! Kernel cost tables, measured on one core: the BLAS/LAPACK calls of the dense apps through
 //! `dps_dense::blas` (gemm and trsm on r×r blocks, getrf on r×r blocks and on 4r×r panels,
-//! dlaswp row interchanges), memory copies, and one band of Life (`dps_life::kernel::advance`) per depth.
+//! dlaswp row interchanges), memory copies, one band of Life (`dps_life::kernel::advance`)
+//! per depth, and apps/filter's 5×5 median (`dps_filter::median::median5`) on square blocks.
 //!
 //! Each call's inputs are restored (outside the timed region) before it runs, so a table
 //! never times denormals or infinities that repeated in-place calls would breed.
-//! The median kernel of apps/filter has a slot in the file format ([`Kernel`] named
-//! `median`) but is not measured yet: that app is being written.
 
 use std::time::{Duration, Instant};
 
@@ -168,4 +167,29 @@ pub(super) fn life(width: usize, rows: usize, depths: &[usize], effort: Effort) 
         })
         .collect();
     table("life", "width,rows,depth", "cell update", points)
+}
+
+/// The 5×5 median of `side` × `side` blocks of random 8-bit pixels (with their border of
+/// `RADIUS` pixels), for each side: dps-filter's kernel, work counted in pixels.
+pub(super) fn median_filter(sides: &[usize], effort: Effort) -> Kernel {
+    use dps_filter::median::{median5, RADIUS};
+    let points = sides
+        .iter()
+        .map(|&side| {
+            let stride = side + 2 * RADIUS;
+            let mut state = 0x2545_F491_4F6C_DD1Du64;
+            let src: Vec<u8> = (0..stride * stride)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 7;
+                    state ^= state << 17;
+                    (state >> 56) as u8
+                })
+                .collect();
+            let mut dst = vec![0u8; side * side];
+            let seconds = time(effort, &mut dst[..], |_| {}, |dst| median5(&src, stride, side, side, dst, side));
+            KernelPoint { dims: vec![side as u64; 2], seconds, work: (side * side) as f64 }
+        })
+        .collect();
+    table("median", "width,rows", "pixel", points)
 }

@@ -193,6 +193,7 @@ pub(crate) fn worker(opts: &Options) -> Result<()> {
         ];
         let (width, rows, depths) = &plan.life;
         kernels.push(kernels::life(*width, *rows, depths, plan.kernel));
+        kernels.push(kernels::median_filter(&[64, 256, 512], plan.kernel));
         let mut distinct: Vec<String> = Vec::new();
         for h in &hosts {
             if !distinct.contains(h) {

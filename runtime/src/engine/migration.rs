@@ -18,7 +18,7 @@
 //! after this rank's own last move of it. None is duplicated: each message is queued at one
 //! cell, and that cell either handles or forwards it.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
@@ -185,6 +185,41 @@ impl Engine {
     /// If the collection's state cannot move (not created movable), an index is out of range,
     /// a rank does not exist, or a move does not complete within `MOVE_TIMEOUT`.
     pub(crate) fn move_threads(&self, coll: &CollInfo, moves: &[(usize, usize)]) -> Result<(), Error> {
+        let mut waiting = self.request_moves(coll, moves)?;
+        while !waiting.is_empty() {
+            let arrived = self.control.wait(Some(MOVE_TIMEOUT), |c| match c {
+                Control::Moved { id } if waiting.contains(id) => Some(*id),
+                _ => None,
+            });
+            match arrived {
+                Some(id) => waiting.remove(&id),
+                None => {
+                    return Err(Error::new(
+                        ErrorKind::Failed,
+                        format!("collection \"{}\": {} thread move(s) did not complete within {MOVE_TIMEOUT:?} (a thread moves only between instances: does it always have a split or merge under way?)", coll.name, waiting.len()),
+                    ))
+                }
+            };
+        }
+        Ok(())
+    }
+
+    /// Takes the arrivals of `waiting`'s moves that are here, without waiting (a simulation
+    /// delivers them while its driver runs).
+    pub(crate) fn take_moved(&self, waiting: &mut HashSet<u64>) {
+        loop {
+            let arrived = self.control.wait(Some(Duration::ZERO), |c| match c {
+                Control::Moved { id } if waiting.contains(id) => Some(*id),
+                _ => None,
+            });
+            let Some(id) = arrived else { return };
+            waiting.remove(&id);
+        }
+    }
+
+    /// Checks the moves (as [`Engine::move_threads`]) and asks each thread to move; returns
+    /// the ids of the moves, whose arrivals come back as `Control::Moved`.
+    pub(crate) fn request_moves(&self, coll: &CollInfo, moves: &[(usize, usize)]) -> Result<HashSet<u64>, Error> {
         let name = &coll.name;
         if self.codecs.get(coll.id as u32).is_none() {
             return Err(Error::new(
@@ -211,7 +246,7 @@ impl Engine {
                 )));
             }
         }
-        let mut waiting = std::collections::HashSet::new();
+        let mut waiting = HashSet::new();
         for &(index, dest) in moves {
             let id = self.codecs.next_move.fetch_add(1, Ordering::Relaxed);
             let to = ThreadAddr { coll: coll.id as u32, index: index as u32 };
@@ -219,21 +254,6 @@ impl Engine {
             self.post(coll.rank_of(index), request, None);
             waiting.insert(id);
         }
-        while !waiting.is_empty() {
-            let arrived = self.control.wait(Some(MOVE_TIMEOUT), |c| match c {
-                Control::Moved { id } if waiting.contains(id) => Some(*id),
-                _ => None,
-            });
-            match arrived {
-                Some(id) => waiting.remove(&id),
-                None => {
-                    return Err(Error::new(
-                        ErrorKind::Failed,
-                        format!("collection \"{name}\": {} thread move(s) did not complete within {MOVE_TIMEOUT:?} (a thread moves only between instances: does it always have a split or merge under way?)", waiting.len()),
-                    ))
-                }
-            };
-        }
-        Ok(())
+        Ok(waiting)
     }
 }
