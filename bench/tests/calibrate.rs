@@ -44,6 +44,7 @@ fn platform(links: bool) -> Platform {
             note: "test".into(),
             send: Default::default(),
             receive: Default::default(),
+            co_run_slowdown: 1.0,
         },
         kernels: vec![],
     };

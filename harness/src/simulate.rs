@@ -183,6 +183,9 @@ impl Simulate {
             |c: TransferCost| TransferCpu { per_message_s: c.us_per_message * 1e-6, per_byte_s: c.ns_per_byte * 1e-9 };
         opts.send_cpu = cpu(platform.overheads.send);
         opts.receive_cpu = cpu(platform.overheads.receive);
+        opts.co_run_slowdown = platform.overheads.co_run_slowdown;
+        // Ranks fill nodes of this machine's CPU count (as the links above assume).
+        opts.host_of = Arc::new(move |r| r / cpus);
         Ok(self.finish(opts, cpus, ranks, platform))
     }
 
@@ -277,6 +280,7 @@ pub fn made_up_platform() -> Platform {
             note: "made up".into(),
             send: Default::default(),
             receive: Default::default(),
+            co_run_slowdown: 1.0,
         },
         kernels: vec![
             Kernel {

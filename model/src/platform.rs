@@ -141,6 +141,9 @@ pub struct Overheads {
     pub send: TransferCost,
     /// The receiving rank's cost per message.
     pub receive: TransferCost,
+    /// A computation's time while the node's other cores compute too, over its time alone
+    /// (their shared memory bandwidth and caches); 1 when not measured.
+    pub co_run_slowdown: f64,
 }
 
 /// One side's CPU cost of a message of `s` bytes: `us_per_message + s·ns_per_byte`.
@@ -404,6 +407,9 @@ impl Platform {
             }
         }
         let o = &self.overheads;
+        if !(o.co_run_slowdown.is_finite() && (1.0..=10.0).contains(&o.co_run_slowdown)) {
+            return Err(format!("overheads: co_run_slowdown {} must be in 1..=10", o.co_run_slowdown));
+        }
         for (side, c) in [("send", o.send), ("receive", o.receive)] {
             let fine = |x: f64| x.is_finite() && x >= 0.0;
             if !(fine(c.us_per_message) && fine(c.ns_per_byte)) {

@@ -45,6 +45,12 @@ pub struct SimOptions {
     pub cores_per_rank: Option<usize>,
     /// The cost of a kernel a program skips in PDEXEC and NOALLOC ([`crate::skip_kernel`]).
     pub kernels: KernelCost,
+    /// The host of each rank: ranks of one host share its memory and caches.
+    pub host_of: Arc<dyn Fn(usize) -> usize + Send + Sync>,
+    /// How much longer an operation takes when another one runs on its host as it starts
+    /// (the cores' shared memory bandwidth and caches): its time is multiplied by this
+    /// (1: no effect). Judged at the operation's start only.
+    pub co_run_slowdown: f64,
 }
 
 impl std::fmt::Debug for SimOptions {
@@ -54,6 +60,7 @@ impl std::fmt::Debug for SimOptions {
             .field("send_cpu", &self.send_cpu)
             .field("receive_cpu", &self.receive_cpu)
             .field("cores_per_rank", &self.cores_per_rank)
+            .field("co_run_slowdown", &self.co_run_slowdown)
             .finish_non_exhaustive()
     }
 }
@@ -69,6 +76,8 @@ impl SimOptions {
             receive_cpu: TransferCpu::FREE,
             cores_per_rank: None,
             kernels: Arc::new(|_, _, _| None),
+            host_of: Arc::new(|_| 0),
+            co_run_slowdown: 1.0,
         }
     }
 }
@@ -301,9 +310,17 @@ impl Simulator {
         }
         while self.state().running[rank] < cores {
             let Some(cell) = engine.sim_take() else { return };
-            self.state().running[rank] += 1;
+            let factor = {
+                let mut s = self.state();
+                s.running[rank] += 1;
+                if self.co_running(&s, rank) {
+                    self.opts.co_run_slowdown
+                } else {
+                    1.0
+                }
+            };
             failure::set_rank(rank);
-            simclock::begin_op();
+            simclock::begin_slowed_op(factor);
             let result = engine.sim_run(&cell);
             let took = simclock::end_op();
             let mut s = self.state();
@@ -316,6 +333,15 @@ impl Simulator {
                 return;
             }
         }
+    }
+
+    /// Whether another operation or reception than the one just started on `rank` runs on
+    /// its host.
+    fn co_running(&self, s: &State, rank: usize) -> bool {
+        let host = (self.opts.host_of)(rank);
+        let on_host: usize =
+            (0..self.engines.len()).filter(|&r| (self.opts.host_of)(r) == host).map(|r| s.running[r]).sum();
+        on_host > 1
     }
 
     /// What the simulation measured so far.

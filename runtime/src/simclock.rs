@@ -53,6 +53,8 @@ struct Op {
     cpu_start: u64,
     /// Time charged to it so far, ns.
     charged: u64,
+    /// What each ns it uses counts for (1, or the host's co-run slowdown).
+    factor: f64,
 }
 
 thread_local! {
@@ -88,19 +90,31 @@ pub(crate) fn set_now(ns: u64) {
 }
 
 /// An operation starts now.
-pub(crate) fn begin_op() {
+#[cfg(test)]
+fn begin_op() {
+    begin_slowed_op(1.0);
+}
+
+/// An operation starts now, slowed by `factor` (every time it uses counts `factor` times:
+/// the cores of its host are shared, see `SimOptions::co_run_slowdown`).
+pub(crate) fn begin_slowed_op(factor: f64) {
     with(|c| {
         let cpu_start = if c.mode == SimMode::De { thread_cpu_ns() } else { 0 };
-        c.op = Some(Op { cpu_start, charged: 0 });
+        c.op = Some(Op { cpu_start, charged: 0, factor });
     });
 }
 
 /// Time the running operation has used so far, ns.
 fn op_elapsed(c: &Clock) -> u64 {
-    match &c.op {
-        None => 0,
-        Some(op) if c.mode == SimMode::De => thread_cpu_ns().saturating_sub(op.cpu_start) + op.charged,
-        Some(op) => op.charged,
+    let (used, factor) = match &c.op {
+        None => return 0,
+        Some(op) if c.mode == SimMode::De => (thread_cpu_ns().saturating_sub(op.cpu_start) + op.charged, op.factor),
+        Some(op) => (op.charged, op.factor),
+    };
+    if factor == 1.0 {
+        used
+    } else {
+        (used as f64 * factor).round() as u64
     }
 }
 

@@ -237,3 +237,16 @@ fn threads_move_in_simulated_time() {
     assert_eq!(rt.simulation().unwrap().busy_s, vec![0.0; 3], "PDEXEC charges nothing here but the links");
     rt.shutdown().unwrap();
 }
+
+#[test]
+fn an_operation_started_beside_another_on_its_host_is_slowed() {
+    // Rank 0 squares 0 from 0 ms alone; rank 1 squares 1 from 10 µs while rank 0 computes:
+    // 1 ms × 1.5, and its square is back at 1.520 ms. On hosts of their own, 1.020 ms.
+    let mut shared = costed(SimMode::Pdexec);
+    shared.co_run_slowdown = 1.5;
+    let (t, _) = two_ranks(shared.clone(), 2);
+    assert_eq!(t, 1.520e-3);
+    let mut apart = shared;
+    apart.host_of = Arc::new(|rank| rank);
+    assert_eq!(two_ranks(apart, 2).0, 1.020e-3);
+}

@@ -77,7 +77,7 @@ impl Plan {
                 kernel: kernels::Effort { time: Duration::from_millis(20), min_calls: 2 },
                 copies: vec![1 << 16, 1 << 20, 1 << 23],
                 life: (4096, 128, vec![1, 8]),
-                transfer: (7, Duration::from_millis(50)),
+                transfer: (11, Duration::from_millis(50)),
             }
         } else {
             Plan {
@@ -89,7 +89,7 @@ impl Plan {
                 kernel: kernels::Effort { time: Duration::from_millis(150), min_calls: 3 },
                 copies: vec![1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 24, 1 << 26],
                 life: (16384, 1024, vec![1, 2, 4, 8]),
-                transfer: (9, Duration::from_millis(100)),
+                transfer: (15, Duration::from_millis(100)),
             }
         }
     }
@@ -285,6 +285,7 @@ fn no_overheads(note: &str) -> dps_model::platform::Overheads {
         note: note.into(),
         send: Default::default(),
         receive: Default::default(),
+        co_run_slowdown: 1.0,
     }
 }
 

@@ -27,8 +27,10 @@ pub(super) const SMALL: usize = 64;
 pub(super) const LARGE: usize = 256 << 10;
 /// Tokens in flight in the stream.
 const WINDOW: usize = 8;
-/// The kernel: one `R`×`R` dgemm per call.
-pub(super) const R: usize = 128;
+/// The kernel: one `R`×`R` dgemm per call, on operands taken in turn from `SETS` pairs, so
+/// that they come from memory, not from a core's cache, as the apps' blocks do.
+pub(super) const R: usize = 256;
+const SETS: usize = 8;
 
 /// Messages that reached their operation in this process (the peer's sink counts arrivals,
 /// rank 0's merge counts the returns).
@@ -49,16 +51,20 @@ fn cpu_clock(clock: libc::clockid_t) -> f64 {
 struct Side {
     other_cpu: f64,
     moved: u64,
+    /// The kernel's wall time, seconds.
+    seconds: f64,
 }
 
 /// Runs `kernel` and counts what else this process did meanwhile.
 fn side(kernel: impl FnOnce()) -> Side {
     let before = MOVED.load(Ordering::Relaxed);
     let (process, thread) = (cpu_clock(libc::CLOCK_PROCESS_CPUTIME_ID), cpu_clock(libc::CLOCK_THREAD_CPUTIME_ID));
+    let start = Instant::now();
     kernel();
+    let seconds = start.elapsed().as_secs_f64();
     let thread = cpu_clock(libc::CLOCK_THREAD_CPUTIME_ID) - thread;
     let process = cpu_clock(libc::CLOCK_PROCESS_CPUTIME_ID) - process;
-    Side { other_cpu: (process - thread).max(0.0), moved: MOVED.load(Ordering::Relaxed) - before }
+    Side { other_cpu: (process - thread).max(0.0), moved: MOVED.load(Ordering::Relaxed) - before, seconds }
 }
 
 /// The stream (rank 0 → peer, each message acknowledged back) and the peer's kernel.
@@ -106,23 +112,26 @@ impl Streams {
 
 /// The kernel's operands.
 struct Matrices {
-    a: Vec<f64>,
-    b: Vec<f64>,
+    sets: Vec<(Vec<f64>, Vec<f64>)>,
     c: Vec<f64>,
+    next: usize,
 }
 
 impl Matrices {
     fn new() -> Matrices {
-        Matrices {
-            a: dps_dense::gen::cols_major(1, 0..R, 0..R),
-            b: dps_dense::gen::cols_major(2, 0..R, 0..R),
-            c: vec![0.0; R * R],
-        }
+        let sets = (0..SETS as u64)
+            .map(|i| {
+                (dps_dense::gen::cols_major(2 * i + 1, 0..R, 0..R), dps_dense::gen::cols_major(2 * i + 2, 0..R, 0..R))
+            })
+            .collect();
+        Matrices { sets, c: vec![0.0; R * R], next: 0 }
     }
 
     fn kernel(&mut self, calls: usize) {
         for _ in 0..calls {
-            dps_dense::blas::gemm_col(R, R, R, -1e-3, &self.a, R, &self.b, R, 1.0, &mut self.c, R);
+            let (a, b) = &self.sets[self.next];
+            self.next = (self.next + 1) % SETS;
+            dps_dense::blas::gemm_col(R, R, R, -1e-3, a, R, b, R, 1.0, &mut self.c, R);
         }
     }
 }
@@ -145,6 +154,7 @@ fn both_kernels(
     let peer = rt.start(&streams.peer_kernel, calls as u64);
     let mine = side(|| mine.kernel(calls));
     let (other_cpu, moved) = peer.wait()?;
+    let peer = Side { other_cpu, moved, seconds: 0.0 };
     let still_streaming = match pending {
         Some(p) => {
             let during_both = MOVED.load(Ordering::Relaxed) - started < messages;
@@ -153,7 +163,7 @@ fn both_kernels(
         }
         None => true,
     };
-    Ok(still_streaming.then_some([mine, Side { other_cpu, moved }]))
+    Ok(still_streaming.then_some([mine, peer]))
 }
 
 /// Measures the send and receive costs with `reps` rounds of alone / small / large, each
@@ -176,8 +186,12 @@ pub(super) fn measure(rt: &Runtime, streams: &Streams, reps: usize, time: Durati
     }
     // Per side (rank 0, peer) and size, the extra CPU seconds per message moved.
     let mut extra: [[Vec<f64>; 2]; 2] = Default::default();
+    // Rank 0's kernel with the peer's running at the same time, over rank 0's alone.
+    let mut co_run = Vec::new();
     for _ in 0..reps {
+        let alone = side(|| mine.kernel(calls)).seconds;
         let base = both_kernels(rt, streams, &mut mine, calls, (0, 0))?.expect("no stream to end");
+        co_run.push(base[0].seconds / alone);
         for (size, bytes) in [SMALL, LARGE].into_iter().enumerate() {
             let messages = &mut counts[size];
             let during = loop {
@@ -188,7 +202,7 @@ pub(super) fn measure(rt: &Runtime, streams: &Streams, reps: usize, time: Durati
                 }
             };
             for side in 0..2 {
-                let Side { other_cpu, moved } = during[side];
+                let Side { other_cpu, moved, .. } = during[side];
                 let extra_cpu = (other_cpu - base[side].other_cpu).max(0.0);
                 if moved > 0 {
                     extra[side][size].push(extra_cpu / moved as f64);
@@ -206,5 +220,6 @@ pub(super) fn measure(rt: &Runtime, streams: &Streams, reps: usize, time: Durati
             ns_per_byte: ((large - per_message) / (LARGE - SMALL) as f64).max(0.0) * 1e9,
         }
     };
-    Ok(Overheads { measurable: true, note, send: cost(0), receive: cost(1) })
+    let co_run_slowdown = median(&co_run).clamp(1.0, 10.0);
+    Ok(Overheads { measurable: true, note, send: cost(0), receive: cost(1), co_run_slowdown })
 }

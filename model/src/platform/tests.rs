@@ -44,6 +44,7 @@ fn sample() -> Platform {
             note: "2 ranks on 2 cores".into(),
             send: TransferCost { us_per_message: 1.5, ns_per_byte: 0.05 },
             receive: TransferCost { us_per_message: 2.5, ns_per_byte: 0.15 },
+            co_run_slowdown: 1.08,
         },
         kernels: vec![Kernel {
             name: "gemm".into(),
@@ -105,6 +106,7 @@ fn every_refusal_is_one_line_naming_the_file_and_the_command() {
         (good.replace("2026-11-20T12:00:00Z", "yesterday"), "not an RFC 3339 time"),
         (good.replace("180.25", "180.5"), "do not match its measured_hash"),
         (resealed(&|p| p.overheads.receive.ns_per_byte = -1.0), "receive costs 2.5 µs per message and -1 ns per byte"),
+        (resealed(&|p| p.overheads.co_run_slowdown = 0.5), "co_run_slowdown 0.5"),
         (resealed(&|p| p.links[0].times_us.pop().map_or((), drop)), "3 sizes and 2 times"),
         (resealed(&|p| p.kernels[0].points[0].seconds = 0.0), "kernel \"gemm\""),
         (resealed(&|p| p.links[0].fit[0].bytes_per_us = -1.0), "bandwidth not positive"),
