@@ -347,8 +347,14 @@ fn summary(p: &Platform, out: &std::path::Path) -> String {
     let o = &p.overheads;
     let _ = writeln!(
         s,
-        "CPU per message: sending {:.2} µs + {:.3} ns/byte, receiving {:.2} µs + {:.3} ns/byte ({})\n",
-        o.send.us_per_message, o.send.ns_per_byte, o.receive.us_per_message, o.receive.ns_per_byte, o.note
+        "CPU per message: sending {:.2} µs + {:.3} ns/byte, receiving {:.2} µs + {:.3} ns/byte; \
+         co-run slowdown {:.3} ({})\n",
+        o.send.us_per_message,
+        o.send.ns_per_byte,
+        o.receive.us_per_message,
+        o.receive.ns_per_byte,
+        o.co_run_slowdown,
+        o.note
     );
     s.push_str("| kernel | dims | seconds per call | rate |\n|---|---|---:|---:|\n");
     for k in &p.kernels {
