@@ -114,6 +114,14 @@ fn seconds(bin: &Path, point: &Point, launcher: Launcher, ranks: usize, extra: &
     }
     args.extend(extra.iter().cloned());
     let job = Job::new(bin.join(point.app)).launcher(launcher).ranks(ranks).args(&args).timeout_s(300);
+    let (record, wall) = json_record(&job)?;
+    let s = record["seconds"].as_f64().filter(|s| s.is_finite() && *s > 0.0);
+    let seconds = s.with_context(|| format!("{}: no positive seconds in {record}", job.display()))?;
+    Ok(Ran { seconds, wall, rss: record["sim_peak_rss_bytes"].as_u64() })
+}
+
+/// Runs `job`: its JSON record (the first line that is one) and its wall time, seconds.
+fn json_record(job: &Job) -> Result<(serde_json::Value, f64)> {
     let done = job.output()?;
     if !done.status.success() {
         bail!("{} failed ({}): {}", job.display(), done.status, done.stderr.trim());
@@ -123,11 +131,8 @@ fn seconds(bin: &Path, point: &Point, launcher: Launcher, ranks: usize, extra: &
         .lines()
         .find(|l| l.starts_with('{'))
         .with_context(|| format!("{}: no JSON record", job.display()))?;
-    let record: serde_json::Value =
-        serde_json::from_str(line).with_context(|| format!("{}: bad JSON record", job.display()))?;
-    let s = record["seconds"].as_f64().filter(|s| s.is_finite() && *s > 0.0);
-    let seconds = s.with_context(|| format!("{}: no positive seconds in {line}", job.display()))?;
-    Ok(Ran { seconds, wall: done.elapsed.as_secs_f64(), rss: record["sim_peak_rss_bytes"].as_u64() })
+    let record = serde_json::from_str(line).with_context(|| format!("{}: bad JSON record", job.display()))?;
+    Ok((record, done.elapsed.as_secs_f64()))
 }
 
 /// A real run's time: the median over `--launches` jobs of their records' `seconds`. One job

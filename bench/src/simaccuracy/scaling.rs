@@ -13,7 +13,7 @@
 
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use dps_harness::launch::{Job, Launcher};
 
 /// Published numbers at one P: what the source measured, and its model.
@@ -94,16 +94,7 @@ const LIFE_SOURCE: &str = "DPS paper Fig. 9 (8 bi-processor Pentium III 733 MHz,
 /// Runs `app` simulated and returns its JSON record.
 fn record(bin: &Path, app: &str, args: &[String]) -> Result<serde_json::Value> {
     let job = Job::new(bin.join(app)).launcher(Launcher::None).ranks(1).args(args).arg("--json").timeout_s(300);
-    let done = job.output()?;
-    if !done.status.success() {
-        bail!("{} failed ({}): {}", job.display(), done.status, done.stderr.trim());
-    }
-    let line = done
-        .stdout
-        .lines()
-        .find(|l| l.starts_with('{'))
-        .with_context(|| format!("{}: no JSON record", job.display()))?;
-    serde_json::from_str(line).with_context(|| format!("{}: bad JSON record", job.display()))
+    Ok(super::json_record(&job)?.0)
 }
 
 /// The predicted `seconds` of a record, positive and finite.
