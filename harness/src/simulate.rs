@@ -357,6 +357,34 @@ pub fn test_platforms(dir: &std::path::Path) -> [String; 4] {
     ]
 }
 
+/// [`made_up_platform`] with the kernels named in `rates` at those rates (work per second,
+/// as each table counts work), written into `dir`: for tests that compare PDEXEC with DE and
+/// so need this machine's rates for the kernels they charge. Returns the file's path.
+pub fn platform_with_rates(dir: &std::path::Path, rates: &[(&str, f64)]) -> String {
+    let mut p = made_up_platform();
+    for k in &mut p.kernels {
+        if let Some(&(_, rate)) = rates.iter().find(|(name, _)| *name == k.name) {
+            k.points.iter_mut().for_each(|pt| pt.seconds = pt.work / rate);
+        }
+    }
+    p.seal();
+    let path = dir.join("measured.toml");
+    std::fs::write(&path, p.to_toml()).expect("the test's platform file is written");
+    path.to_string_lossy().into_owned()
+}
+
+/// The fastest of a few calls of `f`, seconds: the least disturbed by other processes, for
+/// measuring a kernel's rate in a test ([`platform_with_rates`]).
+pub fn fastest(mut f: impl FnMut()) -> f64 {
+    (0..7)
+        .map(|_| {
+            let t = std::time::Instant::now();
+            f();
+            t.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

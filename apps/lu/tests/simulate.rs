@@ -4,6 +4,7 @@
 use std::process::Command;
 
 use dps_harness::launch::json_record;
+use dps_harness::simulate::{fastest, platform_with_rates};
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-lu");
 
@@ -30,17 +31,6 @@ fn predict(args: &[&str], platform: &str) -> serde_json::Value {
     json_record(&String::from_utf8_lossy(&out.stdout))
 }
 
-/// The fastest of a few calls of `f`, seconds (the least disturbed by other processes).
-fn fastest(mut f: impl FnMut()) -> f64 {
-    (0..7)
-        .map(|_| {
-            let t = std::time::Instant::now();
-            f();
-            t.elapsed().as_secs_f64()
-        })
-        .fold(f64::INFINITY, f64::min)
-}
-
 /// The made-up platform with this machine's rates of LU's kernels at block 128, measured
 /// here on one core: enough for PDEXEC to be compared with DE.
 fn measured_platform(dir: &std::path::Path) -> String {
@@ -61,22 +51,7 @@ fn measured_platform(dir: &std::path::Path) -> String {
     let laswp = rf * rf / fastest(|| blas::swap_rows(&mut x, 4 * r, r, 0, &ipiv));
     let (src, mut dst) = (vec![1.5f64; 1 << 17], vec![0.0f64; 1 << 17]);
     let copy = (8 << 17) as f64 / fastest(|| dst.copy_from_slice(std::hint::black_box(&src)));
-    let mut p = dps_harness::simulate::made_up_platform();
-    for k in &mut p.kernels {
-        let rate = match k.name.as_str() {
-            "gemm" => gemm,
-            "trsm" => trsm,
-            "getrf" => getrf,
-            "laswp" => laswp,
-            "copy" => copy,
-            _ => continue,
-        };
-        k.points.iter_mut().for_each(|pt| pt.seconds = pt.work / rate);
-    }
-    p.seal();
-    let path = dir.join("measured.toml");
-    std::fs::write(&path, p.to_toml()).unwrap();
-    path.to_str().unwrap().to_string()
+    platform_with_rates(dir, &[("gemm", gemm), ("trsm", trsm), ("getrf", getrf), ("laswp", laswp), ("copy", copy)])
 }
 
 #[test]

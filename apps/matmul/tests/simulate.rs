@@ -6,6 +6,7 @@
 use std::process::Command;
 
 use dps_harness::launch::json_record;
+use dps_harness::simulate::{fastest, platform_with_rates};
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-matmul");
 
@@ -53,17 +54,6 @@ fn pdexec_predictions_are_reproducible_and_follow_the_kernel_table() {
     assert!(four >= work / 4.0 && four < one, "P=1: {one} s, P=4: {four} s, gemm work {work} s");
 }
 
-/// The fastest of a few calls of `f`, seconds (the least disturbed by other processes).
-fn fastest(mut f: impl FnMut()) -> f64 {
-    (0..7)
-        .map(|_| {
-            let t = std::time::Instant::now();
-            f();
-            t.elapsed().as_secs_f64()
-        })
-        .fold(f64::INFINITY, f64::min)
-}
-
 /// The made-up platform with this machine's gemm and copy rates, measured here on one core:
 /// enough for PDEXEC to be compared with DE.
 fn measured_platform(dir: &std::path::Path) -> String {
@@ -73,19 +63,7 @@ fn measured_platform(dir: &std::path::Path) -> String {
     let gemm_rate = 2.0 * (r as f64).powi(3) / fastest(|| dps_dense::blas::gemm_row(r, r, r, &a, &b, &mut c));
     let (src, mut dst) = (vec![1.5f64; 1 << 17], vec![0.0f64; 1 << 17]);
     let copy_rate = (8 << 17) as f64 / fastest(|| dst.copy_from_slice(std::hint::black_box(&src)));
-    let mut p = dps_harness::simulate::made_up_platform();
-    for k in &mut p.kernels {
-        let rate = match k.name.as_str() {
-            "gemm" => gemm_rate,
-            "copy" => copy_rate,
-            _ => continue,
-        };
-        k.points.iter_mut().for_each(|pt| pt.seconds = pt.work / rate);
-    }
-    p.seal();
-    let path = dir.join("measured.toml");
-    std::fs::write(&path, p.to_toml()).unwrap();
-    path.to_str().unwrap().to_string()
+    platform_with_rates(dir, &[("gemm", gemm_rate), ("copy", copy_rate)])
 }
 
 #[test]
