@@ -8,13 +8,13 @@ use std::process::Command;
 
 use dps_harness::bad_input::{case, check_table};
 use dps_model::fit::Segment;
-use dps_model::platform::{Carrier, Header, Link, Machine, Overheads, PathKind, Platform, DPS_VERSION, FORMAT};
+use dps_model::platform::{Carrier, Header, Link, PathKind, Platform};
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-bench");
 
-/// A sealed platform file of this machine, measured now, with an intra-node link.
+/// A sealed platform file of this machine, dated now (the harness's made-up one), with an
+/// intra-node DPS and MPI link or none, and no kernel tables.
 fn platform(links: bool) -> Platform {
-    let machine = Machine::this();
     let segment = Segment { from_bytes: 1, to_bytes: 1 << 20, latency_us: 1.0, bytes_per_us: 5000.0 };
     let link = |carrier, l| Link {
         path: PathKind::IntraNode,
@@ -24,30 +24,9 @@ fn platform(links: bool) -> Platform {
         times_us: vec![l, l + 0.2, l + 210.0],
         fit: vec![Segment { latency_us: l, ..segment }],
     };
-    let mut p = Platform {
-        header: Header {
-            format: FORMAT,
-            dps_version: DPS_VERSION.into(),
-            date: jiff::Timestamp::now().to_string(),
-            hosts: vec![machine.hostname],
-            cpu_model: machine.cpu_model,
-            cpus: machine.cpus,
-            ranks: 2,
-            quick: true,
-            load_average: 0.0,
-            warnings: vec![],
-            measured_hash: String::new(),
-        },
-        links: if links { vec![link(Carrier::Dps, 5.0), link(Carrier::Mpi, 1.0)] } else { vec![] },
-        overheads: Overheads {
-            measurable: false,
-            note: "test".into(),
-            send: Default::default(),
-            receive: Default::default(),
-            co_run_slowdown: 1.0,
-        },
-        kernels: vec![],
-    };
+    let mut p = dps_harness::simulate::made_up_platform();
+    p.links = if links { vec![link(Carrier::Dps, 5.0), link(Carrier::Mpi, 1.0)] } else { vec![] };
+    p.kernels.clear();
     p.seal();
     p
 }
