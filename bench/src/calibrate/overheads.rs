@@ -28,9 +28,10 @@ pub(super) const LARGE: usize = 256 << 10;
 /// Tokens in flight in the stream.
 const WINDOW: usize = 8;
 /// The kernel: one `R`×`R` dgemm per call, on operands taken in turn from `SETS` pairs, so
-/// that they come from memory, not from a core's cache, as the apps' blocks do.
+/// that they come from memory, not from the cores' caches, as the apps' blocks do: 32 pairs
+/// are 32 MiB per rank, twice a 32 MiB shared L3 with both ranks at work.
 pub(super) const R: usize = 256;
-const SETS: usize = 8;
+const SETS: usize = 32;
 
 /// Messages that reached their operation in this process (the peer's sink counts arrivals,
 /// rank 0's merge counts the returns).
