@@ -99,8 +99,19 @@ fn bad_options_and_platform_files_are_refused_once_with_exit_2() {
 fn a_quick_calibration_writes_a_file_the_loader_accepts_and_tune_farm_reads() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("platform.toml");
-    let job =
-        Command::new(BIN).args(["calibrate", "--quick", "--timeout", "120", "--out"]).arg(&file).output().unwrap();
+    // On a loaded machine the ping-pong times can be noise that falls with the size, which
+    // calibrate refuses (no line fits): measured again, up to three times in all.
+    let calibrate =
+        || Command::new(BIN).args(["calibrate", "--quick", "--timeout", "120", "--out"]).arg(&file).output();
+    let mut job = calibrate().unwrap();
+    for _ in 0..2 {
+        let stderr = String::from_utf8_lossy(&job.stderr);
+        if job.status.success() || !stderr.contains("no line t = l + s/b fits") {
+            break;
+        }
+        eprintln!("calibrating again: {}", stderr.lines().find(|l| l.contains("no line")).unwrap_or_default());
+        job = calibrate().unwrap();
+    }
     assert!(job.status.success(), "{}", String::from_utf8_lossy(&job.stderr));
     let summary = String::from_utf8_lossy(&job.stdout);
     assert!(summary.contains("| intra-node | dps |") && summary.contains("| gemm |"), "{summary}");
