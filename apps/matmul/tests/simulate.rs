@@ -86,6 +86,7 @@ fn noalloc_predicts_what_pdexec_predicts_and_both_stay_near_de() {
         // adds every partial product with a loop this debug build does not optimise.
         if variant != "farm" {
             let de = predict("de").0;
+            eprintln!("{variant}: NOALLOC {noalloc} s, DE {de} s");
             assert!((0.5..=2.0).contains(&(noalloc / de)), "{variant}: NOALLOC {noalloc} s against DE {de} s");
         }
     }
