@@ -12,6 +12,14 @@ use dps_model::platform::{Carrier, Header, Link, PathKind, Platform};
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-bench");
 
+/// The tests run one at a time: the bad-input table's processes would take CPU from the
+/// calibration's ping-pong, whose times then no line fits.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn alone() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// A sealed platform file of this machine, dated now (the harness's made-up one), with an
 /// intra-node DPS and MPI link or none, and no kernel tables.
 fn platform(links: bool) -> Platform {
@@ -33,6 +41,7 @@ fn platform(links: bool) -> Platform {
 
 #[test]
 fn bad_options_and_platform_files_are_refused_once_with_exit_2() {
+    let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let write = |name: &str, text: &str| {
         let path = dir.path().join(name);
@@ -97,10 +106,22 @@ fn bad_options_and_platform_files_are_refused_once_with_exit_2() {
 
 #[test]
 fn a_quick_calibration_writes_a_file_the_loader_accepts_and_tune_farm_reads() {
+    let _alone = alone();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("platform.toml");
-    let job =
-        Command::new(BIN).args(["calibrate", "--quick", "--timeout", "120", "--out"]).arg(&file).output().unwrap();
+    // On a loaded machine the ping-pong times can be noise that falls with the size, which
+    // calibrate refuses (no line fits): measured again, up to three times in all.
+    let calibrate =
+        || Command::new(BIN).args(["calibrate", "--quick", "--timeout", "120", "--out"]).arg(&file).output();
+    let mut job = calibrate().unwrap();
+    for _ in 0..2 {
+        let stderr = String::from_utf8_lossy(&job.stderr);
+        if job.status.success() || !stderr.contains("no line t = l + s/b fits") {
+            break;
+        }
+        eprintln!("calibrating again: {}", stderr.lines().find(|l| l.contains("no line")).unwrap_or_default());
+        job = calibrate().unwrap();
+    }
     assert!(job.status.success(), "{}", String::from_utf8_lossy(&job.stderr));
     let summary = String::from_utf8_lossy(&job.stdout);
     assert!(summary.contains("| intra-node | dps |") && summary.contains("| gemm |"), "{summary}");

@@ -45,9 +45,18 @@ impl Drop for Cluster {
     }
 }
 
+/// The processes running with `dir`'s configuration, after up to 10 s for them to end (the
+/// cluster's `down` sends KILL to a daemon slow to stop and does not wait for it to go).
 fn daemons_of(dir: &Path) -> String {
-    let out = Command::new("pgrep").args(["-a", "-f", &dir.join("slurm.conf").to_string_lossy()]).output().unwrap();
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    let start = std::time::Instant::now();
+    loop {
+        let out = Command::new("pgrep").args(["-a", "-f", &dir.join("slurm.conf").to_string_lossy()]).output().unwrap();
+        let found = String::from_utf8_lossy(&out.stdout).into_owned();
+        if found.is_empty() || start.elapsed().as_secs() >= 10 {
+            return found;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 }
 
 #[test]

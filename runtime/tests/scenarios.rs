@@ -184,8 +184,10 @@ fn scenario_load_balance() {
     let n = slaves.len();
     let split = Node::split("jobs", &main, route::fixed(0), |_: &mut (), jobs: u64| 0..jobs).window(2 * n);
     let work = Node::leaf("work", &slaves, route::load_balanced(), |me: &mut usize, _job: u64| {
-        // Thread 0 is ten times slower than the others.
-        std::thread::sleep(Duration::from_millis(if *me == 0 { 20 } else { 2 }));
+        // Thread 0 is 50 times slower than the others: its share is about the run's time
+        // over its 100 ms, and the run takes longer on a loaded machine (0.4 s on 4 ranks
+        // oversubscribed, where a 20 ms job gave it 19 of the 24 it may have).
+        std::thread::sleep(Duration::from_millis(if *me == 0 { 100 } else { 2 }));
         *me as u64
     });
     let count = Node::merge(

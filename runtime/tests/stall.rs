@@ -61,7 +61,8 @@ fn a_stopped_rank_ends_the_job_naming_it() {
             "{ranks} ranks: stderr must name rank 1:\n{}",
             job.stderr
         );
-        assert!(job.elapsed < Duration::from_secs(15), "{ranks} ranks: took {:?}", job.elapsed);
+        // The watchdog, not the launcher's timeout (120 s), ended it: 3.6 s on a loaded machine.
+        assert!(job.elapsed < Duration::from_secs(30), "{ranks} ranks: took {:?}", job.elapsed);
         assert!(none_left("scenario_stopped_rank"), "{ranks} ranks: processes were left behind");
         eprintln!("{ranks} ranks: a stopped rank ended the job after {:?}", job.elapsed);
     }

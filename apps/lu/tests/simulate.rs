@@ -69,8 +69,9 @@ fn noalloc_predicts_what_pdexec_predicts_and_both_stay_near_de() {
         // The same kernels are charged and absent blocks weigh what present ones do on the wire.
         assert_eq!(noalloc, run("pdexec"), "{variant}: NOALLOC and PDEXEC predict differently");
         // DE runs the same kernels with the real pivots: within a factor of 2 on a machine
-        // that may be busy (CPU time per operation, debug build).
-        let de = run("de");
+        // that may be busy (CPU time per operation, debug build). Load only adds to DE's
+        // CPU times: the least of three runs (0.66 to 0.73 of DE with two CPU hogs running).
+        let de = (0..3).map(|_| run("de")).fold(f64::INFINITY, f64::min);
         eprintln!("{variant}: NOALLOC {noalloc} s, DE {de} s");
         assert!((0.5..=2.0).contains(&(noalloc / de)), "{variant}: NOALLOC {noalloc} s against DE {de} s");
     }

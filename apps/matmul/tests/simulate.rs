@@ -82,10 +82,12 @@ fn noalloc_predicts_what_pdexec_predicts_and_both_stay_near_de() {
         // The same kernels are charged and absent blocks weigh what present ones do on the wire.
         assert_eq!(noalloc, predict("pdexec").0, "{variant}: NOALLOC and PDEXEC predict differently");
         // DE measures the same work (and the rest of each operation): within a factor of 2
-        // on a machine that may be busy (CPU time per operation). Not the farm: its master
-        // adds every partial product with a loop this debug build does not optimise.
+        // on a machine that may be busy (CPU time per operation; load only adds to it: the
+        // least of three runs). Not the farm: its master adds every partial product with a
+        // loop this debug build does not optimise.
         if variant != "farm" {
-            let de = predict("de").0;
+            let de = (0..3).map(|_| predict("de").0).fold(f64::INFINITY, f64::min);
+            eprintln!("{variant}: NOALLOC {noalloc} s, DE {de} s");
             assert!((0.5..=2.0).contains(&(noalloc / de)), "{variant}: NOALLOC {noalloc} s against DE {de} s");
         }
     }

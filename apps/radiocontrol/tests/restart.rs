@@ -83,8 +83,10 @@ fn a_killed_or_stopped_worker_rank_is_survived_with_the_same_bytes() {
     let stderr = supervise_and_signal(&data, &tmp.path().join("killed"), &reference, "-KILL", "60");
     assert!(stderr.contains("1 rank(s) found dead") && stderr.contains("exited on signal 9"), "{stderr}");
 
-    // SIGSTOP: the job hangs without dying; no new results for 3 s is a stall, the
-    // stopped rank counts as dead, and the whole job is killed and relaunched.
-    let stderr = supervise_and_signal(&data, &tmp.path().join("stopped"), &reference, "-STOP", "3");
-    assert!(stderr.contains("no new results for 3 s") && stderr.contains("1 rank(s) found dead"), "{stderr}");
+    // SIGSTOP: the job hangs without dying; no new results for 8 s is a stall, the
+    // stopped rank counts as dead, and the whole job is killed and relaunched. (An attempt
+    // writes its first record 1.3 s after its start on a loaded 2-core machine: 3 s left
+    // little room, and a stall before the kill would restart the job on 3 ranks.)
+    let stderr = supervise_and_signal(&data, &tmp.path().join("stopped"), &reference, "-STOP", "8");
+    assert!(stderr.contains("no new results for 8 s") && stderr.contains("1 rank(s) found dead"), "{stderr}");
 }
