@@ -53,6 +53,16 @@ pub(crate) struct Options {
 /// The most ranks `--ranks` accepts.
 const MAX_RANKS: usize = 4096;
 
+/// Jobs that measure the links; each size's time is the median of theirs. A job's transfer
+/// rate can be one of two, 4× apart, for the whole job (1 MiB one way in 120 or 500 µs on
+/// the 2-core VM of bench/README.md "What the traces show"); the apps' jobs meet either, so
+/// one job's ping-pong is a coin flip.
+const LINK_JOBS: usize = 3;
+
+/// Jobs whose one-way times differ by more than this factor at the largest size get a
+/// warning in the platform file.
+const LINK_SPREAD_WARNING: f64 = 2.0;
+
 /// What one calibration measures, and how long.
 struct Plan {
     sizes: Vec<usize>,
@@ -113,6 +123,20 @@ pub(crate) fn launch(args: &Launch, json: bool, timeout_s: u64) -> Result<()> {
         platform = Some(p)
     })?;
     let mut platform = platform.ok_or_else(|| anyhow!("calibrate: rank 0 printed no measurements"))?;
+    if !platform.links.is_empty() {
+        let mut jobs = vec![platform.links.clone()];
+        worker.push("--links-only".into());
+        for _ in 1..LINK_JOBS {
+            let mut links = None;
+            crate::launch::run_workers_with(Launcher::detect(), args.ranks, &worker, timeout_s, |l: Vec<Link>| {
+                links = Some(l)
+            })?;
+            jobs.push(links.ok_or_else(|| anyhow!("calibrate: rank 0 printed no links"))?);
+        }
+        let (links, spread) = median_links(&jobs)?;
+        platform.links = links;
+        platform.header.warnings.extend(spread);
+    }
     platform.seal();
     out.write_and_commit(platform.to_toml().as_bytes())?;
     if json {
@@ -145,9 +169,45 @@ fn peers(hosts: &[String]) -> Vec<(PathKind, usize)> {
     intra.into_iter().chain(inter).collect()
 }
 
+/// The links of several jobs (the same paths and sizes, in the same order) as one: each
+/// size's median time, fitted again; and a warning per link whose jobs' times at its
+/// largest size differ by more than [`LINK_SPREAD_WARNING`].
+fn median_links(jobs: &[Vec<Link>]) -> Result<(Vec<Link>, Vec<String>)> {
+    let first = jobs.first().ok_or_else(|| anyhow!("calibrate: no links measured"))?;
+    let (mut links, mut warnings) = (Vec::new(), Vec::new());
+    for (i, l) in first.iter().enumerate() {
+        let same: Vec<&Link> = jobs.iter().filter_map(|job| job.get(i)).collect();
+        let alike = |o: &&Link| o.path == l.path && o.carrier == l.carrier && o.sizes == l.sizes;
+        if same.len() != jobs.len() || !same.iter().all(alike) {
+            return Err(anyhow!("calibrate: the link-measuring jobs measured different paths or sizes"));
+        }
+        let times: Vec<f64> = (0..l.sizes.len())
+            .map(|k| dps_harness::median(&same.iter().map(|o| o.times_us[k]).collect::<Vec<_>>()))
+            .collect();
+        let last: Vec<f64> = same.iter().filter_map(|o| o.times_us.last().copied()).collect();
+        let (lo, hi) = last.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &t| (lo.min(t), hi.max(t)));
+        if hi > LINK_SPREAD_WARNING * lo {
+            let each = last.iter().map(|t| format!("{t:.0}")).collect::<Vec<_>>().join(", ");
+            warnings.push(format!(
+                "{} {} one-way times of {} took {each} µs in {} jobs: a run's transfers may be {:.1}× faster or \
+                 slower than the median predicts",
+                kebab(&l.path),
+                kebab(&l.carrier),
+                dps_harness::format_bytes(*l.sizes.last().unwrap_or(&0)),
+                jobs.len(),
+                hi / lo
+            ));
+        }
+        let sizes: Vec<usize> = l.sizes.iter().map(|&s| s as usize).collect();
+        links.push(link(l.path, l.carrier, l.ranks[1] as usize, &sizes, times)?);
+    }
+    Ok((links, warnings))
+}
+
 /// The worker, on every rank: raw MPI ping-pong, then the runtime, DPS ping-pong, overheads
-/// and kernels; rank 0 prints the platform as one JSON line.
-pub(crate) fn worker(opts: &Options) -> Result<()> {
+/// and kernels; rank 0 prints the platform as one JSON line (`links_only`: only the links,
+/// as a JSON list).
+pub(crate) fn worker(opts: &Options, links_only: bool) -> Result<()> {
     let plan = Plan::new(opts.quick);
     dps_dense::blas::set_threads(1);
     let (universe, _) =
@@ -162,13 +222,22 @@ pub(crate) fn worker(opts: &Options) -> Result<()> {
 
     let rt = dps::Runtime::from_universe(universe)?;
     let echoes = peers.iter().map(|&(_, peer)| pingpong::echo_graph(&rt, peer)).collect::<Result<Vec<_>>>()?;
-    let streams = peers.first().map(|&(_, peer)| overheads::Streams::build(&rt, peer)).transpose()?;
+    let streams = if links_only {
+        None
+    } else {
+        peers.first().map(|&(_, peer)| overheads::Streams::build(&rt, peer)).transpose()?
+    };
     if rt.is_root() {
         let mut links = Vec::new();
         for ((&(path, peer), raw_times), echo) in peers.iter().zip(&raw).zip(&echoes) {
             let dps_times = pingpong::dps(&rt, echo, &plan.sizes, plan.pingpong)?;
             links.push(link(path, Carrier::Dps, peer, &plan.sizes, dps_times)?);
             links.push(link(path, Carrier::Mpi, peer, &plan.sizes, raw_times.clone())?);
+        }
+        if links_only {
+            crate::print_out(&format!("{}\n", serde_json::to_string(&links)?))?;
+            rt.shutdown()?;
+            return Ok(());
         }
         let machine = Machine::this();
         let overheads = match (&streams, peers.first()) {
@@ -421,6 +490,27 @@ mod tests {
         assert!(found[0].contains("load average 11.0 on 2 CPUs"), "{found:?}");
         assert!(found[1].contains("intra-node mpi latency 4000 µs"), "{found:?}");
         assert!(found[2].contains("raw MPI slower than DPS"), "{found:?}");
+    }
+
+    #[test]
+    fn links_of_several_jobs_are_their_medians_and_a_wide_spread_is_flagged() {
+        let sizes = [1usize, 1024, 1 << 20];
+        let job = |us_per_mib: f64| {
+            let times = sizes.iter().map(|&s| 2.0 + s as f64 / (1 << 20) as f64 * us_per_mib).collect();
+            vec![link(PathKind::IntraNode, Carrier::Dps, 1, &sizes, times).unwrap()]
+        };
+        // Two jobs at 500 µs per MiB, one at 120: the median is the slow rate, flagged.
+        let (links, warnings) = median_links(&[job(500.0), job(120.0), job(500.0)]).unwrap();
+        assert_eq!(links.len(), 1);
+        assert!((links[0].times_us[2] - 502.0).abs() < 1e-9, "{:?}", links[0].times_us);
+        assert!((links[0].time_us(1 << 20) - 502.0).abs() < 5.0, "the fit follows the medians");
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("intra-node dps") && warnings[0].contains("4.1×"), "{warnings:?}");
+        // Jobs within the factor: no warning.
+        assert!(median_links(&[job(500.0), job(400.0), job(450.0)]).unwrap().1.is_empty());
+        // Jobs that measured different sizes cannot be combined.
+        let other = vec![link(PathKind::IntraNode, Carrier::Dps, 1, &[1, 2, 3], vec![1.0, 1.1, 1.2]).unwrap()];
+        assert!(median_links(&[job(500.0), other]).is_err());
     }
 
     #[test]
