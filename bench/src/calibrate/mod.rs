@@ -137,6 +137,9 @@ pub(crate) fn launch(args: &Launch, json: bool, timeout_s: u64) -> Result<()> {
         platform.links = links;
         platform.header.warnings.extend(spread);
     }
+    // Judged on the links the file keeps (the jobs' medians), not the first job's.
+    let judged = suspicions(&platform);
+    platform.header.warnings.splice(0..0, judged);
     platform.seal();
     out.write_and_commit(platform.to_toml().as_bytes())?;
     if json {
@@ -205,7 +208,8 @@ fn median_links(jobs: &[Vec<Link>]) -> Result<(Vec<Link>, Vec<String>)> {
 }
 
 /// The worker, on every rank: raw MPI ping-pong, then the runtime, DPS ping-pong, overheads
-/// and kernels; rank 0 prints the platform as one JSON line (`links_only`: only the links,
+/// and kernels; rank 0 prints the platform as one JSON line, without warnings (the launcher
+/// judges the final file) (`links_only`: only the links,
 /// as a JSON list).
 pub(crate) fn worker(opts: &Options, links_only: bool) -> Result<()> {
     let plan = Plan::new(opts.quick);
@@ -287,8 +291,6 @@ pub(crate) fn worker(opts: &Options, links_only: bool) -> Result<()> {
             overheads,
             kernels,
         };
-        let mut platform = platform;
-        platform.header.warnings = suspicions(&platform);
         crate::print_out(&format!("{}\n", serde_json::to_string(&platform)?))?;
     }
     rt.shutdown()?;
