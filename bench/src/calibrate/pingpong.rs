@@ -114,28 +114,63 @@ pub(super) fn echo_graph(rt: &Runtime, peer: usize) -> Result<Graph<Bulk<u8>, Bu
     Ok(rt.graph(&format!("echo-{peer}"), Node::leaf("echo", &remote, route::fixed(0), |_: &mut (), b: Bulk<u8>| b))?)
 }
 
-/// DPS ping-pong through `echo` (on rank 0): the one-way time per size, µs. The payload
-/// that comes back is sent again, so rank 0 copies nothing.
+/// DPS ping-pong through `echo` (on rank 0): the one-way time per size, µs. Each call sends
+/// the next of [`payloads`]`(bytes)` payloads, in turn, so that a large one comes from
+/// memory as an app's block does, not from the cache where the last round trip left it
+/// (1 MiB one way: about 180 µs from memory on this VM, 120-500 µs hot, one or the other per
+/// job). The payload that comes back takes its place, so rank 0 copies nothing.
 pub(super) fn dps(rt: &Runtime, echo: &Graph<Bulk<u8>, Bulk<u8>>, sizes: &[usize], effort: Effort) -> Result<Vec<f64>> {
     let mut out = Vec::with_capacity(sizes.len());
     for &bytes in sizes {
-        let mut payload = Bulk(vec![1u8; bytes]);
+        let mut set: Vec<Bulk<u8>> = (0..payloads(bytes)).map(|_| Bulk(vec![1u8; bytes])).collect();
+        let mut next = 0;
+        let mut round_trip = || -> Result<f64> {
+            let t = Instant::now();
+            let payload = std::mem::take(&mut set[next]);
+            set[next] = rt.call(echo, payload)?;
+            next = (next + 1) % set.len();
+            Ok(t.elapsed().as_secs_f64() * 1e6)
+        };
         for _ in 0..WARMUP {
-            payload = rt.call(echo, payload)?;
+            round_trip()?;
         }
         let mut medians = Vec::with_capacity(effort.reps);
         for _ in 0..effort.reps {
             let mut rtts = Vec::new();
             let start = Instant::now();
             while (rtts.len() as u64) < effort.min_iters || start.elapsed() < effort.time {
-                let t = Instant::now();
-                payload = rt.call(echo, payload)?;
-                rtts.push(t.elapsed().as_secs_f64() * 1e6);
+                rtts.push(round_trip()?);
             }
             medians.push(median(&rtts));
         }
-        ensure!(payload.len() == bytes, "the echo returned {} bytes instead of {bytes}", payload.len());
+        let short = set.iter().find(|p| p.len() != bytes);
+        ensure!(short.is_none(), "the echo returned {} bytes instead of {bytes}", short.map_or(0, |p| p.len()));
         out.push(median(&medians) / 2.0);
     }
     Ok(out)
+}
+
+/// Bytes the payloads of one size span together, when they are large enough: twice a
+/// 32 MiB L3 shared by the two ranks, so each is cold when its turn comes.
+const COLD_SPAN: usize = 64 << 20;
+/// At most this many payloads: small messages cost their latency, hot or cold.
+const MAX_PAYLOADS: usize = 1024;
+
+/// How many payloads of `bytes` a ping-pong takes in turn.
+fn payloads(bytes: usize) -> usize {
+    COLD_SPAN.div_ceil(bytes.max(1)).clamp(1, MAX_PAYLOADS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn large_payloads_span_twice_the_l3_and_small_ones_are_capped() {
+        assert_eq!(payloads(1 << 20), 64);
+        assert_eq!(payloads(4 << 20) * (4 << 20), COLD_SPAN);
+        assert_eq!(payloads(1), MAX_PAYLOADS);
+        assert_eq!(payloads(0), MAX_PAYLOADS);
+        assert_eq!(payloads(256 << 20), 1);
+    }
 }
