@@ -373,6 +373,24 @@ pub fn platform_with_rates(dir: &std::path::Path, rates: &[(&str, f64)]) -> Stri
     path.to_string_lossy().into_owned()
 }
 
+/// NOALLOC's promise, for the dense apps' tests: the simulator's peak memory for n = 16384
+/// (where the matrices alone would take gigabytes) is within 64 MiB of that for n = 1024.
+/// `predict` runs the app with the given options and returns its JSON record.
+pub fn assert_noalloc_memory_is_flat(predict: impl Fn(&[&str]) -> serde_json::Value) {
+    let peak = |n: &str| {
+        let r = predict(&["--n", n, "--block", "1024", "--simulate", "2", "--sim-mode", "noalloc", "--reps", "1"]);
+        assert!(r["predicted_seconds"].as_f64().is_some_and(|s| s > 0.0), "{r}");
+        r["sim_peak_rss_bytes"].as_u64().expect("the simulator reports its peak memory")
+    };
+    let (small, large) = (peak("1024"), peak("16384"));
+    assert!(
+        large < small + (64 << 20),
+        "NOALLOC peak memory grew from {} MiB (n = 1024) to {} MiB (n = 16384)",
+        small >> 20,
+        large >> 20
+    );
+}
+
 /// The fastest of a few calls of `f`, seconds: the least disturbed by other processes, for
 /// measuring a kernel's rate in a test ([`platform_with_rates`]).
 pub fn fastest(mut f: impl FnMut()) -> f64 {

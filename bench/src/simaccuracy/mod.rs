@@ -11,8 +11,9 @@
 //! measurements do.
 //!
 //! A run's time is its record's `seconds` (the median of `--reps` after a warm-up), the
-//! same field a simulated run fills with its prediction; a real point is the median of
-//! `--launches` jobs. Then (`scaling`) the papers' speedup experiments predicted at up to
+//! same field a simulated run fills with its prediction; a point is `--launches` rounds of
+//! one real job then one DE run, and the median of each (alternated, so that the host's
+//! drifting speed moves both). Then (`scaling`) the papers' speedup experiments predicted at up to
 //! 64 virtual ranks, with the published figures beside.
 
 mod scaling;
@@ -72,8 +73,9 @@ fn points(quick: bool) -> Vec<Point> {
             out.push(Point { app: "dps-lu", variant, size, label: format!("n=2048 block={b}"), pdexec: true });
         }
     }
-    let size = words("--random 4096 4096 --generations 128");
-    out.push(Point { app: "dps-life", variant: "overlap", size, label: "4096² 128 gen.".into(), pdexec: false });
+    // 512 generations: 128 took 20 ms on 2 ranks, where one late wake-up is a tenth.
+    let size = words("--random 4096 4096 --generations 512");
+    out.push(Point { app: "dps-life", variant: "overlap", size, label: "4096² 512 gen.".into(), pdexec: false });
     out
 }
 
@@ -82,12 +84,18 @@ struct Row<'a> {
     point: &'a Point,
     ranks: usize,
     measured: f64,
+    /// The fastest and the slowest real job.
+    real_range: (f64, f64),
     de: f64,
     /// The simulator's own wall time for the DE run, seconds.
     de_wall: f64,
     /// The simulator's peak resident memory in the DE run, bytes.
     de_rss: Option<u64>,
     pdexec: Option<f64>,
+}
+
+fn min_max(xs: &[f64]) -> (f64, f64) {
+    xs.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| (lo.min(x), hi.max(x)))
 }
 
 fn err(predicted: f64, measured: f64) -> f64 {
@@ -135,14 +143,27 @@ fn json_record(job: &Job) -> Result<(serde_json::Value, f64)> {
     Ok((record, done.elapsed.as_secs_f64()))
 }
 
-/// A real run's time: the median over `--launches` jobs of their records' `seconds`. One job
-/// on a 2-core machine can lose a tenth of its time to a neighbour; the simulator's DE does
-/// not see that (it charges CPU time), so a single job would be compared against its noise.
-fn measure(bin: &Path, point: &Point, ranks: usize, args: &Args) -> Result<f64> {
-    let times = (0..args.launches)
-        .map(|_| Ok(seconds(bin, point, Launcher::Mpirun, ranks, &[], args.reps)?.seconds))
-        .collect::<Result<Vec<f64>>>()?;
-    Ok(dps_harness::median(&times))
+/// A point's real time and DE prediction on `ranks`: `--launches` rounds of one real job
+/// then one DE run, and the median of each. One job on a 2-core machine can lose a tenth of
+/// its time to a neighbour, which DE does not see (it charges CPU time), and this machine's
+/// own speed drifts by a third over minutes: alternating puts the real jobs and the
+/// simulations of a point in the same minutes, so a drift moves both.
+fn measure_and_simulate(bin: &Path, point: &Point, ranks: usize, args: &Args, de_args: &[String]) -> Result<Rounds> {
+    let mut rounds = Rounds::default();
+    for _ in 0..args.launches {
+        rounds.real.push(seconds(bin, point, Launcher::Mpirun, ranks, &[], args.reps)?.seconds);
+        rounds.de.push(seconds(bin, point, Launcher::None, 1, de_args, args.reps)?);
+    }
+    Ok(rounds)
+}
+
+/// The alternated runs of one point on one rank count.
+#[derive(Default)]
+struct Rounds {
+    /// Each real job's time.
+    real: Vec<f64>,
+    /// Each DE run.
+    de: Vec<Ran>,
 }
 
 /// Runs the comparison and prints the tables.
@@ -163,19 +184,28 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     let mut rows = Vec::new();
     for point in &points {
         for ranks in [1, 2] {
-            let measured = measure(&bin, point, ranks, args)?;
             let sim = |mode: &str| -> Vec<String> {
                 ["--simulate", &ranks.to_string(), "--sim-mode", mode, "--platform", &platform]
                     .map(String::from)
                     .to_vec()
             };
-            let de = seconds(&bin, point, Launcher::None, 1, &sim("de"), args.reps)?;
+            let rounds = measure_and_simulate(&bin, point, ranks, args, &sim("de"))?;
+            let de = |f: &dyn Fn(&Ran) -> f64| dps_harness::median(&rounds.de.iter().map(f).collect::<Vec<_>>());
             let pdexec = if point.pdexec {
                 Some(seconds(&bin, point, Launcher::None, 1, &sim("pdexec"), args.reps)?.seconds)
             } else {
                 None
             };
-            rows.push(Row { point, ranks, measured, de: de.seconds, de_wall: de.wall, de_rss: de.rss, pdexec });
+            rows.push(Row {
+                point,
+                ranks,
+                measured: dps_harness::median(&rounds.real),
+                real_range: min_max(&rounds.real),
+                de: de(&|r| r.seconds),
+                de_wall: de(&|r| r.wall),
+                de_rss: rounds.de.iter().filter_map(|r| r.rss).max(),
+                pdexec,
+            });
         }
     }
     let mut out = report(&rows);
@@ -242,6 +272,35 @@ fn report(rows: &[Row]) -> String {
     out
 }
 
+/// Whether DE orders the pairs of configurations that the measurements separate: those
+/// whose real jobs' times do not overlap (every job of one faster than every job of the
+/// other). Two configurations within each other's noise have no measured order to keep.
+fn separated_pairs(group: &[&Row]) -> String {
+    let (mut kept, mut wrong) = (0, Vec::new());
+    for (i, a) in group.iter().enumerate() {
+        for b in &group[i + 1..] {
+            let (fast, slow) = if a.measured < b.measured { (a, b) } else { (b, a) };
+            if fast.real_range.1 >= slow.real_range.0 {
+                continue;
+            }
+            if fast.de < slow.de {
+                kept += 1;
+            } else {
+                wrong.push(format!(
+                    "{} {} < {} {}",
+                    fast.point.variant, fast.point.label, slow.point.variant, slow.point.label
+                ));
+            }
+        }
+    }
+    let total = kept + wrong.len();
+    if wrong.is_empty() {
+        format!("of the {total} pairs the real jobs separate, DE orders all {total} as measured")
+    } else {
+        format!("of the {total} pairs the real jobs separate, DE orders {kept} as measured, not {}", wrong.join("; "))
+    }
+}
+
 /// Whether DE orders what the measurements order: for each app and rank count, the
 /// configurations (variant, block size) from fastest to slowest.
 fn rankings(rows: &[Row]) -> String {
@@ -260,9 +319,37 @@ fn rankings(rows: &[Row]) -> String {
         let (measured, de) = (order(&|r| r.measured), order(&|r| r.de));
         let same = if measured == de { "same" } else { "different" };
         lines.push(format!(
-            "- {app} on {ranks} rank(s): DE ranks the configurations {same} as measured (measured, fastest first: {})",
-            measured.join(", ")
+            "- {app} on {ranks} rank(s): DE ranks the configurations {same} as measured (measured, fastest first: {}); {}",
+            measured.join(", "),
+            separated_pairs(&group)
         ));
     }
     lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn point(variant: &'static str) -> Point {
+        Point { app: "dps-lu", variant, size: vec![], label: "n=1".into(), pdexec: false }
+    }
+
+    fn row<'a>(point: &'a Point, real: &[f64], de: f64) -> Row<'a> {
+        let measured = dps_harness::median(real);
+        Row { point, ranks: 2, measured, real_range: min_max(real), de, de_wall: 0.0, de_rss: None, pdexec: None }
+    }
+
+    #[test]
+    fn only_the_pairs_whose_real_jobs_do_not_overlap_are_judged() {
+        let (a, b, c) = (point("a"), point("b"), point("c"));
+        // a is faster than b in every job; b and c overlap; a and c do not.
+        let rows = [row(&a, &[1.0, 1.1, 1.2], 2.0), row(&b, &[1.3, 1.5, 1.7], 1.0), row(&c, &[1.6, 1.65, 1.8], 3.0)];
+        let group: Vec<&Row> = rows.iter().collect();
+        // DE puts b before a (wrong), a before c (right), and b, c are not judged.
+        assert_eq!(
+            separated_pairs(&group),
+            "of the 2 pairs the real jobs separate, DE orders 1 as measured, not a n=1 < b n=1"
+        );
+    }
 }
