@@ -101,9 +101,9 @@ enum Command {
     CalibrateWorker {
         #[command(flatten)]
         opts: calibrate::Options,
-        /// Only the links (ping-pongs), printed as a JSON list.
+        /// Only the links (ping-pongs) and the transfers' CPU costs, as one JSON record.
         #[arg(long)]
-        links_only: bool,
+        transfers_only: bool,
     },
     /// Proposes a farm's worker count and grain from the P3L cost model and the platform
     /// file, then measures a synthetic farm over a grid of both.
@@ -172,7 +172,7 @@ fn run(command: Command) -> Result<()> {
             check_timeout(timeout)?;
             calibrate::launch(&args, output.json, timeout)
         }
-        Command::CalibrateWorker { opts, links_only } => calibrate::worker(&opts, links_only),
+        Command::CalibrateWorker { opts, transfers_only } => calibrate::worker(&opts, transfers_only),
         Command::TuneFarm { output, timeout, args } => {
             check_timeout(timeout)?;
             tunefarm::launch(&args, output.json, timeout)

@@ -9,8 +9,9 @@
 //! 1 B to 4 MiB by powers of 4) through raw MPI first, then through DPS tokens, and the fit of
 //! each to `t(s) = l + s/b` (`dps_model::fit`). Then the CPU overheads of transfers with the
 //! first peer ([`overheads`]) and the kernel cost tables on rank 0 ([`kernels`]). Rank 0
-//! prints the result as one JSON line; the launcher seals it (the hash of what was measured)
-//! and writes it whole, or nothing.
+//! prints the result as one JSON line. The launcher runs [`TRANSFER_JOBS`] − 1 more jobs that
+//! measure the links and overheads only, keeps the medians, seals the file (the hash of what
+//! was measured) and writes it whole, or nothing.
 
 mod kernels;
 mod overheads;
@@ -24,7 +25,9 @@ use anyhow::{anyhow, Context, Result};
 use clap::Args;
 use dps_harness::launch::Launcher;
 use dps_harness::OutputFile;
-use dps_model::platform::{Carrier, Header, Link, Machine, PathKind, Platform, DPS_VERSION, FORMAT};
+use dps_model::platform::{
+    Carrier, Header, Link, Machine, Overheads, PathKind, Platform, TransferCost, DPS_VERSION, FORMAT,
+};
 use mpi::topology::Communicator;
 use mpi::traits::CommunicatorCollectives;
 
@@ -53,11 +56,19 @@ pub(crate) struct Options {
 /// The most ranks `--ranks` accepts.
 const MAX_RANKS: usize = 4096;
 
-/// Jobs that measure the links; each size's time is the median of theirs. A job's transfer
-/// rate can be one of two, 4× apart, for the whole job (1 MiB one way in 120 or 500 µs on
-/// the 2-core VM of bench/README.md "What the traces show"); the apps' jobs meet either, so
-/// one job's ping-pong is a coin flip.
-const LINK_JOBS: usize = 3;
+/// Jobs that measure the links and the transfers' CPU costs; each size's time and each cost
+/// is the median of theirs. A job's transfer rate can be one of two, 4× apart, for the whole
+/// job (1 MiB one way in 120 or 500 µs on the 2-core VM of bench/README.md "What the traces
+/// show"); the apps' jobs meet either, so one job's ping-pong is a coin flip, and so are its
+/// CPU costs (0.12 to 0.30 ns per byte received in three quick calibrations of one hour).
+const TRANSFER_JOBS: usize = 3;
+
+/// What the extra jobs measure: the links and the transfers' CPU costs.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub(crate) struct Transfers {
+    links: Vec<Link>,
+    overheads: Overheads,
+}
 
 /// Jobs whose one-way times differ by more than this factor at the largest size get a
 /// warning in the platform file.
@@ -124,17 +135,18 @@ pub(crate) fn launch(args: &Launch, json: bool, timeout_s: u64) -> Result<()> {
     })?;
     let mut platform = platform.ok_or_else(|| anyhow!("calibrate: rank 0 printed no measurements"))?;
     if !platform.links.is_empty() {
-        let mut jobs = vec![platform.links.clone()];
-        worker.push("--links-only".into());
-        for _ in 1..LINK_JOBS {
-            let mut links = None;
-            crate::launch::run_workers_with(Launcher::detect(), args.ranks, &worker, timeout_s, |l: Vec<Link>| {
-                links = Some(l)
+        let mut jobs = vec![Transfers { links: platform.links.clone(), overheads: platform.overheads.clone() }];
+        worker.push("--transfers-only".into());
+        for _ in 1..TRANSFER_JOBS {
+            let mut transfers = None;
+            crate::launch::run_workers_with(Launcher::detect(), args.ranks, &worker, timeout_s, |t: Transfers| {
+                transfers = Some(t)
             })?;
-            jobs.push(links.ok_or_else(|| anyhow!("calibrate: rank 0 printed no links"))?);
+            jobs.push(transfers.ok_or_else(|| anyhow!("calibrate: rank 0 printed no transfers"))?);
         }
-        let (links, spread) = median_links(&jobs)?;
+        let (links, spread) = median_links(&jobs.iter().map(|j| j.links.clone()).collect::<Vec<_>>())?;
         platform.links = links;
+        platform.overheads = median_overheads(&jobs.iter().map(|j| j.overheads.clone()).collect::<Vec<_>>());
         platform.header.warnings.extend(spread);
     }
     // Judged on the links the file keeps (the jobs' medians), not the first job's.
@@ -207,11 +219,31 @@ fn median_links(jobs: &[Vec<Link>]) -> Result<(Vec<Link>, Vec<String>)> {
     Ok((links, warnings))
 }
 
+/// The CPU costs of several jobs as one: each coefficient's median (the first job's note, and
+/// the count of jobs). Jobs that could not measure them (one rank) give the first job's.
+fn median_overheads(jobs: &[Overheads]) -> Overheads {
+    let Some(first) = jobs.first() else { return no_overheads("not measured: no job") };
+    if jobs.len() == 1 || !jobs.iter().all(|o| o.measurable) {
+        return first.clone();
+    }
+    let med = |f: &dyn Fn(&Overheads) -> f64| dps_harness::median(&jobs.iter().map(f).collect::<Vec<_>>());
+    let cost = |side: &dyn Fn(&Overheads) -> TransferCost| TransferCost {
+        us_per_message: med(&|o| side(o).us_per_message),
+        ns_per_byte: med(&|o| side(o).ns_per_byte),
+    };
+    Overheads {
+        measurable: true,
+        note: format!("{}; each value the median of {} jobs", first.note, jobs.len()),
+        send: cost(&|o| o.send),
+        receive: cost(&|o| o.receive),
+        co_run_slowdown: med(&|o| o.co_run_slowdown),
+    }
+}
+
 /// The worker, on every rank: raw MPI ping-pong, then the runtime, DPS ping-pong, overheads
 /// and kernels; rank 0 prints the platform as one JSON line, without warnings (the launcher
-/// judges the final file) (`links_only`: only the links,
-/// as a JSON list).
-pub(crate) fn worker(opts: &Options, links_only: bool) -> Result<()> {
+/// judges the final file) (`transfers_only`: only the links and overheads, as [`Transfers`]).
+pub(crate) fn worker(opts: &Options, transfers_only: bool) -> Result<()> {
     let plan = Plan::new(opts.quick);
     dps_dense::blas::set_threads(1);
     let (universe, _) =
@@ -226,11 +258,7 @@ pub(crate) fn worker(opts: &Options, links_only: bool) -> Result<()> {
 
     let rt = dps::Runtime::from_universe(universe)?;
     let echoes = peers.iter().map(|&(_, peer)| pingpong::echo_graph(&rt, peer)).collect::<Result<Vec<_>>>()?;
-    let streams = if links_only {
-        None
-    } else {
-        peers.first().map(|&(_, peer)| overheads::Streams::build(&rt, peer)).transpose()?
-    };
+    let streams = peers.first().map(|&(_, peer)| overheads::Streams::build(&rt, peer)).transpose()?;
     if rt.is_root() {
         let mut links = Vec::new();
         for ((&(path, peer), raw_times), echo) in peers.iter().zip(&raw).zip(&echoes) {
@@ -238,12 +266,6 @@ pub(crate) fn worker(opts: &Options, links_only: bool) -> Result<()> {
             links.push(link(path, Carrier::Dps, peer, &plan.sizes, dps_times)?);
             links.push(link(path, Carrier::Mpi, peer, &plan.sizes, raw_times.clone())?);
         }
-        if links_only {
-            crate::print_out(&format!("{}\n", serde_json::to_string(&links)?))?;
-            rt.shutdown()?;
-            return Ok(());
-        }
-        let machine = Machine::this();
         let overheads = match (&streams, peers.first()) {
             (Some(streams), Some(&(_, peer))) => {
                 let note = format!(
@@ -257,6 +279,12 @@ pub(crate) fn worker(opts: &Options, links_only: bool) -> Result<()> {
             }
             _ => no_overheads("not measured: one rank, no transfers"),
         };
+        if transfers_only {
+            crate::print_out(&format!("{}\n", serde_json::to_string(&Transfers { links, overheads })?))?;
+            rt.shutdown()?;
+            return Ok(());
+        }
+        let machine = Machine::this();
         let mut kernels = vec![
             kernels::gemm(&[plan.blocks.clone(), plan.gemm_extra.into_iter().collect()].concat(), plan.kernel),
             kernels::trsm(&plan.blocks, plan.kernel),
@@ -492,6 +520,23 @@ mod tests {
         assert!(found[0].contains("load average 11.0 on 2 CPUs"), "{found:?}");
         assert!(found[1].contains("intra-node mpi latency 4000 µs"), "{found:?}");
         assert!(found[2].contains("raw MPI slower than DPS"), "{found:?}");
+    }
+
+    #[test]
+    fn the_cpu_costs_of_several_jobs_are_each_coefficients_median() {
+        let job = |receive_ns: f64, send_us: f64| Overheads {
+            measurable: true,
+            note: "n".into(),
+            send: TransferCost { us_per_message: send_us, ns_per_byte: 0.05 },
+            receive: TransferCost { us_per_message: 5.0, ns_per_byte: receive_ns },
+            co_run_slowdown: 1.0 + receive_ns,
+        };
+        let o = median_overheads(&[job(0.30, 4.0), job(0.12, 15.0), job(0.22, 8.0)]);
+        assert_eq!((o.receive.ns_per_byte, o.send.us_per_message, o.co_run_slowdown), (0.22, 8.0, 1.22));
+        assert_eq!(o.note, "n; each value the median of 3 jobs");
+        // A job without a peer measured nothing: the first job's values stand.
+        let one = no_overheads("one rank");
+        assert_eq!(median_overheads(&[one.clone(), one.clone()]), one);
     }
 
     #[test]
