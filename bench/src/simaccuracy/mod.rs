@@ -13,8 +13,8 @@
 //! A run's time is its record's `seconds` (the median of `--reps` after a warm-up), the
 //! same field a simulated run fills with its prediction; a point is `--launches` rounds of
 //! one real job then one DE run, and the median of each (alternated, so that the host's
-//! drifting speed moves both). Then (`scaling`) the papers' speedup experiments predicted at up to
-//! 64 virtual ranks, with the published figures beside.
+//! drifting speed moves both). Then (`scaling`) the papers' speedup experiments predicted
+//! at up to 64 virtual ranks, with the published figures beside.
 
 mod scaling;
 mod table1;
@@ -34,7 +34,7 @@ pub(crate) struct Args {
     /// Timed repetitions per run (the median is kept), after one warm-up.
     #[arg(long, default_value_t = 3)]
     reps: usize,
-    /// Jobs per real point (the median of their times is kept).
+    /// Rounds per point, each one real job then one DE run (the medians are kept).
     #[arg(long, default_value_t = 3)]
     launches: usize,
     /// Fewer points (one block size per app), for a quick look.
