@@ -1,8 +1,8 @@
 //! `dps-bench sim-accuracy --platform FILE`: the simulator against reality (issue 14,
 //! point 3; seed 003's validation). Each point (matmul pipelined and phased, LU stream and
-//! merge-split at several block sizes, Life) runs for real on 1 and 2 ranks under mpirun,
-//! then in the simulator on as many virtual ranks, in DE and, where the app supports it,
-//! PDEXEC; the error of a prediction is `(predicted − measured) / measured`. Then seed
+//! merge-split at several block sizes, Life) runs for real on 1 and 2 ranks under mpirun
+//! (bound, [`bound_as_simulated`]), then in the simulator on as many virtual ranks, in DE
+//! and, where the app supports it, PDEXEC; the error of a prediction is `(predicted − measured) / measured`. Then seed
 //! 003's Table 1 replica (`table1`: LU real, DE, PDEXEC, NOALLOC, with the simulator's wall
 //! time and memory) and the predicted speedups (`scaling`). Printed first: a
 //! markdown table per point, then the fraction of points within ±4 / ±6 / ±12 % beside
@@ -110,6 +110,17 @@ struct Ran {
     rss: Option<u64>,
 }
 
+/// A real job with each rank's threads bound to its share of the node's cores
+/// (`DPS_BIND=cores`): the machine the simulator models (each virtual rank computes on the
+/// node's cores divided among the ranks, `--sim-cores`), and how a cluster's launcher runs
+/// a job. Unbound, the OS may queue one rank's progress thread behind the other rank's
+/// computation on one core while the second core idles: its yield there cost it a whole time
+/// slice (3.5-5 ms on this VM's kernel), and LU merge-split's panel reached the waiting rank
+/// that much later, in several steps of each run (bench/README, "Binding the real jobs").
+pub(super) fn bound_as_simulated(job: Job) -> Job {
+    job.env("DPS_BIND", "cores")
+}
+
 /// Runs `app` (from `bin`) with `point`'s options and `extra`.
 fn seconds(bin: &Path, point: &Point, launcher: Launcher, ranks: usize, extra: &[String], reps: usize) -> Result<Ran> {
     let mut args: Vec<String> = point.size.clone();
@@ -121,7 +132,10 @@ fn seconds(bin: &Path, point: &Point, launcher: Launcher, ranks: usize, extra: &
         args.extend(["--warmup".into(), "1".into(), "--reps".into(), reps.to_string()]);
     }
     args.extend(extra.iter().cloned());
-    let job = Job::new(bin.join(point.app)).launcher(launcher).ranks(ranks).args(&args).timeout_s(300);
+    let mut job = Job::new(bin.join(point.app)).launcher(launcher).ranks(ranks).args(&args).timeout_s(300);
+    if launcher != Launcher::None {
+        job = bound_as_simulated(job);
+    }
     let (record, wall) = json_record(&job)?;
     let s = record["seconds"].as_f64().filter(|s| s.is_finite() && *s > 0.0);
     let seconds = s.with_context(|| format!("{}: no positive seconds in {record}", job.display()))?;

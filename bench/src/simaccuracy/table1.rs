@@ -88,7 +88,8 @@ fn lu(bin: &Path, n: usize, ranks: usize, mode: Option<&str>, platform: &str, re
         }
         None => Launcher::Mpirun,
     };
-    measure(&Job::new(bin.join("dps-lu")).launcher(launcher).ranks(ranks).args(&args).timeout_s(300))
+    let job = Job::new(bin.join("dps-lu")).launcher(launcher).ranks(ranks).args(&args).timeout_s(300);
+    measure(&if mode.is_none() { super::bound_as_simulated(job) } else { job })
 }
 
 fn mib(bytes: u64) -> f64 {
