@@ -5,10 +5,10 @@
 //! and, where the app supports it, PDEXEC; the error of a prediction is
 //! `(predicted − measured) / measured`. Then seed 003's Table 1 replica (`table1`: LU
 //! real, DE, PDEXEC, NOALLOC, with the simulator's wall time and memory) and the predicted
-//! speedups (`scaling`). Printed first: a markdown table per point, then the fraction of points within ±4 / ±6 / ±12 % beside
-//! seed 003's 71.4 / 81.6 / >95 % (168 runs), the floor (70 % of the 2-rank points
-//! within ±10 %), and whether the predictions rank the block sizes and variants as the
-//! measurements do.
+//! speedups (`scaling`). Printed first: a markdown table per point, then the fraction of
+//! points within ±4 / ±6 / ±12 % beside seed 003's 71.4 / 81.6 / >95 % (168 runs), the
+//! issue's floor (70 % of the 2-rank points within ±10 %), and whether the predictions
+//! rank the block sizes and variants as the measurements do.
 //!
 //! A run's time is its record's `seconds` (the median of `--reps` after a warm-up), the
 //! same field a simulated run fills with its prediction; a point is `--launches` rounds of
