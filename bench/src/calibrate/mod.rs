@@ -144,9 +144,10 @@ pub(crate) fn launch(args: &Launch, json: bool, timeout_s: u64) -> Result<()> {
             })?;
             jobs.push(transfers.ok_or_else(|| anyhow!("calibrate: rank 0 printed no transfers"))?);
         }
-        let (links, spread) = median_links(&jobs.iter().map(|j| j.links.clone()).collect::<Vec<_>>())?;
+        let (job_links, job_overheads): (Vec<_>, Vec<_>) = jobs.into_iter().map(|j| (j.links, j.overheads)).unzip();
+        let (links, spread) = median_links(&job_links)?;
         platform.links = links;
-        platform.overheads = median_overheads(&jobs.iter().map(|j| j.overheads.clone()).collect::<Vec<_>>());
+        platform.overheads = median_overheads(&job_overheads);
         platform.header.warnings.extend(spread);
     }
     // Judged on the links the file keeps (the jobs' medians), not the first job's.
