@@ -27,7 +27,7 @@
 use std::ops::Range;
 use std::time::Instant;
 
-use dps::{route, Bulk, Collection, Graph, MergeFn, Node, Runtime};
+use dps::{route, Bulk, Collection, Graph, MaybeBulk, MergeFn, Node, Runtime, SimMode};
 use serde::{Deserialize, Serialize};
 
 use crate::kernel::{self, Geometry};
@@ -102,7 +102,11 @@ impl Band {
         let rows = layout.rows(index);
         let (above, below) = (layout.above(index), layout.below(index));
         let geom = Geometry::new(layout.width, layout.wrap);
-        let mut slab = Slab::new(geom, rows.len(), depth, (above.is_none(), below.is_none()));
+        let mut slab = if dps::simulated() == Some(SimMode::Noalloc) {
+            Slab::absent(geom, rows.len(), depth)
+        } else {
+            Slab::new(geom, rows.len(), depth, (above.is_none(), below.is_none()))
+        };
         slab.fill(rows.start, source);
         let ghosts_expected = u8::from(above.is_some()) + u8::from(below.is_some());
         Band {
@@ -129,11 +133,13 @@ impl Band {
         );
     }
 
-    /// Its `step.depth` border rows on each side, as ghost-row tokens for its neighbours.
+    /// Its `step.depth` border rows on each side, as ghost-row tokens for its neighbours
+    /// (only their size in a NOALLOC simulation).
     fn borders(&self, layout: &Layout, step: Step) -> Vec<Exchange> {
         let mut out = Vec::with_capacity(3);
+        let words = step.depth * self.slab.geom.words;
         let mut ghost = |to, side, from| {
-            let rows = Bulk(self.slab.border(from, step.depth).to_vec());
+            let rows = MaybeBulk::from_fn(words, || self.slab.border(from, step.depth).to_vec());
             out.push(Exchange::Ghost { to, step, side, rows });
         };
         if let Some(to) = layout.above(self.index) {
@@ -199,7 +205,7 @@ impl Band {
         self.check(step);
         match token {
             Exchange::Ghost { side, rows, .. } => {
-                self.slab.set_ghost(side, &rows);
+                self.set_ghost(side, &rows);
                 self.ghosts += 1;
             }
             Exchange::Interior { .. } => {
@@ -222,9 +228,20 @@ impl Band {
         match token {
             Exchange::Ghost { step, side, rows, .. } => {
                 self.check(step);
-                self.slab.set_ghost(side, &rows);
+                self.set_ghost(side, &rows);
             }
             Exchange::Interior { .. } => unreachable!("the simple graph sends no interior token"),
+        }
+    }
+
+    /// Stores a neighbour's border rows as ghost rows (NOALLOC: absent rows for an absent
+    /// slab, nothing to store).
+    fn set_ghost(&mut self, side: Side, rows: &MaybeBulk<u64>) {
+        match rows.data() {
+            Some(rows) => self.slab.set_ghost(side, rows),
+            None => {
+                assert!(self.slab.is_absent(), "band {}: absent ghost rows for a slab that holds cells", self.index)
+            }
         }
     }
 
@@ -321,8 +338,8 @@ pub enum Exchange {
         step: Step,
         /// Which ghost rows of the receiver they are.
         side: Side,
-        /// `step.depth` packed rows, in world order.
-        rows: Bulk<u64>,
+        /// `step.depth` packed rows, in world order (absent in a NOALLOC simulation).
+        rows: MaybeBulk<u64>,
     },
     /// `overlap`: band `to` computes its interior rows.
     Interior {

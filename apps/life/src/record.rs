@@ -52,8 +52,10 @@ pub struct Record {
     /// Generations run in all, warm-up and untimed ones included (not in the serial variant).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub generations_run: Option<u64>,
-    /// Live cells at the end.
-    pub population: u64,
+    /// Live cells at the end (not counted in a PDEXEC or NOALLOC simulation, where the
+    /// cells are skipped or left out).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub population: Option<u64>,
     /// `--verify` passed: the reference it was checked against (`naive` or `bit-serial`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reference: Option<String>,
@@ -111,17 +113,12 @@ impl fmt::Display for Record {
         let c = &self.common;
         write!(
             f,
-            "life {} {}x{} ranks={} bands={}: {} generations in {:.3} s, {:.3e} cell updates/s, population {}",
-            c.variant,
-            self.width,
-            self.height,
-            c.ranks,
-            c.threads,
-            self.generations,
-            c.seconds,
-            self.cups,
-            self.population
+            "life {} {}x{} ranks={} bands={}: {} generations in {:.3} s, {:.3e} cell updates/s",
+            c.variant, self.width, self.height, c.ranks, c.threads, self.generations, c.seconds, self.cups,
         )?;
+        if let Some(p) = self.population {
+            write!(f, ", population {p}")?;
+        }
         if let Some(compare) = &self.compare {
             write!(f, "; overlap/simple speedup {:.3}", compare.speedup)?;
         }

@@ -138,15 +138,23 @@ pub struct Args {
     pub sim: Simulate,
 }
 
-/// What the simulator supports of dps-life: direct execution, and PDEXEC (the band
-/// kernel skipped and charged from the platform's `life` table; the cost of a Life step
-/// does not depend on the cells, so the control flow is the same).
-const SIMULATION: Support = Support {
-    program: "dps-life",
-    modes: &[SimMode::Pdexec],
-    why_not: "NOALLOC is not implemented (the bands hold their cells and the exchanges carry them)",
-    kernels: &["life"],
-};
+/// What the simulator supports of dps-life: direct execution, PDEXEC (the band kernel
+/// skipped and charged from the platform's `life` table; the cost of a Life step does not
+/// depend on the cells, so the control flow is the same) and NOALLOC (PDEXEC with the
+/// bands' cells and the ghost rows left out: only their sizes travel, so the simulator's
+/// memory does not grow with the world).
+const SIMULATION: Support =
+    Support { program: "dps-life", modes: &[SimMode::Pdexec, SimMode::Noalloc], why_not: "", kernels: &["life"] };
+
+/// The cells never change (PDEXEC) or are not there (NOALLOC): a simulation in which the
+/// world cannot be read, counted or checked.
+fn cells_skipped(args: &Args) -> Option<&'static str> {
+    match args.sim.simulate.map(|_| args.sim.mode()) {
+        Some(SimMode::Pdexec) => Some("the kernel is skipped, so the cells never change"),
+        Some(SimMode::Noalloc) => Some("the cells are left out"),
+        _ => None,
+    }
+}
 
 /// The options a simulated run cannot have, refused before any work.
 fn check_simulation(args: &Args) -> Result<()> {
@@ -160,13 +168,13 @@ fn check_simulation(args: &Args) -> Result<()> {
     if args.compare_serial {
         bad_input!("--simulate {p}: --compare-serial times the serial kernel for real, against a predicted time");
     }
-    if args.sim.mode() == SimMode::Pdexec {
-        let skipped = "the kernel is skipped, so the cells never change";
+    if let Some(skipped) = cells_skipped(args) {
+        let mode = args.sim.mode().name();
         if args.check.verify {
-            bad_input!("--verify with --sim-mode pdexec: {skipped}; verify with --sim-mode de");
+            bad_input!("--verify with --sim-mode {mode}: {skipped}; verify with --sim-mode de");
         }
         if args.out.is_some() || args.snapshot_every.is_some() {
-            bad_input!("--out/--snapshot-every with --sim-mode pdexec: {skipped}; write the world with --sim-mode de");
+            bad_input!("--out/--snapshot-every with --sim-mode {mode}: {skipped}; write the world with --sim-mode de");
         }
     }
     Ok(())
@@ -228,7 +236,9 @@ pub fn run(args: &Args) -> Result<()> {
     let given = args.depth.map(|_| step_depth(args, thinnest, &format!("the thinnest of the {bands_n} bands")));
     let plan = schedule::choose(args.generations, thinnest, given.transpose()?, args.steps_per_call);
     let depth = plan.depth;
-    dps_harness::input(input.check_memory(args, ranks, bands_n, depth))?;
+    if args.sim.simulate.is_none() || args.sim.mode() != SimMode::Noalloc {
+        dps_harness::input(input.check_memory(args, ranks, bands_n, depth))?;
+    }
     // Rank 0's serial copy is made before the collections and graphs: the ranks then go from
     // building them (collective) into the first call together. Made after, it kept the other
     // ranks idle while rank 0 filled it, and they started the first call 0.8-2.6 ms late.
@@ -376,7 +386,8 @@ fn drive(
         });
     }
     sim.progress.finish_and_clear();
-    let population = rt.call(&graphs.population, ())?;
+    // Not counted where the cells are skipped or left out: it would not be the world's.
+    let population = if cells_skipped(args).is_some() { None } else { Some(rt.call(&graphs.population, ())?) };
     let mut record = Record {
         common: Common::new("life", &variant_name(args.variant), rt.ranks(), bands, seconds, None).bound_by(rt),
         width,
@@ -405,7 +416,7 @@ fn drive(
             width: got.rect.width,
             height: got.rect.height,
             cells: &got.cells,
-            population,
+            population: population.unwrap_or_default(),
         };
         // Against the generations asked for, not those counted on the way: a run that
         // skipped some cannot agree with a reference that skipped as many.
@@ -516,7 +527,7 @@ fn run_serial(args: &Args, mut input: Input) -> Result<()> {
         serial: None,
         view: None,
         generations_run: None,
-        population,
+        population: Some(population),
         reference: None,
     };
     let mut outcome = Ok(());

@@ -24,6 +24,7 @@ pub struct Slab {
     pub halo: usize,
     /// Buffer rows inside the world: all but the ghost rows beyond a dead edge.
     live: Range<usize>,
+    /// The rows, double-buffered; both empty in a NOALLOC simulation ([`Slab::absent`]).
     cur: Vec<u64>,
     next: Vec<u64>,
     scratch: Scratch,
@@ -67,6 +68,18 @@ impl Slab {
         let live = if dead_edges.0 { halo } else { 0 }..if dead_edges.1 { halo + height } else { rows };
         let (cur, next) = (zeroed_rows(rows * geom.words), zeroed_rows(rows * geom.words));
         Slab { geom, height, halo, live, cur, next, scratch: Scratch::default() }
+    }
+
+    /// A slab of that shape whose cells are left out, for a NOALLOC simulation (seed 003:
+    /// only the sizes matter, so the simulator's memory does not grow with the world): it
+    /// fills, takes ghost rows and steps as a no-op, and its rows cannot be read.
+    pub fn absent(geom: Geometry, height: usize, halo: usize) -> Slab {
+        Slab { geom, height, halo, live: 0..0, cur: Vec::new(), next: Vec::new(), scratch: Scratch::default() }
+    }
+
+    /// The cells are left out ([`Slab::absent`]).
+    pub fn is_absent(&self) -> bool {
+        self.cur.is_empty()
     }
 
     /// Row `r` (in `0..height`) of the current generation.
@@ -114,8 +127,16 @@ impl Slab {
     /// Computes rows `rows` (in `0..height`) `depth` generations ahead into the next buffer.
     /// Rows within `depth` of the ends read that many ghost rows. `pause` is called with the
     /// rows computed so far, every few rows (see [`kernel::advance`]).
+    ///
+    /// # Panics
+    /// On an absent slab, unless `rows` is empty: its cells are not there to compute (a
+    /// NOALLOC simulation charges the kernel instead, `dps::skip_kernel`).
     pub fn step(&mut self, rows: Range<usize>, depth: usize, pause: &mut dyn FnMut(usize)) {
         assert!(depth <= self.halo, "a step of {depth} generations with a halo of {} rows", self.halo);
+        if self.is_absent() {
+            assert!(rows.is_empty(), "the cells of an absent slab (NOALLOC) cannot be computed");
+            return;
+        }
         let rows = rows.start + self.halo..rows.end + self.halo;
         let sweep = kernel::Sweep { rows, depth, live: self.live.clone() };
         kernel::advance(&self.geom, &self.cur, &mut self.next, &sweep, &mut self.scratch, pause);
@@ -126,8 +147,11 @@ impl Slab {
         std::mem::swap(&mut self.cur, &mut self.next);
     }
 
-    /// Fills rows `y0..y0 + height` of the world from `source`.
+    /// Fills rows `y0..y0 + height` of the world from `source` (nothing on an absent slab).
     pub fn fill(&mut self, y0: usize, source: &Source) {
+        if self.is_absent() {
+            return;
+        }
         for r in 0..self.height {
             source.fill_row(y0 + r, self.row_mut(r));
         }

@@ -350,21 +350,26 @@ fn bad_simulations_are_refused_once_with_exit_2() {
         Path::new(BIN),
         &[
             case(&["--random", "64", "64", "--simulate", "0", "--platform", good], 2, &["--simulate 0"]),
-            case(
-                &["--random", "64", "64", "--simulate", "2", "--sim-mode", "noalloc", "--platform", good],
-                2,
-                &["--sim-mode noalloc", "dps-life", "--sim-mode de"],
-            ),
-            // The made-up platform has no `life` table, which PDEXEC charges.
+            // The made-up platform has no `life` table, which PDEXEC and NOALLOC charge.
             case(
                 &["--random", "64", "64", "--simulate", "2", "--sim-mode", "pdexec", "--platform", good],
                 2,
                 &["kernel 'life'", "--sim-mode pdexec", "dps-bench calibrate"],
             ),
             case(
+                &["--random", "64", "64", "--simulate", "2", "--sim-mode", "noalloc", "--platform", good],
+                2,
+                &["kernel 'life'", "--sim-mode noalloc", "dps-bench calibrate"],
+            ),
+            case(
                 &["--random", "64", "64", "--simulate", "2", "--sim-mode", "pdexec", "--verify", "--platform", good],
                 2,
                 &["--verify", "--sim-mode pdexec", "skipped"],
+            ),
+            case(
+                &["--random", "64", "64", "--simulate", "2", "--sim-mode", "noalloc", "--verify", "--platform", good],
+                2,
+                &["--verify", "--sim-mode noalloc", "left out"],
             ),
             case(
                 &[

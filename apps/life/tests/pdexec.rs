@@ -1,7 +1,9 @@
 //! `dps-life --simulate P --sim-mode pdexec`: the band kernel is skipped and charged from the
 //! platform file's `life` table. The prediction is the same at every run, and on a world
 //! whose time is the kernel's it is within a factor of 2 of direct execution's when the
-//! table holds this build's kernel speed (timed here, on the bands' shape). No mpirun.
+//! table holds this build's kernel speed (timed here, on the bands' shape). NOALLOC charges
+//! the same and leaves the cells out: the same prediction, in memory that does not grow with
+//! the world. No mpirun.
 
 use std::path::Path;
 use std::process::Command;
@@ -55,8 +57,12 @@ fn platform(dir: &Path) -> std::path::PathBuf {
 }
 
 fn simulate(platform: &Path, mode: &str) -> serde_json::Value {
+    simulate_world(platform, mode, &WORLD)
+}
+
+fn simulate_world(platform: &Path, mode: &str, world: &[&str]) -> serde_json::Value {
     let out = Command::new(BIN)
-        .args(WORLD)
+        .args(world)
         .args(["--simulate", "2", "--sim-mode", mode, "--json", "--platform"])
         .arg(platform)
         .output()
@@ -81,4 +87,38 @@ fn pdexec_is_deterministic_and_near_direct_execution() {
     // it twice) falls outside the factor.
     eprintln!("pdexec {pd} s, de {de} s: ratio {:.3}", pd / de);
     assert!((0.5..2.0).contains(&(pd / de)), "pdexec {pd} s against de {de} s");
+}
+
+#[test]
+fn noalloc_predicts_what_pdexec_does_without_the_cells() {
+    let dir = tempfile::tempdir().unwrap();
+    let platform = platform(dir.path());
+    let (pdexec, noalloc) = (simulate(&platform, "pdexec"), simulate(&platform, "noalloc"));
+    assert_eq!(noalloc["sim_mode"], "noalloc");
+    // The same charges: the kernel from the table, the ghost rows at their full size.
+    for field in ["predicted_seconds", "sim_busy_seconds", "sim_operations", "sim_messages"] {
+        assert_eq!(noalloc[field], pdexec[field], "{field}: NOALLOC charges what PDEXEC does");
+    }
+    // Neither counts a population that is not the world's.
+    assert!(noalloc.get("population").is_none() && pdexec.get("population").is_none(), "{noalloc}");
+}
+
+#[test]
+fn noalloc_memory_does_not_grow_with_the_world() {
+    let dir = tempfile::tempdir().unwrap();
+    let platform = platform(dir.path());
+    let peak = |side: &str| {
+        let world = ["--random", side, side, "--generations", "8", "--warmup", "0", "--depth", "1"];
+        let r = simulate_world(&platform, "noalloc", &world);
+        assert!(r["predicted_seconds"].as_f64().is_some_and(|s| s > 0.0), "{r}");
+        r["sim_peak_rss_bytes"].as_u64().expect("the simulator reports its peak memory")
+    };
+    // 65536² cells are 512 MiB a buffer, 1 GiB double-buffered.
+    let (small, large) = (peak("1024"), peak("65536"));
+    assert!(
+        large < small + (64 << 20),
+        "NOALLOC peak memory grew from {} MiB (1024²) to {} MiB (65536²)",
+        small >> 20,
+        large >> 20
+    );
 }
