@@ -241,6 +241,13 @@ impl<T: BulkElem> MaybeBulk<T> {
     }
 }
 
+/// No elements, present.
+impl<T: BulkElem> Default for MaybeBulk<T> {
+    fn default() -> Self {
+        MaybeBulk::Data(Bulk(Vec::new()))
+    }
+}
+
 impl<T: BulkElem> From<Bulk<T>> for MaybeBulk<T> {
     fn from(b: Bulk<T>) -> Self {
         MaybeBulk::Data(b)

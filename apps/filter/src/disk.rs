@@ -1,6 +1,8 @@
 //! The state of a `disks` thread (the thesis's TileServer): one disk's input tiles (in
 //! memory, or a tile file behind an LRU tile cache), and its output tiles (in memory, or a
-//! tile file written striped like the input).
+//! tile file written striped like the input). In a NOALLOC simulation the tiles are left
+//! out (`Tiles::Absent`): the cache and the emulated disk's waits are kept, so that the
+//! prediction is PDEXEC's.
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -8,7 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Result;
-use dps::Bulk;
+use dps::{Bulk, MaybeBulk};
 
 use crate::layout::{TileId, Tiling};
 use crate::raster::Raster;
@@ -28,6 +30,12 @@ pub enum Tiles {
         /// The open file.
         reader: Option<DiskReader>,
     },
+    /// Left out (NOALLOC): only the tiles' sizes count; `files`: they stand for a tile
+    /// file (cached, and read at the emulated disk's speed), else for tiles in memory.
+    Absent {
+        /// Whether the tiles stand for a file.
+        files: bool,
+    },
 }
 
 /// Where a disk's output tiles go.
@@ -44,6 +52,11 @@ pub enum Sink {
         name: String,
         /// The file being written, created on the first write.
         writer: Option<DiskWriter>,
+    },
+    /// Dropped (NOALLOC), after the emulated disk's wait if `files`.
+    Absent {
+        /// Whether the output stands for a file.
+        files: bool,
     },
 }
 
@@ -134,12 +147,29 @@ impl Disk {
         Disk { index, meta, tiles, sink, cache: VecDeque::new(), cache_tiles, throttle }
     }
 
+    /// Disk `index` whose tiles are left out, for a NOALLOC simulation (`files`: they
+    /// stand for a tile file read through a cache of `cache_tiles` at the speed of
+    /// `throttle`, else for tiles in memory).
+    pub fn absent(index: usize, meta: Meta, files: bool, cache_tiles: usize, throttle: Throttle) -> Disk {
+        let (cache_tiles, throttle) = if files { (cache_tiles, throttle) } else { (0, Throttle::default()) };
+        Disk {
+            index,
+            meta,
+            tiles: Tiles::Absent { files },
+            sink: Sink::Absent { files },
+            cache: VecDeque::new(),
+            cache_tiles,
+            throttle,
+        }
+    }
+
     /// The tiling.
     pub fn tiling(&self) -> Tiling {
         self.meta.tiling()
     }
 
-    /// Input tile `id` (on this disk), from memory, the cache or the file.
+    /// Input tile `id` (on this disk), from memory, the cache or the file (empty when the
+    /// tiles are absent).
     ///
     /// # Panics
     /// If the file cannot be read: the job ends with the operation and the rank named.
@@ -147,30 +177,37 @@ impl Disk {
         let tiling = self.tiling();
         assert_eq!(tiling.disk(id), self.index, "tile {id:?} asked of the wrong disk");
         let local = tiling.local(id);
+        let bytes = self.meta.tile_bytes();
         match &mut self.tiles {
-            Tiles::Memory(tiles) => (tiles[local].clone(), ReadCost::default()),
+            Tiles::Memory(tiles) => return (tiles[local].clone(), ReadCost::default()),
+            Tiles::Absent { files: false } => return (Arc::default(), ReadCost::default()),
+            Tiles::File { .. } | Tiles::Absent { files: true } => {}
+        }
+        if let Some(pos) = self.cache.iter().position(|(l, _)| *l == local) {
+            let hit = self.cache.remove(pos).expect("found");
+            self.cache.push_back(hit.clone());
+            return (hit.1, ReadCost::default());
+        }
+        let start = Instant::now();
+        let slot = match &mut self.tiles {
             Tiles::File { dir, name, reader } => {
-                if let Some(pos) = self.cache.iter().position(|(l, _)| *l == local) {
-                    let hit = self.cache.remove(pos).expect("found");
-                    self.cache.push_back(hit.clone());
-                    return (hit.1, ReadCost::default());
-                }
-                let start = Instant::now();
                 if reader.is_none() {
                     *reader = Some(must(DiskReader::open(dir, name, &self.meta, self.index)));
                 }
-                let slot = Arc::new(must(reader.as_ref().expect("opened").read(local)));
-                self.throttle.wait(slot.len());
-                let cost = ReadCost { reads: 1, read_ns: start.elapsed().as_nanos() as u64 };
-                if self.cache_tiles > 0 {
-                    if self.cache.len() == self.cache_tiles {
-                        self.cache.pop_front();
-                    }
-                    self.cache.push_back((local, slot.clone()));
-                }
-                (slot, cost)
+                Arc::new(must(reader.as_ref().expect("opened").read(local)))
             }
+            Tiles::Absent { .. } => Arc::default(),
+            Tiles::Memory(_) => unreachable!("tiles in memory are returned above"),
+        };
+        self.throttle.wait(bytes);
+        let cost = ReadCost { reads: 1, read_ns: start.elapsed().as_nanos() as u64 };
+        if self.cache_tiles > 0 {
+            if self.cache.len() == self.cache_tiles {
+                self.cache.pop_front();
+            }
+            self.cache.push_back((local, slot.clone()));
         }
+        (slot, cost)
     }
 
     /// Stores output tile `id`; returns the time the write took, ns.
@@ -178,13 +215,18 @@ impl Disk {
     /// # Panics
     /// If the file cannot be written (the job ends, naming the operation and rank), or if
     /// the tile is written twice.
-    pub fn write(&mut self, id: TileId, slot: Bulk<u8>) -> u64 {
+    pub fn write(&mut self, id: TileId, slot: MaybeBulk<u8>) -> u64 {
         let start = Instant::now();
         let local = self.tiling().local(id);
         match &mut self.sink {
             Sink::Memory(outputs) => {
                 assert!(outputs[local].is_none(), "output tile {id:?} written twice");
-                outputs[local] = Some(slot);
+                outputs[local] = Some(slot.into_data().expect("an output tile held in memory has its pixels"));
+            }
+            Sink::Absent { files } => {
+                if *files {
+                    self.throttle.wait(slot.len());
+                }
             }
             Sink::File { dir, name, writer } => {
                 if writer.is_none() {
@@ -210,6 +252,7 @@ impl Disk {
             Sink::File { dir, name, .. } => {
                 must(DiskReader::open(dir, name, &self.meta, self.index).and_then(|r| r.read(local)))
             }
+            Sink::Absent { .. } => panic!("output tile {id:?} was left out (NOALLOC)"),
         }
     }
 
@@ -217,7 +260,7 @@ impl Disk {
     /// tiles writes an empty file all the same), and forgets the in-memory output.
     pub fn commit(&mut self) -> Result<()> {
         match &mut self.sink {
-            Sink::Memory(_) => Ok(()),
+            Sink::Memory(_) | Sink::Absent { .. } => Ok(()),
             Sink::File { dir, name, writer } => {
                 let w = match writer.take() {
                     Some(w) => w,

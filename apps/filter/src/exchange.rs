@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 
-use dps::{route, Bulk, Collection, MergeFn, Node};
+use dps::{route, Collection, MaybeBulk, MergeFn, Node};
 use serde::{Deserialize, Serialize};
 
 use crate::disk::Disk;
@@ -70,7 +70,8 @@ struct Request {
 #[derive(Debug, Serialize, Deserialize)]
 struct Piece {
     request: Request,
-    pixels: Bulk<u8>,
+    /// Absent in a NOALLOC simulation, as every tile of this graph.
+    pixels: MaybeBulk<u8>,
     reads: u32,
     read_ns: u64,
 }
@@ -79,7 +80,7 @@ struct Piece {
 struct Filtered {
     id: TileId,
     tiling: Tiling,
-    slot: Bulk<u8>,
+    slot: MaybeBulk<u8>,
     reads: u32,
     requests: u32,
     read_ns: Vec<u64>,
@@ -186,9 +187,11 @@ fn read_part(d: &mut Disk, request: Request) -> Piece {
     let (tx, ty, _, _) = tiling.rect(request.id);
     let area = request.area;
     let (ox, oy) = ((area.x - tx as i64) as usize, (area.y - ty as i64) as usize);
-    let mut pixels = Bulk::<u8>::recycled(area.w * area.h);
-    for (row, out) in pixels.chunks_exact_mut(area.w).enumerate() {
-        out.copy_from_slice(&slot[(oy + row) * tiling.tile + ox..][..area.w]);
+    let mut pixels = MaybeBulk::<u8>::recycled(area.w * area.h);
+    if let Some(pixels) = pixels.data_mut() {
+        for (row, out) in pixels.chunks_exact_mut(area.w).enumerate() {
+            out.copy_from_slice(&slot[(oy + row) * tiling.tile + ox..][..area.w]);
+        }
     }
     Piece { request, pixels, reads: cost.reads, read_ns: cost.read_ns }
 }
@@ -201,9 +204,9 @@ struct TileInProgress {
     /// The tile and where it is (from the first piece).
     job: Option<Job>,
     /// The tile with its halo (every pixel is written: by a piece, or by the clamp).
-    buf: Bulk<u8>,
+    buf: MaybeBulk<u8>,
     /// The median, in a full tile slot as stored.
-    slot: Bulk<u8>,
+    slot: MaybeBulk<u8>,
     centre_done: bool,
     reads: u32,
     requests: u32,
@@ -231,10 +234,11 @@ impl dps::Merge<Compute> for MedianMerge {
         if acc.job.is_none() {
             let halo = halo_of(&tiling, id);
             acc.job = Some(Job { id, tiling });
-            acc.buf = Bulk::recycled(halo.w * halo.h);
-            acc.slot = Bulk::recycled(tiling.tile * tiling.tile);
-            if halo.w - 2 * RADIUS < tiling.tile || halo.h - 2 * RADIUS < tiling.tile {
-                acc.slot.fill(0); // an edge tile's padding is stored as 0
+            acc.buf = MaybeBulk::recycled(halo.w * halo.h);
+            acc.slot = MaybeBulk::recycled(tiling.tile * tiling.tile);
+            let edge = halo.w - 2 * RADIUS < tiling.tile || halo.h - 2 * RADIUS < tiling.tile;
+            if let Some(slot) = acc.slot.data_mut().filter(|_| edge) {
+                slot.fill(0); // an edge tile's padding is stored as 0
             }
         }
         acc.requests += 1;
@@ -243,7 +247,11 @@ impl dps::Merge<Compute> for MedianMerge {
             acc.read_ns.push(p.read_ns);
         }
         let halo = halo_of(&tiling, id);
-        place(&mut acc.buf, halo, &p);
+        match (acc.buf.data_mut(), p.pixels.data()) {
+            (Some(buf), Some(pixels)) => place(buf, halo, p.request.area, pixels),
+            (None, None) => {} // NOALLOC: only the sizes travel
+            _ => panic!("tile {id:?}: a piece and the tile's buffer are not both present or both absent"),
+        }
         if p.request.id == id {
             // The interior (the tile shrunk by RADIUS) needs only the tile's own pixels: it
             // is computed while the neighbours' strips are still on their way.
@@ -258,10 +266,10 @@ impl dps::Merge<Compute> for MedianMerge {
                 let band = (PIXELS_PER_YIELD / iw).max(1);
                 for y0 in (0..ih).step_by(band) {
                     let rows = band.min(ih - y0);
-                    let src = &acc.buf[(RADIUS + y0) * halo.w + RADIUS..];
-                    let dst = &mut acc.slot[(RADIUS + y0) * t + RADIUS..];
-                    // Under PDEXEC, charged from the platform's table instead.
+                    // Under PDEXEC and NOALLOC, charged from the platform's table instead.
                     if !dps::skip_kernel("median", &[iw as u64, rows as u64], (iw * rows) as f64) {
+                        let src = &acc.buf[(RADIUS + y0) * halo.w + RADIUS..];
+                        let dst = &mut acc.slot[(RADIUS + y0) * t + RADIUS..];
                         median::median5(src, halo.w, iw, rows, dst, t);
                     }
                     std::thread::yield_now();
@@ -278,7 +286,9 @@ impl dps::Merge<Compute> for MedianMerge {
         let halo = halo_of(&tiling, id);
         let start = Instant::now();
         let (tw, th) = (halo.w - 2 * RADIUS, halo.h - 2 * RADIUS);
-        clamp_halo(&mut acc.buf, halo, (tiling.width, tiling.height));
+        if let Some(buf) = acc.buf.data_mut() {
+            clamp_halo(buf, halo, (tiling.width, tiling.height));
+        }
         let t = tiling.tile;
         for (x, y, w, h) in border_frame(tw, th) {
             if !dps::skip_kernel("median", &[w as u64, h as u64], (w * h) as f64) {
@@ -307,12 +317,11 @@ fn border_frame(w: usize, h: usize) -> Vec<(usize, usize, usize, usize)> {
     vec![(0, 0, w, r), (0, h - r, w, r), (0, r, r, h - 2 * r), (w - r, r, r, h - 2 * r)]
 }
 
-/// Copies a piece into the halo buffer.
-fn place(buf: &mut [u8], halo: Area, p: &Piece) {
-    let a = p.request.area;
+/// Copies a piece's `pixels`, the area `a` of the image, into the halo buffer.
+fn place(buf: &mut [u8], halo: Area, a: Area, pixels: &[u8]) {
     let (ox, oy) = ((a.x - halo.x) as usize, (a.y - halo.y) as usize);
     for row in 0..a.h {
-        buf[(oy + row) * halo.w + ox..][..a.w].copy_from_slice(&p.pixels[row * a.w..][..a.w]);
+        buf[(oy + row) * halo.w + ox..][..a.w].copy_from_slice(&pixels[row * a.w..][..a.w]);
     }
 }
 

@@ -33,11 +33,14 @@ struct Input {
     scratch: Option<PathBuf>,
     /// The emulated disks' speed.
     throttle: Throttle,
+    /// A NOALLOC simulation of a random image: neither image nor store is made, and this
+    /// is where the tiles would be.
+    absent: Option<Storage>,
 }
 
 impl Input {
     fn label(&self) -> &'static str {
-        if self.dir.is_some() {
+        if self.dir.is_some() || self.absent == Some(Storage::Disk) {
             "disk"
         } else {
             "preloaded"
@@ -55,8 +58,9 @@ impl Input {
 }
 
 /// Checks the source options and opens or makes the input (`threads`: compute threads, the
-/// default disk count of a random image).
-fn prepare(src: &Source, threads: usize, rank: usize) -> Result<Input> {
+/// default disk count of a random image; `noalloc`: a NOALLOC simulation, which makes no
+/// image).
+fn prepare(src: &Source, threads: usize, rank: usize, noalloc: bool) -> Result<Input> {
     check_name(&src.name, "--name")?;
     let (ms, mbps) = (src.disk_latency_ms, src.disk_mb_per_s);
     if !(0.0..=10_000.0).contains(&ms) || !(0.0..=1e6).contains(&mbps) {
@@ -68,7 +72,7 @@ fn prepare(src: &Source, threads: usize, rank: usize) -> Result<Input> {
     let Some(random) = &src.random else {
         let Some(dir) = &src.dir else { bad_input!("give --dir DIR (a stored image) or --random W H") };
         let meta = store::open(dir, &src.name)?;
-        return Ok(Input { meta, image: None, dir: Some(dir.clone()), scratch: None, throttle });
+        return Ok(Input { meta, image: None, dir: Some(dir.clone()), scratch: None, throttle, absent: None });
     };
     let (w, h) = (random[0], random[1]);
     if !(1..=MAX_SIDE).contains(&w) || !(1..=MAX_SIDE).contains(&h) {
@@ -82,14 +86,17 @@ fn prepare(src: &Source, threads: usize, rank: usize) -> Result<Input> {
     if disks == 0 || disks > 4096 {
         bad_input!("--disks {disks}: must be between 1 and 4096");
     }
-    let pixels = (w * h) as u64;
-    dps_harness::check_memory(&format!("a {w}x{h} image"), 6 * pixels, 3 * pixels)?;
     let (stride, _) = choose_stride(None, disks)?;
     let tiling = Tiling { width: w, height: h, tile, disks, stride };
     let meta = Meta::new(tiling, Depth::Bit8);
+    if noalloc {
+        return Ok(Input { meta, image: None, dir: None, scratch: None, throttle, absent: Some(src.storage) });
+    }
+    let pixels = (w * h) as u64;
+    dps_harness::check_memory(&format!("a {w}x{h} image"), 6 * pixels, 3 * pixels)?;
     let image = Raster::random8(w, h, src.seed.seed);
     if src.storage == Storage::Preloaded {
-        return Ok(Input { meta, image: Some(image), dir: None, scratch: None, throttle });
+        return Ok(Input { meta, image: Some(image), dir: None, scratch: None, throttle, absent: None });
     }
     // Every rank computes the same scratch path; rank 0 writes the store before any call.
     let base = src.scratch.clone().unwrap_or_else(std::env::temp_dir);
@@ -104,7 +111,7 @@ fn prepare(src: &Source, threads: usize, rank: usize) -> Result<Input> {
         }
         store::write(&dir, &src.name, &image, tiling)?;
     }
-    Ok(Input { meta, image: Some(image), dir: Some(dir.clone()), scratch: Some(dir), throttle })
+    Ok(Input { meta, image: Some(image), dir: Some(dir.clone()), scratch: Some(dir), throttle, absent: None })
 }
 
 /// The collections and graphs of a run.
@@ -123,12 +130,13 @@ const GATHER_SIMULATION: Support = Support {
     kernels: &[],
 };
 
-/// What the simulator supports of `median`: DE, and PDEXEC with the median charged from the
-/// platform's `median` table (the control flow never depends on the pixels).
+/// What the simulator supports of `median`: DE, PDEXEC with the median charged from the
+/// platform's `median` table (the control flow never depends on the pixels), and NOALLOC
+/// (PDEXEC with the image and every tile left out: only their sizes travel).
 const MEDIAN_SIMULATION: Support = Support {
     program: "dps-filter median",
-    modes: &[SimMode::Pdexec],
-    why_not: "noalloc is not implemented (the tiles would carry sizes instead of pixels)",
+    modes: &[SimMode::Pdexec, SimMode::Noalloc],
+    why_not: "",
     kernels: &["median"],
 };
 
@@ -155,10 +163,13 @@ fn build(rt: Runtime, map: &str, input: &Input, name: &str, out_name: &str, cach
     let compute = rt.collection("compute", map, |_| Compute)?;
     let threads = compute.len();
     let mapping = graph::disk_mapping(&compute, input.meta.disks);
-    let disks = rt.collection("disks", &mapping, |k| match (&input.dir, &input.image) {
-        (Some(dir), _) => Disk::stored(k, input.meta.clone(), dir.clone(), (name, out_name), cache, input.throttle),
-        (None, Some(image)) => Disk::preloaded(k, input.meta.clone(), image),
-        (None, None) => unreachable!("an input is a store or an image"),
+    let disks = rt.collection("disks", &mapping, |k| match (&input.dir, &input.image, input.absent) {
+        (Some(dir), _, _) => Disk::stored(k, input.meta.clone(), dir.clone(), (name, out_name), cache, input.throttle),
+        (None, Some(image), _) => Disk::preloaded(k, input.meta.clone(), image),
+        (None, None, Some(storage)) => {
+            Disk::absent(k, input.meta.clone(), storage == Storage::Disk, cache, input.throttle)
+        }
+        (None, None, None) => unreachable!("an input is a store, an image or left out"),
     })?;
     let window = 2 * threads;
     let graphs = graph::build(&rt, &client, &compute, &disks, window)?;
@@ -205,7 +216,8 @@ pub(crate) fn median(a: &MedianArgs) -> Result<()> {
         }
     }
     let (rt, threads) = start(&a.runtime, &a.sim, &MEDIAN_SIMULATION, &a.map.map, a.compare_serial)?;
-    let input = dps_harness::input(prepare(&a.source, threads, rt.rank()))?;
+    let noalloc = a.sim.simulate.is_some() && a.sim.mode() == SimMode::Noalloc;
+    let input = dps_harness::input(prepare(&a.source, threads, rt.rank(), noalloc))?;
     check_depth(input.meta.depth(), "median", &[Depth::Bit8])?;
     if input.meta.tile < RADIUS {
         bad_input!("tile size {}: the 5×5 median needs tiles of at least {RADIUS} pixels", input.meta.tile);
@@ -340,7 +352,7 @@ fn tiles_per_node(tiling: &Tiling, threads: usize) -> Vec<usize> {
 
 /// `median --variant serial`: the whole-image vector kernel on one core, no DPS.
 fn median_serial(a: &MedianArgs) -> Result<()> {
-    let input = dps_harness::input(prepare(&Source { storage: Storage::Preloaded, ..a.source.clone() }, 1, 0))?;
+    let input = dps_harness::input(prepare(&Source { storage: Storage::Preloaded, ..a.source.clone() }, 1, 0, false))?;
     check_depth(input.meta.depth(), "median", &[Depth::Bit8])?;
     let image = input.whole(&a.source.name)?;
     let (w, h) = (image.width, image.height);
@@ -380,7 +392,7 @@ pub(crate) fn gather(a: &GatherArgs) -> Result<()> {
         bad_input!("give --dir DIR (a stored image) or --random W H");
     }
     let (rt, threads) = start(&a.runtime, &a.sim, &GATHER_SIMULATION, &a.map.map, false)?;
-    let input = dps_harness::input(prepare(&a.source, threads, rt.rank()))?;
+    let input = dps_harness::input(prepare(&a.source, threads, rt.rank(), false))?;
     check_depth(input.meta.depth(), "gather", &[Depth::Bit1, Depth::Bit8, Depth::Bit16])?;
     let (x, y, w, h) = check_window(a.window.as_deref(), input.meta.width, input.meta.height)?;
     let out = match (&a.out, rt.is_root()) {

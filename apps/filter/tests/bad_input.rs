@@ -218,9 +218,14 @@ fn bad_simulations_are_refused_once_with_exit_2() {
                 &["--sim-mode pdexec", "dps-filter gather", "linear filters", "--sim-mode de"],
             ),
             case(
-                &[&median[..], &["2", "--sim-mode", "noalloc", "--platform", good]].concat(),
+                &[&median[..], &["2", "--sim-mode", "noalloc", "--verify", "--platform", good]].concat(),
                 2,
-                &["noalloc", "median"],
+                &["--verify", "noalloc", "--sim-mode de"],
+            ),
+            case(
+                &["median", "--dir", dir.path().to_str().unwrap(), "--simulate", "2", "--sim-mode", "noalloc"],
+                2,
+                &["--dir", "noalloc"],
             ),
             case(
                 &[&median[..], &["2", "--sim-mode", "pdexec", "--verify", "--platform", good]].concat(),

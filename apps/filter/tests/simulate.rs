@@ -1,7 +1,8 @@
 //! `dps-filter --simulate P`: on 2 and 3 virtual ranks, `gather` writes the same PNG and
 //! `median` the same stored image (read back to PNG) as a real run on one rank, byte for
 //! byte, and both pass --verify; an emulated disk's waits are charged to the prediction, not
-//! slept. No mpirun for the simulated runs: the simulator runs in one process.
+//! slept; NOALLOC predicts what PDEXEC does without the image. No mpirun for the simulated
+//! runs: the simulator runs in one process.
 
 use std::path::Path;
 use std::process::Command;
@@ -17,7 +18,7 @@ fn simulated(args: &[&str], ranks: &str, platform: &str) -> serde_json::Value {
     assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
     let r = json_record(&String::from_utf8_lossy(&out.stdout));
     assert_eq!(r["simulated_ranks"].as_u64().unwrap().to_string(), ranks, "{r}");
-    let mode = if args.contains(&"pdexec") { "pdexec" } else { "de" };
+    let mode = ["pdexec", "noalloc"].into_iter().find(|m| args.contains(m)).unwrap_or("de");
     assert_eq!((r["sim_mode"].as_str(), r["predicted_seconds"].as_f64()), (Some(mode), r["seconds"].as_f64()));
     r
 }
@@ -98,4 +99,34 @@ fn pdexec_predictions_are_reproducible_and_follow_the_median_table() {
     // one rank, exactly every pixel's nanosecond).
     assert_eq!((one * 1e9).round(), 512.0 * 384.0, "P=1: {one} s");
     assert!(two >= 6.0 * 128.0 * 128.0 * 1e-9 && two < one, "P=1: {one} s, P=2: {two} s");
+}
+
+/// NOALLOC: the same charges as PDEXEC (the medians from the table, the tiles and strips at
+/// their full size on the wire, the emulated disk's waits through the same tile cache),
+/// with neither the image nor a store made: the same prediction, in memory that does not
+/// grow with the image.
+#[test]
+fn noalloc_predicts_what_pdexec_does_without_the_image() {
+    let dir = tempfile::tempdir().unwrap();
+    let [platform, ..] = dps_harness::simulate::test_platforms(dir.path());
+    let scratch = dir.path().to_str().unwrap();
+    let on_disk = ["--storage", "disk", "--disks", "3", "--disk-latency-ms", "2", "--scratch", scratch];
+    for storage in [&[][..], &on_disk[..]] {
+        let run = |mode: &str| {
+            let median = ["median", "--random", "700", "500", "--tiles", "128", "--reps", "2", "--sim-mode", mode];
+            simulated(&[&median[..], storage].concat(), "2", &platform)
+        };
+        let (pdexec, noalloc) = (run("pdexec"), run("noalloc"));
+        for field in ["predicted_seconds", "sim_busy_seconds", "sim_operations", "sim_messages", "reads"] {
+            assert_eq!(noalloc[field], pdexec[field], "{storage:?} {field}: NOALLOC charges what PDEXEC does");
+        }
+    }
+    // A 32768² image is 1 GiB; PDEXEC would hold it on every virtual rank.
+    let image = |side| ["median", "--random", side, side, "--sim-mode", "noalloc", "--simulate", "2", "--json"];
+    let predict = |args: &[&str]| {
+        let out = Command::new(BIN).args(args).args(["--platform", &platform]).output().unwrap();
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        json_record(&String::from_utf8_lossy(&out.stdout))
+    };
+    dps_harness::simulate::assert_peak_memory_is_flat(predict, ("512²", &image("512")), ("32768²", &image("32768")));
 }

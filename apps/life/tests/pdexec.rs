@@ -107,18 +107,11 @@ fn noalloc_predicts_what_pdexec_does_without_the_cells() {
 fn noalloc_memory_does_not_grow_with_the_world() {
     let dir = tempfile::tempdir().unwrap();
     let platform = platform(dir.path());
-    let peak = |side: &str| {
-        let world = ["--random", side, side, "--generations", "8", "--warmup", "0", "--depth", "1"];
-        let r = simulate_world(&platform, "noalloc", &world);
-        assert!(r["predicted_seconds"].as_f64().is_some_and(|s| s > 0.0), "{r}");
-        r["sim_peak_rss_bytes"].as_u64().expect("the simulator reports its peak memory")
-    };
+    let world = |side| ["--random", side, side, "--generations", "8", "--warmup", "0", "--depth", "1"];
     // 65536² cells are 512 MiB a buffer, 1 GiB double-buffered.
-    let (small, large) = (peak("1024"), peak("65536"));
-    assert!(
-        large < small + (64 << 20),
-        "NOALLOC peak memory grew from {} MiB (1024²) to {} MiB (65536²)",
-        small >> 20,
-        large >> 20
+    dps_harness::simulate::assert_peak_memory_is_flat(
+        |world| simulate_world(&platform, "noalloc", world),
+        ("1024²", &world("1024")),
+        ("65536²", &world("65536")),
     );
 }
