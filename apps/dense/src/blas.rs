@@ -13,6 +13,16 @@ pub fn set_threads(n: usize) {
     unsafe { openblas_set_num_threads(n as std::ffi::c_int) }
 }
 
+/// Before a DPS run (real or simulated): one OpenBLAS thread per call. The runtime's workers
+/// call BLAS at the same time, each on its own core share; OpenBLAS's own threads would
+/// oversubscribe the cores, and a threaded `dgetrf` called from two workers at once
+/// crashed (a segfault in `dgetrf_parallel`, OpenBLAS 0.3.21 on Debian 12) in a plain
+/// process, where `scripts/mpirun`'s `OPENBLAS_NUM_THREADS=1` is not set. DE also measures
+/// the calling thread's CPU time only.
+pub fn one_thread_per_worker() {
+    set_threads(1);
+}
+
 fn need(len: usize, rows: usize, cols: usize, ld: usize, what: &str) {
     if rows > 0 && cols > 0 {
         assert!(

@@ -57,10 +57,7 @@ pub fn run(args: &Args, n: usize, choice: &Choice, src: Source) -> Result<()> {
             args.run.sim.mode().name()
         );
     }
-    if simulated {
-        // A rank's BLAS runs one thread (scripts/mpirun says so); DE measures this thread's CPU time.
-        dps_dense::blas::set_threads(1);
-    }
+    dps_dense::blas::one_thread_per_worker();
     let rt = args.run.sim.start(&args.run.runtime, &crate::run::SIMULATION)?;
     let kept = kept_ranks(rt.ranks());
     let owners: Vec<String> = (0..kept).map(|rank| rank.to_string()).collect();

@@ -286,10 +286,7 @@ pub fn run(args: &Args) -> Result<()> {
         return crate::dynamic_run::run(args, n, &choice, src);
     }
     let how = if args.variant == Variant::Stream { Pipelining::Stream } else { Pipelining::MergeSplit };
-    if args.run.sim.simulate.is_some() {
-        // A rank's BLAS runs one thread (scripts/mpirun says so); DE measures this thread's CPU time.
-        dps_dense::blas::set_threads(1);
-    }
+    dps_dense::blas::one_thread_per_worker();
     let rt = args.run.sim.start(&args.run.runtime, &STAGED_SIMULATION)?;
     let main = rt.collection("main", "0", |_| ())?;
     let threads = rt.threads_in(&args.run.map.map)?;

@@ -190,10 +190,7 @@ pub fn run(args: &Args) -> Result<()> {
     if args.variant == Variant::Serial {
         return run_serial(args, &choice);
     }
-    if args.run.sim.simulate.is_some() {
-        // A rank's BLAS runs one thread (scripts/mpirun says so); DE measures this thread's CPU time.
-        dps_dense::blas::set_threads(1);
-    }
+    dps_dense::blas::one_thread_per_worker();
     let rt = args.run.sim.start(&args.run.runtime, &SIMULATION)?;
     let main = rt.collection("main", "0", |_| Master::new(n, choice.rows, choice.cols, args.run.seed.seed))?;
     let workers = rt.collection("workers", &args.run.map.map, |_| graph::worker(n))?;
