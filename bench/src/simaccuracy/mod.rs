@@ -87,6 +87,8 @@ struct Row<'a> {
     /// The fastest and the slowest real job.
     real_range: (f64, f64),
     de: f64,
+    /// The lowest and the highest DE prediction of the rounds.
+    de_range: (f64, f64),
     /// The simulator's own wall time for the DE run, seconds.
     de_wall: f64,
     /// The simulator's peak resident memory in the DE run, bytes.
@@ -216,6 +218,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
                 measured: dps_harness::median(&rounds.real),
                 real_range: min_max(&rounds.real),
                 de: de(&|r| r.seconds),
+                de_range: min_max(&rounds.de.iter().map(|r| r.seconds).collect::<Vec<_>>()),
                 de_wall: de(&|r| r.wall),
                 de_rss: rounds.de.iter().filter_map(|r| r.rss).max(),
                 pdexec,
@@ -232,23 +235,46 @@ fn pct(x: f64) -> String {
     format!("{:+.1} %", 100.0 * x)
 }
 
+/// How far apart the slowest and the fastest of several runs are: slowest / fastest − 1.
+fn spread((fastest, slowest): (f64, f64)) -> f64 {
+    slowest / fastest - 1.0
+}
+
+/// The measurements' own noise beside the floor: a point whose real jobs spread more than
+/// 20 % has no time within ±10 % of all of them, whatever the prediction.
+fn noise(rows: &[Row]) -> String {
+    let two: Vec<&Row> = rows.iter().filter(|r| r.ranks == 2).collect();
+    let wide = two.iter().filter(|r| spread(r.real_range) > 0.20).count();
+    let median_of = |f: &dyn Fn(&Row) -> f64| 100.0 * dps_harness::median(&rows.iter().map(f).collect::<Vec<_>>());
+    format!(
+        "The measurements' own spread (slowest / fastest − 1 of each point's rounds): real jobs median {:.1} %, \
+         DE runs median {:.1} %; {wide} of the {} 2-rank points have real jobs more than 20 % apart, so that no \
+         prediction lies within ±10 % of all of them.",
+        median_of(&|r| spread(r.real_range)),
+        median_of(&|r| spread(r.de_range)),
+        two.len()
+    )
+}
+
 /// The per-point table and the summary.
 fn report(rows: &[Row]) -> String {
     let mut out = String::from(
-        "| app | variant | size | ranks | measured (s) | DE (s) | DE err | PDEXEC (s) | PDEXEC err | DE simulator wall (s) | DE simulator peak RSS (MiB) |\n\
-         |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| app | variant | size | ranks | measured (s) | real spread | DE (s) | DE spread | DE err | PDEXEC (s) | PDEXEC err | DE simulator wall (s) | DE simulator peak RSS (MiB) |\n\
+         |---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in rows {
         let (pd, pd_err) =
             r.pdexec.map_or(("—".into(), "—".into()), |p| (format!("{p:.4}"), pct(err(p, r.measured))));
         out += &format!(
-            "| {} | {} | {} | {} | {:.4} | {:.4} | {} | {pd} | {pd_err} | {:.2} | {} |\n",
+            "| {} | {} | {} | {} | {:.4} | {:.0} % | {:.4} | {:.0} % | {} | {pd} | {pd_err} | {:.2} | {} |\n",
             r.point.app,
             r.point.variant,
             r.point.label,
             r.ranks,
             r.measured,
+            100.0 * spread(r.real_range),
             r.de,
+            100.0 * spread(r.de_range),
             pct(err(r.de, r.measured)),
             r.de_wall,
             r.de_rss.map_or("—".into(), |b| format!("{:.0}", b as f64 / (1 << 20) as f64))
@@ -282,7 +308,7 @@ fn report(rows: &[Row]) -> String {
         within(&pd2, 0.10)
     );
     out += "| seed 003 (168 runs) | 71.4 % | 81.6 % | > 95 % | |\n";
-    out += &format!("\n{}\n", rankings(rows));
+    out += &format!("\n{}\n\n{}\n", noise(rows), rankings(rows));
     out
 }
 
@@ -351,7 +377,19 @@ mod tests {
 
     fn row<'a>(point: &'a Point, real: &[f64], de: f64) -> Row<'a> {
         let measured = dps_harness::median(real);
-        Row { point, ranks: 2, measured, real_range: min_max(real), de, de_wall: 0.0, de_rss: None, pdexec: None }
+        let (real_range, de_range) = (min_max(real), (de, de));
+        Row { point, ranks: 2, measured, real_range, de, de_range, de_wall: 0.0, de_rss: None, pdexec: None }
+    }
+
+    #[test]
+    fn the_noise_line_counts_the_points_whose_real_jobs_are_more_than_20_percent_apart() {
+        let (a, b) = (point("a"), point("b"));
+        // a's jobs 1.0-1.3 (30 % apart), b's 1.0-1.1 (10 %).
+        let rows = [row(&a, &[1.0, 1.2, 1.3], 1.0), row(&b, &[1.0, 1.05, 1.1], 1.0)];
+        let line = noise(&rows);
+        assert!(line.contains("real jobs median 20.0 %"), "{line}");
+        assert!(line.contains("DE runs median 0.0 %"), "{line}");
+        assert!(line.contains("1 of the 2 2-rank points"), "{line}");
     }
 
     #[test]
