@@ -416,7 +416,7 @@ fn drive(
             width: got.rect.width,
             height: got.rect.height,
             cells: &got.cells,
-            population: population.unwrap_or_default(),
+            population: population.expect("counted: --verify is refused where the cells are skipped"),
         };
         // Against the generations asked for, not those counted on the way: a run that
         // skipped some cannot agree with a reference that skipped as many.
