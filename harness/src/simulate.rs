@@ -405,6 +405,25 @@ pub fn assert_peak_memory_is_flat(
     );
 }
 
+/// Makes the tests of one test binary that call it run one at a time (hold the guard for
+/// the test's length): a test timing kernels or DE runs was disturbed by another test's
+/// simulations on the other core (a 2-core machine).
+pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    static ONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    ONE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A prediction within a factor of 2 of direct execution, judged on a host whose speed moves
+/// by up to 2x within seconds (bench/README): `ratio` times both afresh (the kernel table
+/// measured in the test, then a DE run of the app) and returns prediction / DE. One of 3
+/// rounds within the factor is enough; a kernel forgotten or charged twice misses in every
+/// round. (A single comparison failed 2 times in 8 on this VM.)
+pub fn assert_near_de_in_one_of_three_rounds(what: &str, mut ratio: impl FnMut() -> f64) {
+    let ratios: Vec<f64> = (0..3).map(|_| ratio()).collect();
+    eprintln!("{what}: prediction / DE in 3 rounds: {ratios:?}");
+    assert!(ratios.iter().any(|r| (0.5..=2.0).contains(r)), "{what}: prediction / DE {ratios:?}");
+}
+
 /// The fastest of a few calls of `f`, seconds: the least disturbed by other processes, for
 /// measuring a kernel's rate in a test ([`platform_with_rates`]).
 pub fn fastest(mut f: impl FnMut()) -> f64 {
