@@ -35,6 +35,7 @@ fn read(path: &Path) -> Vec<u8> {
 
 #[test]
 fn simulated_outputs_equal_a_real_runs() {
+    let _alone = dps_harness::simulate::one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let [platform, ..] = dps_harness::simulate::test_platforms(dir.path());
     let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
@@ -66,6 +67,7 @@ fn simulated_outputs_equal_a_real_runs() {
 
 #[test]
 fn emulated_disk_waits_are_charged_not_slept() {
+    let _alone = dps_harness::simulate::one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let [platform, ..] = dps_harness::simulate::test_platforms(dir.path());
     // 20 tiles on 2 disks, each read from its file once and written back once: 20 accesses
@@ -87,6 +89,7 @@ fn emulated_disk_waits_are_charged_not_slept() {
 /// the same prediction every time, at least the busier rank's share of the pixels.
 #[test]
 fn pdexec_predictions_are_reproducible_and_follow_the_median_table() {
+    let _alone = dps_harness::simulate::one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let [platform, ..] = dps_harness::simulate::test_platforms(dir.path());
     let predict = |ranks: &str| {
@@ -107,6 +110,7 @@ fn pdexec_predictions_are_reproducible_and_follow_the_median_table() {
 /// grow with the image.
 #[test]
 fn noalloc_predicts_what_pdexec_does_without_the_image() {
+    let _alone = dps_harness::simulate::one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let [platform, ..] = dps_harness::simulate::test_platforms(dir.path());
     let scratch = dir.path().to_str().unwrap();
@@ -121,12 +125,12 @@ fn noalloc_predicts_what_pdexec_does_without_the_image() {
             assert_eq!(noalloc[field], pdexec[field], "{storage:?} {field}: NOALLOC charges what PDEXEC does");
         }
     }
-    // A 32768² image is 1 GiB; PDEXEC would hold it on every virtual rank.
+    // A 16384² image is 256 MiB; PDEXEC would hold it on every virtual rank.
     let image = |side| ["median", "--random", side, side, "--sim-mode", "noalloc", "--simulate", "2", "--json"];
     let predict = |args: &[&str]| {
         let out = Command::new(BIN).args(args).args(["--platform", &platform]).output().unwrap();
         assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
         json_record(&String::from_utf8_lossy(&out.stdout))
     };
-    dps_harness::simulate::assert_peak_memory_is_flat(predict, ("512²", &image("512")), ("32768²", &image("32768")));
+    dps_harness::simulate::assert_peak_memory_is_flat(predict, ("512²", &image("512")), ("16384²", &image("16384")));
 }
