@@ -89,6 +89,12 @@ impl Simulate {
         self.sim_mode.unwrap_or_default().into()
     }
 
+    /// A NOALLOC simulation is asked for (`--simulate` with `--sim-mode noalloc`): the
+    /// program must allocate none of its large data.
+    pub fn noalloc(&self) -> bool {
+        self.simulate.is_some() && self.mode() == SimMode::Noalloc
+    }
+
     /// The platform file's path: `--platform`, else `$DPS_PLATFORM`, else platform.toml.
     pub fn platform_path(&self) -> PathBuf {
         self.platform.clone().unwrap_or_else(|| {

@@ -149,9 +149,8 @@ impl Disk {
 
     /// Disk `index` whose tiles are left out, for a NOALLOC simulation (`files`: they
     /// stand for a tile file read through a cache of `cache_tiles` at the speed of
-    /// `throttle`, else for tiles in memory).
+    /// `throttle`, else for tiles in memory, which use neither).
     pub fn absent(index: usize, meta: Meta, files: bool, cache_tiles: usize, throttle: Throttle) -> Disk {
-        let (cache_tiles, throttle) = if files { (cache_tiles, throttle) } else { (0, Throttle::default()) };
         Disk {
             index,
             meta,

@@ -216,8 +216,7 @@ pub(crate) fn median(a: &MedianArgs) -> Result<()> {
         }
     }
     let (rt, threads) = start(&a.runtime, &a.sim, &MEDIAN_SIMULATION, &a.map.map, a.compare_serial)?;
-    let noalloc = a.sim.simulate.is_some() && a.sim.mode() == SimMode::Noalloc;
-    let input = dps_harness::input(prepare(&a.source, threads, rt.rank(), noalloc))?;
+    let input = dps_harness::input(prepare(&a.source, threads, rt.rank(), a.sim.noalloc()))?;
     check_depth(input.meta.depth(), "median", &[Depth::Bit8])?;
     if input.meta.tile < RADIUS {
         bad_input!("tile size {}: the 5×5 median needs tiles of at least {RADIUS} pixels", input.meta.tile);

@@ -126,11 +126,7 @@ fn noalloc_predicts_what_pdexec_does_without_the_image() {
         }
     }
     // A 16384² image is 256 MiB; PDEXEC would hold it on every virtual rank.
-    let image = |side| ["median", "--random", side, side, "--sim-mode", "noalloc", "--simulate", "2", "--json"];
-    let predict = |args: &[&str]| {
-        let out = Command::new(BIN).args(args).args(["--platform", &platform]).output().unwrap();
-        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        json_record(&String::from_utf8_lossy(&out.stdout))
-    };
+    let image = |side| ["median", "--random", side, side, "--sim-mode", "noalloc"];
+    let predict = |args: &[&str]| simulated(args, "2", &platform);
     dps_harness::simulate::assert_peak_memory_is_flat(predict, ("512²", &image("512")), ("16384²", &image("16384")));
 }

@@ -236,7 +236,7 @@ pub fn run(args: &Args) -> Result<()> {
     let given = args.depth.map(|_| step_depth(args, thinnest, &format!("the thinnest of the {bands_n} bands")));
     let plan = schedule::choose(args.generations, thinnest, given.transpose()?, args.steps_per_call);
     let depth = plan.depth;
-    if args.sim.simulate.is_none() || args.sim.mode() != SimMode::Noalloc {
+    if !args.sim.noalloc() {
         dps_harness::input(input.check_memory(args, ranks, bands_n, depth))?;
     }
     // Rank 0's serial copy is made before the collections and graphs: the ranks then go from

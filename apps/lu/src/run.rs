@@ -147,7 +147,7 @@ fn check_simulation(args: &Args) -> Result<()> {
 
 /// A NOALLOC simulation: no matrix is allocated.
 fn noalloc(args: &Args) -> bool {
-    args.run.sim.simulate.is_some() && args.run.sim.mode() == SimMode::Noalloc
+    args.run.sim.noalloc()
 }
 
 /// Bytes the run needs on rank 0 and on every other rank, from the options alone.
