@@ -4,7 +4,7 @@
 use std::process::Command;
 
 use dps_harness::launch::json_record;
-use dps_harness::simulate::{fastest, platform_with_rates};
+use dps_harness::simulate::{platform_with_rates, typical};
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-lu");
 
@@ -41,17 +41,17 @@ fn measured_platform(dir: &std::path::Path) -> String {
     let a = dps_dense::gen::cols_major(1, 0..4 * r, 0..r);
     let (mut c, mut x) = (vec![0.0; r * r], a.clone());
     let rf = r as f64;
-    let gemm = 2.0 * rf.powi(3) / fastest(|| blas::gemm_col(r, r, r, -1.0, &a, 4 * r, &a, 4 * r, 1.0, &mut c, r));
-    let trsm = rf.powi(3) / fastest(|| blas::trsm_unit_lower(r, r, &a, 4 * r, &mut x, 4 * r));
+    let gemm = 2.0 * rf.powi(3) / typical(|| blas::gemm_col(r, r, r, -1.0, &a, 4 * r, &a, 4 * r, 1.0, &mut c, r));
+    let trsm = rf.powi(3) / typical(|| blas::trsm_unit_lower(r, r, &a, 4 * r, &mut x, 4 * r));
     let getrf = (4.0 * rf.powi(3) - rf.powi(3) / 3.0)
-        / fastest(|| {
+        / typical(|| {
             let mut p = a.clone();
             blas::getrf(4 * r, r, &mut p, 4 * r);
         });
     let ipiv: Vec<i32> = (0..r as i32).map(|i| i + 1 + (i * 7) % (4 * r as i32 - i)).collect();
-    let laswp = rf * rf / fastest(|| blas::swap_rows(&mut x, 4 * r, r, 0, &ipiv));
+    let laswp = rf * rf / typical(|| blas::swap_rows(&mut x, 4 * r, r, 0, &ipiv));
     let (src, mut dst) = (vec![1.5f64; 1 << 17], vec![0.0f64; 1 << 17]);
-    let copy = (8 << 17) as f64 / fastest(|| dst.copy_from_slice(std::hint::black_box(&src)));
+    let copy = (8 << 17) as f64 / typical(|| dst.copy_from_slice(std::hint::black_box(&src)));
     platform_with_rates(dir, &[("gemm", gemm), ("trsm", trsm), ("getrf", getrf), ("laswp", laswp), ("copy", copy)])
 }
 

@@ -6,7 +6,7 @@
 use std::process::Command;
 
 use dps_harness::launch::json_record;
-use dps_harness::simulate::{fastest, platform_with_rates};
+use dps_harness::simulate::{platform_with_rates, typical};
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-matmul");
 
@@ -56,15 +56,24 @@ fn pdexec_predictions_are_reproducible_and_follow_the_kernel_table() {
     assert!(four >= work / 4.0 && four < one, "P=1: {one} s, P=4: {four} s, gemm work {work} s");
 }
 
-/// The made-up platform with this machine's gemm and copy rates, measured here on one core:
-/// enough for PDEXEC to be compared with DE.
+/// The size of the run that compares NOALLOC with DE: 9 products of 256×768 by 768×256
+/// (~6 ms each), so the kernel is nearly all of each operation's time, as it is at the
+/// sizes users predict (at n 384, block 128, the runtime's and C's debug-build bookkeeping
+/// was a tenth of DE's time here, and phased's three graph calls more on the CI machine).
+const N: usize = 768;
+const BLOCK: usize = 256;
+
+/// The made-up platform with this machine's gemm and copy rates, measured here on one core
+/// at the shape of the products of an `N`, `BLOCK` run: enough for PDEXEC to be compared
+/// with DE.
 fn measured_platform(dir: &std::path::Path) -> String {
     dps_dense::blas::set_threads(1);
-    let r = 128;
-    let (a, b, mut c) = (vec![0.5; r * r], vec![0.25; r * r], vec![0.0; r * r]);
-    let gemm_rate = 2.0 * (r as f64).powi(3) / fastest(|| dps_dense::blas::gemm_row(r, r, r, &a, &b, &mut c));
+    let (h, k) = (BLOCK, N);
+    let (a, b, mut c) = (vec![0.5; h * k], vec![0.25; k * h], vec![0.0; h * h]);
+    let flop = 2.0 * (h * h * k) as f64;
+    let gemm_rate = flop / typical(|| dps_dense::blas::gemm_row(h, h, k, &a, &b, &mut c));
     let (src, mut dst) = (vec![1.5f64; 1 << 17], vec![0.0f64; 1 << 17]);
-    let copy_rate = (8 << 17) as f64 / fastest(|| dst.copy_from_slice(std::hint::black_box(&src)));
+    let copy_rate = (8 << 17) as f64 / typical(|| dst.copy_from_slice(std::hint::black_box(&src)));
     platform_with_rates(dir, &[("gemm", gemm_rate), ("copy", copy_rate)])
 }
 
@@ -73,26 +82,24 @@ fn noalloc_predicts_what_pdexec_predicts_and_both_stay_near_de() {
     let _alone = dps_harness::simulate::one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let p = measured_platform(dir.path());
+    let (n, block) = (N.to_string(), BLOCK.to_string());
     for variant in ["pipelined", "phased", "farm"] {
-        let predict = |mode: &str| {
-            let args = ["--n", "384", "--block", "128", "--variant", variant, "--simulate", "2", "--sim-mode", mode];
-            let r = run(&[&args[..], &["--reps", "3"]].concat(), &p);
+        let predict = |mode: &str, p: &str| {
+            let args = ["--n", &n, "--block", &block, "--variant", variant, "--simulate", "2", "--sim-mode", mode];
+            let r = run(&[&args[..], &["--reps", "3"]].concat(), p);
             (r["predicted_seconds"].as_f64().unwrap(), r)
         };
-        let (noalloc, r) = predict("noalloc");
+        let (noalloc, r) = predict("noalloc", &p);
         assert_eq!(r["sim_mode"], "noalloc");
-        assert_eq!(noalloc, predict("noalloc").0, "{variant}: two NOALLOC simulations of the same run differ");
+        assert_eq!(noalloc, predict("noalloc", &p).0, "{variant}: two NOALLOC simulations of the same run differ");
         // The same kernels are charged and absent blocks weigh what present ones do on the wire.
-        assert_eq!(noalloc, predict("pdexec").0, "{variant}: NOALLOC and PDEXEC predict differently");
+        assert_eq!(noalloc, predict("pdexec", &p).0, "{variant}: NOALLOC and PDEXEC predict differently");
         // DE measures the same work (and the rest of each operation). Not the farm: its
         // master adds every partial product with a loop this debug build does not optimise.
         if variant != "farm" {
             dps_harness::simulate::assert_near_de_in_one_of_three_rounds(variant, || {
                 let p = measured_platform(dir.path());
-                let args = ["--n", "384", "--block", "128", "--variant", variant, "--simulate", "2", "--reps", "3"];
-                let mode =
-                    |m: &str| run(&[&args[..], &["--sim-mode", m]].concat(), &p)["predicted_seconds"].as_f64().unwrap();
-                mode("noalloc") / mode("de")
+                predict("noalloc", &p).0 / predict("de", &p).0
             });
         }
     }
