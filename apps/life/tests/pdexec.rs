@@ -1,6 +1,6 @@
 //! `dps-life --simulate P --sim-mode pdexec`: the band kernel is skipped and charged from the
 //! platform file's `life` table. The prediction is the same at every run, and on a world
-//! whose time is the kernel's it is within a factor of 2 of direct execution's when the
+//! whose time is the kernel's it is within a factor of 3 of direct execution's when the
 //! table holds this build's kernel speed (timed here, on the bands' shape). NOALLOC charges
 //! the same and leaves the cells out: the same prediction, in memory that does not grow with
 //! the world. No mpirun.

@@ -78,6 +78,39 @@ fn noalloc_predicts_what_pdexec_predicts_and_both_stay_near_de() {
     }
 }
 
+/// The flop of LU's trailing updates (gemm) with `n`/`b` column blocks of `b`: at step k,
+/// each of the blocks right of the panel takes (n − (k+1)·b) × b × b.
+fn gemm_flop(n: usize, b: usize) -> f64 {
+    let blocks = n / b;
+    (0..blocks - 1).map(|k| ((blocks - k - 1) * 2 * (n - (k + 1) * b) * b * b) as f64).sum()
+}
+
+#[test]
+fn pdexec_charges_at_least_the_updates_gemm() {
+    // Independent of this host's speed (the DE comparison above is not): under the made-up
+    // table (gemm at 10 GFLOP/s), 2 ranks of one core cannot take less than half the
+    // updates' gemm time, and the other kernels and messages add less than it. Measured:
+    // 0.92 of the gemm time; with the gemm charge forgotten 0.34, with it doubled 1.50.
+    let _alone = dps_harness::simulate::one_at_a_time();
+    let dir = tempfile::tempdir().unwrap();
+    let platform = dir.path().join("platform.toml");
+    std::fs::write(&platform, dps_harness::simulate::made_up_platform().to_toml()).unwrap();
+    let gemm_seconds = gemm_flop(768, 128) / 1e10;
+    for variant in ["stream", "merge-split"] {
+        let args = ["--n", "768", "--block", "128", "--variant", variant, "--simulate", "2", "--sim-mode", "pdexec"];
+        let r = predict(&[&args[..], &["--reps", "1", "--sim-cores", "1"]].concat(), platform.to_str().unwrap());
+        let predicted = r["predicted_seconds"].as_f64().unwrap();
+        assert!(
+            predicted >= gemm_seconds / 2.0,
+            "{variant}: {predicted} s predicted, the gemm alone is {gemm_seconds} s"
+        );
+        assert!(
+            predicted < 1.25 * gemm_seconds,
+            "{variant}: {predicted} s predicted, the gemm alone is {gemm_seconds} s"
+        );
+    }
+}
+
 #[test]
 fn noalloc_memory_does_not_grow_with_n() {
     let _alone = dps_harness::simulate::one_at_a_time();
