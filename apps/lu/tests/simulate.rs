@@ -8,16 +8,22 @@ use dps_harness::simulate::{platform_with_rates, typical};
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-lu");
 
+/// The made-up platform (harness) written into `dir`; returns its path.
+fn made_up_platform(dir: &std::path::Path) -> String {
+    let path = dir.join("platform.toml");
+    std::fs::write(&path, dps_harness::simulate::made_up_platform().to_toml()).unwrap();
+    path.to_string_lossy().into_owned()
+}
+
 #[test]
 fn simulated_factorizations_pass_verification() {
     let _alone = dps_harness::simulate::one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
-    let platform = dir.path().join("platform.toml");
-    std::fs::write(&platform, dps_harness::simulate::made_up_platform().to_toml()).unwrap();
+    let platform = made_up_platform(dir.path());
     for ranks in ["2", "3"] {
         for variant in ["stream", "merge-split"] {
             let args = ["--n", "150", "--block", "32", "--variant", variant, "--simulate", ranks, "--verify", "--json"];
-            let out = Command::new(BIN).args(args).arg("--platform").arg(&platform).output().unwrap();
+            let out = Command::new(BIN).args(args).args(["--platform", &platform]).output().unwrap();
             assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
             let r = json_record(&String::from_utf8_lossy(&out.stdout));
             assert_eq!((&r["verified"], &r["pivots_match"]), (&true.into(), &true.into()), "{variant} on {ranks}: {r}");
@@ -93,12 +99,11 @@ fn pdexec_charges_at_least_the_updates_gemm() {
     // 0.92 of the gemm time; with the gemm charge forgotten 0.34, with it doubled 1.50.
     let _alone = dps_harness::simulate::one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
-    let platform = dir.path().join("platform.toml");
-    std::fs::write(&platform, dps_harness::simulate::made_up_platform().to_toml()).unwrap();
+    let platform = made_up_platform(dir.path());
     let gemm_seconds = gemm_flop(768, 128) / 1e10;
     for variant in ["stream", "merge-split"] {
         let args = ["--n", "768", "--block", "128", "--variant", variant, "--simulate", "2", "--sim-mode", "pdexec"];
-        let r = predict(&[&args[..], &["--reps", "1", "--sim-cores", "1"]].concat(), platform.to_str().unwrap());
+        let r = predict(&[&args[..], &["--reps", "1", "--sim-cores", "1"]].concat(), &platform);
         let predicted = r["predicted_seconds"].as_f64().unwrap();
         assert!(
             predicted >= gemm_seconds / 2.0,
@@ -115,8 +120,7 @@ fn pdexec_charges_at_least_the_updates_gemm() {
 fn noalloc_memory_does_not_grow_with_n() {
     let _alone = dps_harness::simulate::one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
-    let platform = dir.path().join("platform.toml");
-    std::fs::write(&platform, dps_harness::simulate::made_up_platform().to_toml()).unwrap();
+    let platform = made_up_platform(dir.path());
     // The pivots (4 bytes a row) and the graph's 16 stages stay small.
-    dps_harness::simulate::assert_noalloc_memory_is_flat(|args| predict(args, platform.to_str().unwrap()));
+    dps_harness::simulate::assert_noalloc_memory_is_flat(|args| predict(args, &platform));
 }
