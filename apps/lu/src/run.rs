@@ -145,11 +145,6 @@ fn check_simulation(args: &Args) -> Result<()> {
     Ok(())
 }
 
-/// A NOALLOC simulation: no matrix is allocated.
-fn noalloc(args: &Args) -> bool {
-    args.run.sim.noalloc()
-}
-
 /// Bytes the run needs on rank 0 and on every other rank, from the options alone.
 /// `file_bytes` is what reading the file allocates (every rank reads it).
 fn memory_need(args: &Args, n: usize, r: usize, file_bytes: u64) -> (u64, u64) {
@@ -194,7 +189,7 @@ fn source(args: &Args) -> Result<(usize, Choice, Source)> {
         Some(path) => format!("--file {} (n = {n})", path.display()),
         None => format!("--n {n}"),
     };
-    if !noalloc(args) {
+    if !args.run.sim.noalloc() {
         dps_harness::check_memory(&what, rank0, other)?;
     }
     let src = match file {

@@ -165,7 +165,7 @@ pub fn run(args: &Args) -> Result<()> {
     let (rank0, other) = args.memory_need(choice.rows, choice.cols);
     match args.run.sim.simulate {
         // NOALLOC allocates no matrix: its memory does not depend on n².
-        Some(_) if args.run.sim.mode() == SimMode::Noalloc => {}
+        Some(_) if args.run.sim.noalloc() => {}
         // Every virtual rank lives in this process.
         Some(p) => dps_harness::check_memory(
             &format!("--n {} --simulate {p}", args.n),
