@@ -8,18 +8,11 @@ use dps_harness::simulate::{platform_with_rates, typical};
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-lu");
 
-/// The made-up platform (harness) written into `dir`; returns its path.
-fn made_up_platform(dir: &std::path::Path) -> String {
-    let path = dir.join("platform.toml");
-    std::fs::write(&path, dps_harness::simulate::made_up_platform().to_toml()).unwrap();
-    path.to_string_lossy().into_owned()
-}
-
 #[test]
 fn simulated_factorizations_pass_verification() {
     let _alone = dps_harness::simulate::one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
-    let platform = made_up_platform(dir.path());
+    let [platform, ..] = dps_harness::simulate::test_platforms(dir.path());
     for ranks in ["2", "3"] {
         for variant in ["stream", "merge-split"] {
             let args = ["--n", "150", "--block", "32", "--variant", variant, "--simulate", ranks, "--verify", "--json"];
@@ -99,7 +92,7 @@ fn pdexec_charges_at_least_the_updates_gemm() {
     // 0.92 of the gemm time; with the gemm charge forgotten 0.34, with it doubled 1.50.
     let _alone = dps_harness::simulate::one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
-    let platform = made_up_platform(dir.path());
+    let [platform, ..] = dps_harness::simulate::test_platforms(dir.path());
     let gemm_seconds = gemm_flop(768, 128) / 1e10;
     for variant in ["stream", "merge-split"] {
         let args = ["--n", "768", "--block", "128", "--variant", variant, "--simulate", "2", "--sim-mode", "pdexec"];
@@ -120,7 +113,7 @@ fn pdexec_charges_at_least_the_updates_gemm() {
 fn noalloc_memory_does_not_grow_with_n() {
     let _alone = dps_harness::simulate::one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
-    let platform = made_up_platform(dir.path());
+    let [platform, ..] = dps_harness::simulate::test_platforms(dir.path());
     // The pivots (4 bytes a row) and the graph's 16 stages stay small.
     dps_harness::simulate::assert_noalloc_memory_is_flat(|args| predict(args, &platform));
 }

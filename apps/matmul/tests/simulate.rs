@@ -17,10 +17,10 @@ fn run(args: &[&str], platform: &str) -> serde_json::Value {
     json_record(&String::from_utf8_lossy(&out.stdout))
 }
 
+/// The made-up platform's file in `dir` (the good one of the harness's test platforms).
 fn platform(dir: &std::path::Path) -> String {
-    let path = dir.join("platform.toml");
-    std::fs::write(&path, dps_harness::simulate::made_up_platform().to_toml()).unwrap();
-    path.to_str().unwrap().to_string()
+    let [good, ..] = dps_harness::simulate::test_platforms(dir);
+    good
 }
 
 #[test]
