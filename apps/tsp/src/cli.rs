@@ -230,6 +230,7 @@ fn load(args: &SolveArgs) -> Result<Instance> {
 }
 
 /// The run's output files, opened (as temporary files beside their paths) before any work.
+#[derive(Default)]
 struct Outputs {
     tour: Option<OutputFile>,
     plot: Option<OutputFile>,
@@ -253,6 +254,9 @@ pub fn run(args: &SolveArgs) -> Result<()> {
     let outputs = Outputs::create(args)?;
     let inst = Arc::new(load(args)?);
     let rt = args.sim.start(&args.runtime, &SIMULATION)?;
+    // Rank 0 writes the files. The others drop their temporary files now, not at the end:
+    // mpirun kills them when rank 0 fails, and a killed rank would leave its file behind.
+    let outputs = if rt.is_root() { outputs } else { Outputs::default() };
     let layout = Layout { threads: args.threads, pipeline_depth: args.pipeline_depth };
     let (steps, cutoff);
     let result = match args.variant {
