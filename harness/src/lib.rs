@@ -15,7 +15,7 @@
 //!   written as text when not finite ([`FiniteOrText`]), and [`print_record`].
 //! - [`launch`]: every job that is started under `mpirun`, `srun` or alone, always inside
 //!   `timeout`: tests, benchmarks and sweeps.
-//! - [`bad_input`]: the bad-input table that each program's tests run.
+//! - [`bad_input`](mod@bad_input): the bad-input table that each program's tests run.
 
 pub mod bad_input;
 mod cli;
