@@ -72,7 +72,7 @@ impl OutputFile {
         if !dir.is_dir() {
             return Err(refuse(format!("the directory {} does not exist", dir.display())));
         }
-        if let Some(file) = unnamed_file_in(dir).filter(|_| try_unnamed) {
+        if let Some(file) = try_unnamed.then(|| unnamed_file_in(dir)).flatten() {
             return Ok(OutputFile {
                 path: path.to_path_buf(),
                 target: Target::Unnamed { file, dir: dir.to_path_buf() },

@@ -343,6 +343,18 @@ pub fn made_up_platform() -> Platform {
     p
 }
 
+/// [`made_up_platform`] written into `dir` as `platform.toml`; returns the file's path.
+pub fn made_up_platform_file(dir: &std::path::Path) -> String {
+    write_platform(dir, "platform.toml", &made_up_platform())
+}
+
+/// Writes a test's platform file `name` into `dir`; returns its path.
+fn write_platform(dir: &std::path::Path, name: &str, p: &Platform) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, p.to_toml()).expect("the test's platform file is written");
+    path.to_string_lossy().into_owned()
+}
+
 /// Platform files for the programs' bad-input tables, written into `dir`: a good one
 /// ([`made_up_platform`]), one made by another dps version, one made on another host, and
 /// the path of one that does not exist.
@@ -351,9 +363,7 @@ pub fn test_platforms(dir: &std::path::Path) -> [String; 4] {
         let mut p = made_up_platform();
         edit(&mut p);
         p.seal();
-        let path = dir.join(name);
-        std::fs::write(&path, p.to_toml()).expect("the test's platform file is written");
-        path.to_string_lossy().into_owned()
+        write_platform(dir, name, &p)
     };
     [
         write("good.toml", &|_| {}),
@@ -374,9 +384,7 @@ pub fn platform_with_rates(dir: &std::path::Path, rates: &[(&str, f64)]) -> Stri
         }
     }
     p.seal();
-    let path = dir.join("measured.toml");
-    std::fs::write(&path, p.to_toml()).expect("the test's platform file is written");
-    path.to_string_lossy().into_owned()
+    write_platform(dir, "measured.toml", &p)
 }
 
 /// NOALLOC's promise, for the dense apps' tests: the simulator's peak memory for n = 16384

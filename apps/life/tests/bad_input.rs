@@ -343,9 +343,8 @@ fn bad_input_seen_only_by_another_rank_is_printed_by_it() {
 #[test]
 fn bad_simulations_are_refused_once_with_exit_2() {
     let dir = tempfile::tempdir().unwrap();
-    let good = dir.path().join("platform.toml");
-    std::fs::write(&good, dps_harness::simulate::made_up_platform().to_toml()).unwrap();
-    let good = good.to_str().unwrap();
+    let good = dps_harness::simulate::made_up_platform_file(dir.path());
+    let good = good.as_str();
     check_table(
         Path::new(BIN),
         &[

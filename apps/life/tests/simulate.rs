@@ -17,9 +17,8 @@ fn run(args: &[&str]) -> serde_json::Value {
 #[test]
 fn simulated_worlds_equal_the_serial_one() {
     let dir = tempfile::tempdir().unwrap();
-    let platform = dir.path().join("platform.toml");
-    std::fs::write(&platform, dps_harness::simulate::made_up_platform().to_toml()).unwrap();
-    let p = platform.to_str().unwrap();
+    let platform = dps_harness::simulate::made_up_platform_file(dir.path());
+    let p = platform.as_str();
     let world = ["--random", "150", "90", "--generations", "21", "--seed", "5", "--wrap"];
     let serial = run(&[&world[..], &["--variant", "serial"]].concat());
     for ranks in ["2", "4"] {

@@ -34,13 +34,12 @@ fn simulate(platform: &Path, ranks: &str, alloc: &str) -> serde_json::Value {
 #[test]
 fn simulated_strategies_factor_correctly_and_report_each_iteration() {
     let dir = tempfile::tempdir().unwrap();
-    let platform = dir.path().join("platform.toml");
-    std::fs::write(&platform, dps_harness::simulate::made_up_platform().to_toml()).unwrap();
+    let platform = dps_harness::simulate::made_up_platform_file(dir.path());
     // 6 iterations on 4 virtual ranks: P = 4, P/2 = 2 (the ranks holding the column blocks).
     for (alloc, ranks) in
         [("all", [4; 6]), ("half", [2; 6]), ("half-after:2", [4, 4, 2, 2, 2, 2]), ("half-after:5", [4, 4, 4, 4, 4, 2])]
     {
-        let r = simulate(&platform, "4", alloc);
+        let r = simulate(Path::new(&platform), "4", alloc);
         assert_eq!(
             (&r["verified"], &r["simulated_ranks"], &r["alloc"]),
             (&true.into(), &4.into(), &alloc.into()),
@@ -67,9 +66,8 @@ fn simulated_strategies_factor_correctly_and_report_each_iteration() {
 #[test]
 fn the_dynamic_variant_refuses_modes_that_skip_kernels() {
     let dir = tempfile::tempdir().unwrap();
-    let platform = dir.path().join("platform.toml");
-    std::fs::write(&platform, dps_harness::simulate::made_up_platform().to_toml()).unwrap();
-    let platform = platform.to_str().unwrap();
+    let platform = dps_harness::simulate::made_up_platform_file(dir.path());
+    let platform = platform.as_str();
     let dynamic = ["--variant", "dynamic", "--n", "64", "--block", "8", "--simulate", "8", "--platform", platform];
     let with = |extra: &[&'static str]| -> Vec<&str> { dynamic.iter().copied().chain(extra.iter().copied()).collect() };
     let (pdexec, noalloc) = (with(&["--sim-mode", "pdexec"]), with(&["--sim-mode", "noalloc", "--per-iteration"]));

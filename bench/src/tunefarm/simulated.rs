@@ -85,8 +85,7 @@ mod tests {
     /// The made-up platform (5 µs + s/5 GB/s) in a temporary file.
     fn platform() -> (tempfile::TempDir, std::path::PathBuf) {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("platform.toml");
-        std::fs::write(&path, dps_harness::simulate::made_up_platform().to_toml()).unwrap();
+        let path = dps_harness::simulate::made_up_platform_file(dir.path()).into();
         (dir, path)
     }
 
