@@ -38,7 +38,7 @@ pub struct SimOptions {
     /// operation that posts it).
     pub send_cpu: TransferCpu,
     /// CPU time the receiving rank spends on a message from another rank before its
-    /// operation can see it: a job that takes one of the rank's cores (see [`Simulator`]).
+    /// operation can see it: a job that takes one of the rank's cores (see `Simulator`).
     pub receive_cpu: TransferCpu,
     /// The most operations a rank runs at once (its cores); `None`: one per DPS thread it
     /// hosts, as many as its workers.

@@ -3,20 +3,20 @@
 //! "messages" track per rank with one instant event per message sent to another rank.
 //!
 //! Rank 0 writes the file. Its place is checked before any work ([`TraceFile::prepare`]
-//! creates the temporary file beside it), so a bad path fails at once rather than after a
-//! long computation. The JSON goes to that temporary file, synced, then renamed over the
-//! path: a failed write leaves no partial trace. A path that is not a regular file (a
-//! device such as `/dev/stdout`) is written directly.
+//! opens it as an [`OutputFile`]), so a bad path fails at once rather than after a long
+//! computation, and a failed write leaves no partial trace.
 
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
+
+use crate::OutputFile;
 
 #[derive(Default)]
 pub(crate) struct Tracer {
@@ -149,47 +149,15 @@ struct TraceJson<'a> {
 
 /// Where rank 0 writes the trace, made ready before any work.
 #[derive(Debug)]
-pub(crate) struct TraceFile {
-    path: PathBuf,
-    out: Out,
-}
-
-#[derive(Debug)]
-enum Out {
-    /// Beside the path, renamed over it once complete.
-    Temp(tempfile::NamedTempFile),
-    /// The path is not a regular file (a device): written in place.
-    Device(File),
-}
+pub(crate) struct TraceFile(OutputFile);
 
 impl TraceFile {
-    /// Checks that the trace can be written to `path`: creates the temporary file beside it
-    /// (or opens it, if it exists and is not a regular file).
+    /// Checks that the trace can be written to `path`.
     ///
     /// # Errors
     /// What is wrong with the path, for a message that names it.
     pub(crate) fn prepare(path: &Path) -> Result<TraceFile, String> {
-        let out = match std::fs::metadata(path) {
-            Ok(m) if m.is_dir() => return Err("it is a directory".into()),
-            Ok(m) if !m.is_file() => Out::Device(
-                File::options().write(true).open(path).map_err(|e| format!("cannot open it for writing: {e}"))?,
-            ),
-            _ => {
-                let name = path.file_name().ok_or("it names no file")?;
-                let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-                let mut prefix = std::ffi::OsString::from(".");
-                prefix.push(name);
-                prefix.push(".");
-                let temp = tempfile::Builder::new()
-                    .prefix(&prefix)
-                    .suffix(".tmp")
-                    .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o644))
-                    .tempfile_in(dir)
-                    .map_err(|e| format!("cannot create a file in directory \"{}\": {}", dir.display(), os_error(e)))?;
-                Out::Temp(temp)
-            }
-        };
-        Ok(TraceFile { path: path.to_path_buf(), out })
+        OutputFile::create(path).map(TraceFile)
     }
 
     /// Writes the events of all ranks (one JSON array per rank) as one Chrome trace.
@@ -204,25 +172,10 @@ impl TraceFile {
             trace_events.extend(events);
         }
         let trace = TraceJson { display_time_unit: "ms", trace_events };
-        let failed = |e: io::Error| format!("cannot write {}: {e}", self.path.display());
-        match self.out {
-            Out::Temp(mut temp) => {
-                write_json(temp.as_file_mut(), &trace).map_err(failed)?;
-                temp.as_file().sync_all().map_err(failed)?;
-                // On failure `temp` is dropped with the error, which deletes the file.
-                temp.persist(&self.path).map_err(|e| failed(e.error))?;
-            }
-            Out::Device(mut file) => write_json(&mut file, &trace).map_err(failed)?,
-        }
-        Ok(())
+        let mut out = self.0;
+        let path = out.path().display().to_string();
+        write_json(out.file(), &trace).and_then(|()| out.commit()).map_err(|e| format!("cannot write {path}: {e}"))
     }
-}
-
-/// The operating system's own error, without the name of the temporary file that
-/// `tempfile` appends (it was never created and would only confuse).
-fn os_error(e: io::Error) -> String {
-    let text = e.to_string();
-    text.split(" at path \"").next().unwrap_or_default().to_string()
 }
 
 fn write_json(file: &mut File, trace: &TraceJson) -> io::Result<()> {
@@ -271,8 +224,8 @@ mod tests {
     fn bad_paths_are_caught_before_any_work() {
         let dir = tempfile::tempdir().unwrap();
         let e = TraceFile::prepare(&dir.path().join("missing/t.json")).unwrap_err();
-        assert!(e.starts_with("cannot create a file in directory") && e.contains("missing"), "{e}");
-        assert_eq!(TraceFile::prepare(dir.path()).unwrap_err(), "it is a directory");
+        assert!(e.contains("does not exist") && e.contains("missing"), "{e}");
+        assert_eq!(TraceFile::prepare(dir.path()).unwrap_err(), "is a directory");
     }
 
     #[test]
