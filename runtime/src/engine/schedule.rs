@@ -7,7 +7,9 @@
 //! queue (or runs it at once, [`Scheduler::try_run_here`]); a worker takes it, handles a
 //! batch of its messages, then [`releases`](Scheduler::release) it, scheduling it again if
 //! more arrived. So a thread runs one operation at a time and its state needs no lock of its
-//! own (the body's mutex is never contended: debug builds check it). Generic over the
+//! own (the body's mutex is never contended: debug builds check it). A cell may also come
+//! off the ready queue with nothing queued: an `enqueue` whose message a running worker
+//! took, and handled, before that `enqueue` raised the flag; the worker runs an empty batch. Generic over the
 //! message and body types so that the stress tests below drive the real protocol.
 
 use std::collections::VecDeque;
@@ -194,7 +196,7 @@ mod tests {
 
     use super::*;
     use crate::stress::Rng;
-    use std::sync::atomic::AtomicU32;
+    use std::sync::atomic::{AtomicU32, AtomicUsize};
     use std::sync::Barrier;
     use std::time::{Duration, Instant};
 
@@ -232,10 +234,13 @@ mod tests {
         cells: Vec<Arc<TestCell>>,
         /// Per token and hop: how often it was handled.
         handled: Vec<AtomicU32>,
+        /// Handlers that have not returned yet.
+        in_handlers: AtomicUsize,
     }
 
     impl World {
         fn handle(&self, body: &mut Body, msg: Msg) {
+            self.in_handlers.fetch_add(1, Ordering::SeqCst);
             let last = &mut body.last_seq[msg.from];
             if let Some(last) = *last {
                 assert!(msg.seq > last, "cell {}: tokens from {} out of order", body.index, msg.from);
@@ -250,6 +255,7 @@ mod tests {
                 let next = Msg { id: msg.id, hops: msg.hops - 1, from: PRODUCERS + body.index, seq };
                 self.scheduler.enqueue(&self.cells[to], next);
             }
+            self.in_handlers.fetch_sub(1, Ordering::SeqCst);
         }
     }
 
@@ -271,7 +277,7 @@ mod tests {
         let tokens_per_producer = rounds * per_round;
         let total = PRODUCERS * tokens_per_producer;
         let handled = (0..total * (HOPS as usize + 1)).map(|_| AtomicU32::new(0)).collect();
-        let world = Arc::new(World { scheduler: Scheduler::new(), cells, handled });
+        let world = Arc::new(World { scheduler: Scheduler::new(), cells, handled, in_handlers: AtomicUsize::new(0) });
         let activity = Arc::new(Activity::default());
         let workers: Vec<_> = (0..WORKERS)
             .map(|_| {
@@ -332,6 +338,15 @@ mod tests {
         assert!(stalled.is_none(), "tokens were lost: {}", stalled.unwrap());
         for p in producers {
             p.join().unwrap();
+        }
+        // Every hop is handled, but a handler may still be inside `enqueue` of a token that
+        // another worker has already handled, about to schedule its cell again (with nothing
+        // queued: harmless, a worker runs an empty batch). Stopping the workers before that
+        // would leave the cell marked scheduled behind their stop messages.
+        let since = Instant::now();
+        while world.in_handlers.load(Ordering::SeqCst) > 0 {
+            assert!(since.elapsed() < STALL, "a handler never returned");
+            std::thread::yield_now();
         }
         for _ in 0..WORKERS {
             world.scheduler.stop_one_worker();
