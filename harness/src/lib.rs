@@ -7,8 +7,8 @@
 //!   `--reps`/`--warmup`, `--blas-threads`) as `clap` groups to flatten.
 //! - [`median`]: the one median of timing samples.
 //! - [`output`]: an [`OutputFile`] is checked when the run starts (its directory exists
-//!   and is writable) and written to a temporary file that is renamed over the path only
-//!   when every byte is flushed; a failed run leaves no partial file.
+//!   and is writable) and written to an unnamed file that gets the path only when every
+//!   byte is flushed; a failed, aborted or killed run leaves no partial file.
 //! - [`memory`]: [`check_memory`] refuses a run whose data cannot fit in the memory this
 //!   node has, with the figures, before anything is allocated.
 //! - [`record`]: the fields every app's `--json` record shares ([`Common`]), numbers

@@ -229,7 +229,7 @@ fn load(args: &SolveArgs) -> Result<Instance> {
     Ok(inst)
 }
 
-/// The run's output files, opened (as temporary files beside their paths) before any work.
+/// The run's output files, opened (as unnamed files in their directories) before any work.
 #[derive(Default)]
 struct Outputs {
     tour: Option<OutputFile>,
