@@ -4,7 +4,8 @@
 //! [`OutputFile::create`] runs before any work: it opens an unnamed file (Linux's
 //! `O_TMPFILE`) in the target's directory, which proves the directory exists and is
 //! writable. The program writes into it and [`OutputFile::commit`] flushes and syncs it,
-//! links it under a temporary name and renames that over the path, checking every step.
+//! links it under a temporary name and renames that over the path, checking every step
+//! (where a sandbox refuses the link through `/proc`, it copies the bytes instead).
 //! Until the commit the file has no name: a run that fails, panics, is aborted by MPI or is
 //! killed by mpirun or Slurm leaves nothing behind, and the path keeps whatever it held
 //! before. Where the file system has no unnamed files (or `/proc` is not mounted), a named
@@ -13,7 +14,7 @@
 //! `/dev/null` or `/dev/full`, a pipe) is written in place, errors checked.
 
 use std::fs::File;
-use std::io::{self, Write};
+use std::io::{self, Seek, Write};
 use std::path::{Path, PathBuf};
 
 /// An output file of the run: see the module documentation.
@@ -104,17 +105,11 @@ impl OutputFile {
             Target::Unnamed { mut file, dir } => {
                 file.flush()?;
                 file.sync_all()?;
-                // A link under a fresh temporary name (rename cannot replace with an
-                // unnamed file), removed again if the rename fails.
-                let fd = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&file));
-                let linked = tempfile::Builder::new()
-                    .prefix(&temporary_prefix(&self.path))
-                    .suffix(TEMPORARY_SUFFIX)
-                    .make_in(&dir, |name| {
-                        let follow = rustix::fs::AtFlags::SYMLINK_FOLLOW;
-                        Ok(rustix::fs::linkat(rustix::fs::CWD, fd.as_str(), rustix::fs::CWD, name, follow)?)
-                    })?;
-                linked.persist(&self.path).map_err(|e| e.error)?;
+                match link_beside(&file, &dir, &self.path) {
+                    Ok(linked) => linked.persist(&self.path).map_err(|e| e.error)?,
+                    // No link through /proc (some sandboxes): the bytes are copied instead.
+                    Err(_) => copy_beside(&mut file, &dir, &self.path)?,
+                }
                 Ok(())
             }
             Target::Temporary(mut temp) => {
@@ -127,6 +122,31 @@ impl OutputFile {
     }
 }
 
+/// Links the unnamed `file` in `dir` under a fresh temporary name beside `path` (rename
+/// cannot replace a path with an unnamed file); the link is removed if it is dropped.
+fn link_beside(file: &File, dir: &Path, path: &Path) -> io::Result<tempfile::NamedTempFile<()>> {
+    let fd = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(file));
+    tempfile::Builder::new().prefix(&temporary_prefix(path)).suffix(TEMPORARY_SUFFIX).make_in(dir, |name| {
+        let follow = rustix::fs::AtFlags::SYMLINK_FOLLOW;
+        Ok(rustix::fs::linkat(rustix::fs::CWD, fd.as_str(), rustix::fs::CWD, name, follow)?)
+    })
+}
+
+/// Where the unnamed file cannot be linked: copies it into a named temporary file beside
+/// `path`, synced, and renames that over the path.
+fn copy_beside(file: &mut File, dir: &Path, path: &Path) -> io::Result<()> {
+    let mut temp = tempfile::Builder::new()
+        .prefix(&temporary_prefix(path))
+        .suffix(TEMPORARY_SUFFIX)
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
+        .tempfile_in(dir)?;
+    file.seek(io::SeekFrom::Start(0))?;
+    io::copy(file, &mut temp)?;
+    temp.as_file().sync_all()?;
+    temp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
 /// An unnamed file in `dir`, readable by others as with `File::create` (the umask
 /// applies); `None` where the file system or the kernel has none, or where `/proc`, which
 /// names it at the commit, is not mounted.
@@ -134,7 +154,7 @@ fn unnamed_file_in(dir: &Path) -> Option<File> {
     if !Path::new("/proc/self/fd").is_dir() {
         return None;
     }
-    let flags = rustix::fs::OFlags::TMPFILE | rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::CLOEXEC;
+    let flags = rustix::fs::OFlags::TMPFILE | rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CLOEXEC;
     let fd = rustix::fs::openat(rustix::fs::CWD, dir, flags, rustix::fs::Mode::from_raw_mode(0o666)).ok()?;
     Some(File::from(fd))
 }
@@ -213,6 +233,19 @@ mod tests {
         out.file().write_all(b"half of the result").unwrap();
         println!("aborting");
         std::process::abort();
+    }
+
+    /// The commit's fallback where the unnamed file cannot be linked gives the same file.
+    #[test]
+    fn an_unnamed_file_that_cannot_be_linked_is_copied() {
+        let dir = tempfile::tempdir().unwrap();
+        let Some(mut file) = unnamed_file_in(dir.path()) else { return };
+        let path = dir.path().join("out.txt");
+        std::fs::write(&path, "old").unwrap();
+        file.write_all(b"new result").unwrap();
+        copy_beside(&mut file, dir.path(), &path).unwrap();
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new result");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "a temporary file was left behind");
     }
 
     #[test]
