@@ -72,12 +72,8 @@ impl OutputFile {
             let target = Target::Unnamed { file, dir: dir.to_path_buf() };
             return Ok(OutputFile { path: path.to_path_buf(), target });
         }
-        let temp = tempfile::Builder::new()
-            .prefix(&temporary_prefix(path))
-            .suffix(TEMPORARY_SUFFIX)
-            .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666)) // as File::create: the umask applies
-            .tempfile_in(dir)
-            .map_err(|e| format!("cannot write in {}: {}", dir.display(), os_error(&e)))?;
+        let temp =
+            named_temporary(dir, path).map_err(|e| format!("cannot write in {}: {}", dir.display(), os_error(&e)))?;
         Ok(OutputFile { path: path.to_path_buf(), target: Target::Temporary(temp) })
     }
 
@@ -114,9 +110,7 @@ impl OutputFile {
             }
             Target::Temporary(mut temp) => {
                 temp.flush()?;
-                temp.as_file().sync_all()?;
-                temp.persist(&self.path).map_err(|e| e.error)?;
-                Ok(())
+                sync_and_rename(temp, &self.path)
             }
         }
     }
@@ -135,13 +129,23 @@ fn link_beside(file: &File, dir: &Path, path: &Path) -> io::Result<tempfile::Nam
 /// Where the unnamed file cannot be linked: copies it into a named temporary file beside
 /// `path`, synced, and renames that over the path.
 fn copy_beside(file: &mut File, dir: &Path, path: &Path) -> io::Result<()> {
-    let mut temp = tempfile::Builder::new()
-        .prefix(&temporary_prefix(path))
-        .suffix(TEMPORARY_SUFFIX)
-        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
-        .tempfile_in(dir)?;
+    let mut temp = named_temporary(dir, path)?;
     file.seek(io::SeekFrom::Start(0))?;
     io::copy(file, &mut temp)?;
+    sync_and_rename(temp, path)
+}
+
+/// A named temporary file in `dir` beside `path`, removed on drop.
+fn named_temporary(dir: &Path, path: &Path) -> io::Result<tempfile::NamedTempFile> {
+    tempfile::Builder::new()
+        .prefix(&temporary_prefix(path))
+        .suffix(TEMPORARY_SUFFIX)
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666)) // as File::create: the umask applies
+        .tempfile_in(dir)
+}
+
+/// Syncs the written `temp` and renames it over `path` (removed if the rename fails).
+fn sync_and_rename(temp: tempfile::NamedTempFile, path: &Path) -> io::Result<()> {
     temp.as_file().sync_all()?;
     temp.persist(path).map_err(|e| e.error)?;
     Ok(())
