@@ -17,17 +17,11 @@ fn run(args: &[&str], platform: &str) -> serde_json::Value {
     json_record(&String::from_utf8_lossy(&out.stdout))
 }
 
-/// The made-up platform's file in `dir` (the good one of the harness's test platforms).
-fn platform(dir: &std::path::Path) -> String {
-    let [good, ..] = dps_harness::simulate::test_platforms(dir);
-    good
-}
-
 #[test]
 fn simulated_products_match_serial_dgemm() {
     let _alone = dps_harness::simulate::one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
-    let p = platform(dir.path());
+    let p = dps_harness::simulate::made_up_platform_file(dir.path());
     for ranks in ["2", "4"] {
         for variant in ["pipelined", "phased", "farm"] {
             let r = run(&["--n", "70", "--block", "16", "--variant", variant, "--simulate", ranks, "--verify"], &p);
@@ -43,7 +37,7 @@ fn simulated_products_match_serial_dgemm() {
 fn pdexec_predictions_are_reproducible_and_follow_the_kernel_table() {
     let _alone = dps_harness::simulate::one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
-    let p = platform(dir.path());
+    let p = dps_harness::simulate::made_up_platform_file(dir.path());
     let predict = |ranks: &str| {
         let args = ["--n", "128", "--block", "32", "--simulate", ranks, "--sim-mode", "pdexec", "--reps", "2"];
         run(&args, &p)["predicted_seconds"].as_f64().unwrap()
@@ -109,7 +103,7 @@ fn noalloc_predicts_what_pdexec_predicts_and_both_stay_near_de() {
 fn noalloc_memory_does_not_grow_with_n() {
     let _alone = dps_harness::simulate::one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
-    let p = platform(dir.path());
+    let p = dps_harness::simulate::made_up_platform_file(dir.path());
     // A, B and C would take 6 GiB at n = 16384: a fraction of one of them would show.
     dps_harness::simulate::assert_noalloc_memory_is_flat(|args| run(args, &p));
 }
