@@ -3,8 +3,8 @@
 //!
 //! Each app declares its record as a `#[derive(Serialize, Deserialize)]` struct that
 //! flattens [`Common`] (`#[serde(flatten)] common: Common`) and implements `Display` for
-//! the human-readable line, then hands it to [`print`](fn@print). A field every app reports goes into
-//! [`Common`], once.
+//! the human-readable line, then hands it to [`print`](fn@print). A field every app reports
+//! goes into [`Common`], once.
 //!
 //! Numbers that may not be finite: JSON has no NaN or infinity, and serde_json writes a
 //! non-finite `f64` as `null`. A plain `f64` field therefore reads `null` when it is not

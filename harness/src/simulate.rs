@@ -251,7 +251,8 @@ impl Simulation {
 }
 
 /// A platform file for this machine, dated now, with made-up round costs (a 5 µs, 5 GB/s
-/// link; gemm, trsm and getrf at 10 GFLOP/s, copies at 5 GB/s, row swaps at 2 ns, the 5×5 median at 1 ns per pixel): for tests and examples that need a valid file without
+/// link; gemm, trsm and getrf at 10 GFLOP/s, copies at 5 GB/s, row swaps at 2 ns, the 5×5
+/// median at 1 ns per pixel): for tests and examples that need a valid file without
 /// measuring. Never use it to predict.
 pub fn made_up_platform() -> Platform {
     let machine = Machine::this();
@@ -427,16 +428,17 @@ pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
     ONE.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// A prediction within a factor of 4 of direct execution, judged on a host whose speed moves
-/// by up to 2x within seconds (bench/README): `ratio` times both afresh (the kernel table
-/// measured in the test, then a DE run of the app) and returns prediction / DE. One of 3
-/// rounds within the factor is enough. What it catches: the main kernel of dps-matmul or
-/// dps-life forgotten, which leaves a prediction under a tenth of DE in every round (the
-/// tests that check each charge exactly use fixed tables instead). Why 4 and not 2: the test's kernel calls and the DE run's operations drift apart for
-/// seconds at a time on this host (cache-hot loops against the app's blocks, sharing the
-/// machine's caches with other tenants): dps-matmul phased measured 0.47 of DE in all 3
-/// rounds on the CI machine; here dps-lu stream 0.43-0.46 and dps-life 0.37-0.40 in all 3;
-/// with a factor of 2, single comparisons had failed 2 times in 8.
+/// A prediction within a factor of 4 of direct execution, judged on a host whose speed
+/// moves by up to 2x within seconds (bench/README): `ratio` times both afresh (the kernel
+/// table measured in the test, then a DE run of the app) and returns prediction / DE. One
+/// of 3 rounds within the factor is enough. What it catches: the main kernel of dps-matmul
+/// or dps-life forgotten, which leaves a prediction under a tenth of DE in every round (the
+/// tests that check each charge exactly use fixed tables instead). Why 4 and not 2: the
+/// test's kernel calls and the DE run's operations drift apart for seconds at a time on
+/// this host (cache-hot loops against the app's blocks, sharing the machine's caches with
+/// other tenants): dps-matmul phased measured 0.47 of DE in all 3 rounds on the CI machine;
+/// here dps-lu stream 0.43-0.46 and dps-life 0.37-0.40 in all 3; with a factor of 2, single
+/// comparisons had failed 2 times in 8.
 pub fn assert_near_de_in_one_of_three_rounds(what: &str, mut ratio: impl FnMut() -> f64) {
     let ratios: Vec<f64> = (0..3).map(|_| ratio()).collect();
     eprintln!("{what}: prediction / DE in 3 rounds: {ratios:?}");

@@ -6,11 +6,12 @@
 //! the operation's start plus the time it has used so far (`simclock`); a message to
 //! another rank arrives `link(from, to, bytes)` later, one to the same rank at once. Events
 //! (arrivals, ends of operations) are handled in the order of their time, ties broken by
-//! the order they were created in (so messages between two ranks keep their order, as
-//! MPI keeps it, even when a small one would arrive before a large one sent earlier), never by the wall clock or by thread scheduling: the
-//! same operation times give the same run. A rank runs up to `cores` operations at once (one
-//! per DPS thread, as its workers would, capped by [`SimOptions::cores_per_rank`]); a DPS
-//! thread runs one at a time, its next operation starting when the last one ends.
+//! the order they were created in (so messages between two ranks keep their order, as MPI
+//! keeps it, even when a small one would arrive before a large one sent earlier), never by
+//! the wall clock or by thread scheduling: the same operation times give the same run. A
+//! rank runs up to `cores` operations at once (one per DPS thread, as its workers would,
+//! capped by [`SimOptions::cores_per_rank`]); a DPS thread runs one at a time, its next
+//! operation starting when the last one ends.
 //!
 //! Everything runs on the thread that waits for a call: [`Simulator::run`] handles events
 //! until the call's output is there. A panic in an operation ends the simulation: the error

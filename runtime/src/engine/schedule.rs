@@ -1,16 +1,17 @@
 //! Scheduling of DPS threads on the worker pool: each thread's input queue, and the protocol
 //! that hands a thread to one worker at a time.
 //!
-//! A DPS thread is a [`Cell`]: a FIFO queue plus a body (the user state, the split and merge
-//! bookkeeping). A cell with queued messages is on the ready queue exactly once, guarded by
-//! its `scheduled` flag: whoever sets the flag from false to true sends the cell to the ready
-//! queue (or runs it at once, [`Scheduler::try_run_here`]); a worker takes it, handles a
-//! batch of its messages, then [`releases`](Scheduler::release) it, scheduling it again if
-//! more arrived. So a thread runs one operation at a time and its state needs no lock of its
-//! own (the body's mutex is never contended: debug builds check it). A cell may also come
-//! off the ready queue with nothing queued: an `enqueue` whose message a running worker
-//! took, and handled, before that `enqueue` raised the flag; the worker runs an empty batch. Generic over the
-//! message and body types so that the stress tests below drive the real protocol.
+//! A DPS thread is a [`Cell`]: a FIFO queue plus a body (the user state, the split and
+//! merge bookkeeping). A cell with queued messages is on the ready queue exactly once,
+//! guarded by its `scheduled` flag: whoever sets the flag from false to true sends the cell
+//! to the ready queue (or runs it at once, [`Scheduler::try_run_here`]); a worker takes it,
+//! handles a batch of its messages, then [`releases`](Scheduler::release) it, scheduling it
+//! again if more arrived. So a thread runs one operation at a time and its state needs no
+//! lock of its own (the body's mutex is never contended: debug builds check it). A cell may
+//! also come off the ready queue with nothing queued: an `enqueue` whose message a running
+//! worker took, and handled, before that `enqueue` raised the flag; the worker runs an
+//! empty batch. Generic over the message and body types so that the stress tests below
+//! drive the real protocol.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering};
