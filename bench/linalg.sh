@@ -1,9 +1,16 @@
 #!/usr/bin/env bash
-# Linear-algebra benchmarks, each DPS run side by side with its OpenBLAS/LAPACK reference in
-# the same invocation (alternating, medians), written to results/linalg/:
-#   matmul: dps-matmul (2 ranks) against dgemm with 2 OpenBLAS threads, each n of $MM_N
-#   lu:     dps-lu stream and merge-split (2 ranks) against dgetrf with 2 threads, n = $LU_N
+# Linear-algebra benchmarks, each DPS run side by side with its references in the same
+# invocation (alternating, medians), written to results/linalg/:
+#   matmul: dps-matmul (2 ranks) against dgemm with 2 threads of OpenBLAS and of Intel MKL,
+#           each n of $MM_N
+#   lu:     dps-lu stream and merge-split (2 ranks) against dgetrf with 2 threads (OpenBLAS,
+#           MKL), n = $LU_N
+#   gemm:   dps-bench calibrate's gemm rate at 256^3 (one thread) against MKL's
+#   peak:   the machine's measured double-precision peak (dps-bench peak), beside every rate
 #   table1: the DPS paper's Table 1 (pipelined against phased), n = 1024, blocks 256..32
+# MKL comes from PyPI (`mkl`, about 1 GB, installed once into $DPS_MKL_DIR, default
+# ~/.cache/dps/mkl) and is called through bench/blasref/blasref.c; where it cannot be
+# installed, its columns say so and the rest runs.
 # The DPS runs use the default blocks (the cost model's, dps_dense::grain); MM_BLOCK=2048 or
 # LU_BLOCK=512 pins one. Each row shows the block, and the first call against the median.
 # Sizes can be lowered for a quick run: MM_N=1024 LU_N=4096 bench/linalg.sh
@@ -17,18 +24,39 @@ cargo build --release --quiet -p dps-matmul -p dps-lu -p dps-bench
 run() { timeout -k 5 900 scripts/mpirun "$@"; }
 table() { "$bin/dps-bench" table; }
 
-: > "$out/matmul.jsonl"
+"$bin/dps-bench" topology | grep '^BLAS:' | tee "$out/blas.txt"
+"$bin/dps-bench" peak --json > "$out/peak.json"
+mkl=""
+if mkl_lib=$(bench/blasref/mkl.sh); then
+  mkl=$bin/blasref-mkl
+  gcc -O2 -o "$mkl" bench/blasref/blasref.c "$mkl_lib" -Wl,-rpath,"$(dirname "$mkl_lib")"
+  echo "MKL: $mkl_lib" >> "$out/blas.txt"
+else
+  echo "MKL: not installed, its columns are empty" | tee -a "$out/blas.txt"
+fi
+# One reference call of an MKL routine with 2 (or 1) threads, as a JSON line.
+mkl_ref() { [[ -n $mkl ]] && MKL_NUM_THREADS=$1 OMP_NUM_THREADS=$1 "$mkl" "${@:2}" || true; }
+
+: > "$out/matmul.jsonl"; : > "$out/mkl.jsonl"
 for _ in $(seq "$REPS"); do
   for n in $MM_N; do
     "$bin/dps-matmul" --variant serial --n "$n" --blas-threads 2 --warmup 1 --json >> "$out/matmul.jsonl"
+    mkl_ref 2 dgemm "$n" 1 >> "$out/mkl.jsonl"
     run -n 2 "$bin/dps-matmul" --variant pipelined --n "$n" "${mm_block[@]}" --warmup 1 --json >> "$out/matmul.jsonl"
   done
 done
 : > "$out/lu.jsonl"
 for _ in $(seq "$REPS"); do
   "$bin/dps-lu" --variant serial --n "$LU_N" --blas-threads 2 --json >> "$out/lu.jsonl"
+  mkl_ref 2 dgetrf "$LU_N" 1 >> "$out/mkl.jsonl"
   run -n 2 "$bin/dps-lu" --variant stream --n "$LU_N" "${lu_block[@]}" --json >> "$out/lu.jsonl"
   run -n 2 "$bin/dps-lu" --variant merge-split --n "$LU_N" "${lu_block[@]}" --json >> "$out/lu.jsonl"
+done
+# calibrate's gemm table (one thread) at 256^3 against MKL's, alternating.
+: > "$out/calibrate.jsonl"
+for _ in $(seq "$REPS"); do
+  "$bin/dps-bench" calibrate --quick --json --out "$out/platform.toml" >> "$out/calibrate.jsonl"
+  mkl_ref 1 dgemm 256 200 | sed 's/"op":"dgemm"/"op":"dgemm1"/' >> "$out/mkl.jsonl"
 done
 : > "$out/table1.jsonl"
 for ranks in 1 2; do
@@ -41,8 +69,19 @@ python3 - "$out" <<'PY'
 import json, statistics, sys
 out = sys.argv[1]
 def rows(name): return [json.loads(l) for l in open(f"{out}/{name}.jsonl") if l.strip()]
-def med(rs, **kw): return statistics.median(r["gflops"] for r in rs if all(r[k] == v for k, v in kw.items()))
-mm, lu = rows("matmul"), rows("lu")
+def med(rs, **kw):
+    vals = [r["gflops"] for r in rs if all(r.get(k) == v for k, v in kw.items())]
+    return statistics.median(vals) if vals else None
+mm, lu, mkl = rows("matmul"), rows("lu"), rows("mkl")
+peak = json.load(open(f"{out}/peak.json"))
+machine_peak, core_peak = peak["all_cores_gflops"], peak["core_gflops"]
+def gemm256(r):
+    g = next(k for k in r["kernels"] if k["name"] == "gemm")
+    p = next(p for p in g["points"] if p["dims"] == [256, 256, 256])
+    return p["work"] / p["seconds"] / 1e9
+cal = statistics.median(gemm256(r) for r in rows("calibrate"))
+fmt = lambda x, spec=".1f": "n/a" if x is None else format(x, spec)
+ratio = lambda a, b: None if a is None or b is None else a / b
 def first(rs, **kw):
     # The first call over the median call, per run, median over the runs (matmul's first call
     # is its warm-up run).
@@ -51,14 +90,25 @@ def block(rs, **kw):
     # matmul: rows x columns of a block of C; LU: the panel width.
     return sorted({f'{r["block"]}x{r["block_cols"]}' if "block_cols" in r else str(r["block"])
                    for r in rs if all(r[k] == v for k, v in kw.items())})
-lines = ["| benchmark | block | DPS GFLOP/s | reference GFLOP/s | ratio | floor | first call / median |",
-         "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+blas = mm[0]
+lines = [f"BLAS: {blas['blas_library']} {blas['blas_version']}, core {blas['blas_core']} (chosen by {blas['blas_core_chosen_by']}; CPU vectors {blas['cpu_vectors']}); "
+         f"measured peak {machine_peak:.1f} GFLOP/s on {peak['cores']} cores ({core_peak:.1f} on one, {peak['vectors']} FMA)", "",
+         "| benchmark | block | DPS GFLOP/s | OpenBLAS GFLOP/s | MKL GFLOP/s | DPS / MKL | floor | DPS / OpenBLAS | DPS / peak | first call / median |",
+         "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+def row(name, blk, dps, ref, best, floor, first_call, peak_of):
+    lines.append(f"| {name} | {blk} | {fmt(dps)} | {fmt(ref)} | {fmt(best)} | {fmt(ratio(dps, best), '.2f')} | {floor} | "
+                 f"{fmt(ratio(dps, ref), '.2f')} | {fmt(ratio(dps, peak_of), '.2f')} | {first_call} |")
 for n in sorted({r["n"] for r in mm}, reverse=True):
-    ref, dps = med(mm, variant="serial", n=n), med(mm, variant="pipelined", n=n)
-    lines.append(f"| matmul n={n}, 2 ranks vs dgemm 2 threads | {block(mm, variant='pipelined', n=n)} | {dps:.1f} | {ref:.1f} | {dps/ref:.2f} | 0.90 | {first(mm, variant='pipelined', n=n):.2f} |")
-ref, st, ms = med(lu, variant="serial"), med(lu, variant="stream"), med(lu, variant="merge-split")
-lines.append(f"| LU stream n={lu[0]['n']}, 2 ranks vs dgetrf 2 threads | {block(lu, variant='stream')} | {st:.1f} | {ref:.1f} | {st/ref:.2f} | 0.80 | {first(lu, variant='stream'):.2f} |")
-lines.append(f"| LU merge-split, same | {block(lu, variant='merge-split')} | {ms:.1f} | {ref:.1f} | {ms/ref:.2f} | (stream faster: {st > ms}) | {first(lu, variant='merge-split'):.2f} |")
+    ref, dps, best = med(mm, variant="serial", n=n), med(mm, variant="pipelined", n=n), med(mkl, op="dgemm", n=n)
+    row(f"matmul n={n}, 2 ranks vs dgemm 2 threads", block(mm, variant='pipelined', n=n), dps, ref, best,
+        "0.90" if n >= 4096 else "0.85", f"{first(mm, variant='pipelined', n=n):.2f}", machine_peak)
+n = lu[0]["n"]
+ref, st, ms, best = med(lu, variant="serial"), med(lu, variant="stream"), med(lu, variant="merge-split"), med(mkl, op="dgetrf", n=n)
+row(f"LU stream n={n}, 2 ranks vs dgetrf 2 threads", block(lu, variant='stream'), st, ref, best, "0.95",
+    f"{first(lu, variant='stream'):.2f}", machine_peak)
+row("LU merge-split, same", block(lu, variant='merge-split'), ms, ref, best, f"(stream faster: {st > ms})",
+    f"{first(lu, variant='merge-split'):.2f}", machine_peak)
+row("calibrate's gemm 256³, 1 thread vs dgemm 1 thread", "", cal, None, med(mkl, op="dgemm1", n=256), "0.90", "", core_peak)
 open(f"{out}/summary.md", "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 PY

@@ -15,6 +15,8 @@
 //!   (see `tunefarm`).
 //! * `dps-bench sim-accuracy --platform FILE`: the simulator's predictions against real
 //!   runs on 1 and 2 ranks (see `simaccuracy`).
+//! * `dps-bench peak [--json]`: the double-precision peak of the machine's cores, measured
+//!   (see `peak`).
 //! * `dps-bench table`: JSON lines on stdin to a markdown table.
 //! * `dps-bench sweep [EXPERIMENT…]`: the experiments of `bench/experiments.toml`, with
 //!   tables beside the published numbers and plots (see `sweep`).
@@ -25,6 +27,7 @@
 mod calibrate;
 mod launch;
 mod overlap;
+mod peak;
 mod simaccuracy;
 mod sweep;
 mod table;
@@ -126,6 +129,9 @@ enum Command {
     /// The simulator against real runs on 1 and 2 ranks (matmul, LU, Life): the error of
     /// each prediction and the fraction within ±4/±6/±12 % beside seed 003's.
     SimAccuracy(simaccuracy::Args),
+    /// The double-precision peak of this machine's cores, measured with FMA loops on the
+    /// widest vectors: what a BLAS rate is set against.
+    Peak(peak::Options),
     /// Reads JSON lines (as printed with --json) on stdin and prints a markdown table.
     Table,
     /// The machine as hwloc sees it: packages, cores, hardware threads, caches, NUMA nodes;
@@ -179,6 +185,7 @@ fn run(command: Command) -> Result<()> {
         }
         Command::TuneFarmWorker { args } => tunefarm::worker(&args),
         Command::SimAccuracy(args) => simaccuracy::run(&args),
+        Command::Peak(opts) => peak::run(&opts),
         Command::Table => table::print_from_stdin(),
         Command::Topology(opts) => topology::run(&opts),
         Command::Sweep(args) => sweep::run(&args),
@@ -186,6 +193,7 @@ fn run(command: Command) -> Result<()> {
 }
 
 fn main() -> ExitCode {
+    dps_dense::kernel_choice::use_the_best_core(); // before MPI: it may start the program again
     let cli = dps_harness::parse_args::<Cli>();
     dps_harness::finish("dps-bench", run(cli.command))
 }

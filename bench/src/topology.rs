@@ -1,5 +1,6 @@
 //! `dps-bench topology`: the machine as hwloc sees it (packages, cores, hardware threads,
-//! caches and the cores that share them, NUMA nodes) and where this job's threads may run.
+//! caches and the cores that share them, NUMA nodes), the BLAS kernels this process runs
+//! (library, version, core, who chose it, threads), and where this job's threads may run.
 //!
 //! Rank 0 prints the machine and its own binding; with `--ranks` every rank reports its
 //! binding (`--bind`, `DPS_BIND`) and the CPUs each of its threads may run on, as the kernel
@@ -51,6 +52,8 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
     if rt.is_root() {
         let topology = Topology::new().context("hwloc cannot read this machine's topology")?;
         text = describe_machine(&topology);
+        let blas = dps_dense::kernel_choice::BlasInfo::of_this_process();
+        let _ = writeln!(text, "BLAS: {}", blas.describe());
     }
     let mapping = if opts.ranks { "all" } else { "0" };
     let threads = rt.threads_in(mapping)?;

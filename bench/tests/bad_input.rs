@@ -41,6 +41,9 @@ fn bad_input_is_refused_once_with_exit_2_before_any_run() {
         Path::new(BIN),
         &[
             case(&["bogus"], 2, &["bogus"]),
+            case(&["peak", "--seconds", "0"], 2, &["--seconds 0", "0.05..=60"]),
+            case(&["peak", "--seconds", "NaN"], 2, &["--seconds NaN"]),
+            case(&["peak", "--seconds", "0.05", "--json"], 0, &[]),
             case(&["transport", "--max-bytes", "0"], 2, &["--max-bytes 0", "smallest payload"]),
             case(&["transport", "--bytes", "0"], 2, &["--bytes", "at least 1 byte"]),
             case(&["transport", "--bytes", "100000000000"], 2, &["--bytes 100000000000", "memory", "available"]),

@@ -58,6 +58,7 @@ fn bad_options_and_platform_files_are_refused_once_with_exit_2() {
     let other_host = write("other-host.toml", &with_header(&|h| h.hosts = vec!["elsewhere".into()]));
     let other_version = write("other-version.toml", &with_header(&|h| h.dps_version = "0.0.0".into()));
     let stale = write("stale.toml", &with_header(&|h| h.date = "2020-01-01T00:00:00Z".into()));
+    let other_blas = write("other-blas.toml", &with_header(&|h| h.blas = "OpenBLAS 0.0.1 Prescott".into()));
     let edited = write("edited.toml", &good.replace("latency_us = 5.0", "latency_us = 4.0"));
     let malformed = write("malformed.toml", &good.replace("cpus = ", "cpus = \"x\" # "));
     let no_links = write("no-links.toml", &platform(false).to_toml());
@@ -81,6 +82,13 @@ fn bad_options_and_platform_files_are_refused_once_with_exit_2() {
         (farm(&other_host), vec!["not on this host", "dps-bench calibrate --out"]),
         (farm(&other_version), vec!["made by dps 0.0.0", "dps-bench calibrate --out"]),
         (farm(&stale), vec!["days ago", "stale", "dps-bench calibrate --out"]),
+        (
+            farm(&other_blas),
+            vec![
+                "kernel tables were measured with OpenBLAS 0.0.1 Prescott, this program runs OpenBLAS",
+                "calibrate --out",
+            ],
+        ),
         (farm(&edited), vec!["measured_hash", "dps-bench calibrate --out"]),
         (farm(&malformed), vec!["malformed.toml:", "dps-bench calibrate --out"]),
         (farm(missing), vec!["not found", &make_missing]),
@@ -126,6 +134,7 @@ fn a_quick_calibration_writes_a_file_the_loader_accepts_and_tune_farm_reads() {
     let summary = String::from_utf8_lossy(&job.stdout);
     assert!(summary.contains("| intra-node | dps |") && summary.contains("| gemm |"), "{summary}");
     let p = Platform::load(&file).unwrap();
+    assert!(p.header.blas.starts_with("OpenBLAS "), "the BLAS kernels are recorded: {:?}", p.header);
     for carrier in [Carrier::Dps, Carrier::Mpi] {
         let link = p.link(PathKind::IntraNode, carrier).unwrap();
         assert_eq!((link.sizes.first(), link.sizes.last()), (Some(&1), Some(&(4 << 20))));

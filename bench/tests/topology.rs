@@ -17,7 +17,9 @@ fn one_rank_prints_the_machine_and_its_binding() {
     let job = dps_harness::launch::mpirun(1, Path::new(BIN), &["topology"]);
     assert!(job.status.success(), "{}\n{}", job.stdout, job.stderr);
     let cores = std::thread::available_parallelism().unwrap().get();
-    for line in ["machine: 1 package(s)", "core 0: PUs ", "NUMA node 0: ", "rank 0 on ", "binding none"] {
+    for line in
+        ["machine: 1 package(s)", "core 0: PUs ", "NUMA node 0: ", "rank 0 on ", "binding none", "BLAS: OpenBLAS 0."]
+    {
         assert!(job.stdout.contains(line), "no {line:?} in:\n{}", job.stdout);
     }
     assert!(job.stdout.contains(&format!("core {}: PUs ", cores - 1)), "{}", job.stdout);

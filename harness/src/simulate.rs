@@ -268,6 +268,7 @@ pub fn made_up_platform() -> Platform {
             hosts: vec![machine.hostname],
             cpu_model: machine.cpu_model,
             cpus: machine.cpus,
+            blas: machine.blas.unwrap_or_default(),
             ranks: 2,
             quick: true,
             load_average: 0.0,

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use crate::fit::Segment;
 
 /// The format this build reads and writes.
-pub const FORMAT: u32 = 2;
+pub const FORMAT: u32 = 3;
 
 /// A platform file older than this many days is stale (the machine's software may have
 /// changed since: MPI, BLAS, the kernel).
@@ -68,6 +68,10 @@ pub struct Header {
     pub cpu_model: String,
     /// Logical CPUs of the machine.
     pub cpus: u32,
+    /// The BLAS library, version and kernel set (OpenBLAS's core) the kernel tables were
+    /// measured with, `OpenBLAS 0.3.21 Zen`; empty where none was recorded (a file made up
+    /// for tests), which is not checked.
+    pub blas: String,
     /// Ranks of the calibration job.
     pub ranks: u32,
     /// Whether this was a quick calibration (fewer sizes, shorter measurements).
@@ -221,7 +225,13 @@ pub struct Machine {
     pub cpu_model: String,
     /// Logical CPUs.
     pub cpus: u32,
+    /// The BLAS kernels this process runs ([`Header::blas`]'s form), where it calls BLAS and
+    /// has said so ([`Machine::register_blas`]).
+    pub blas: Option<String>,
 }
+
+/// What [`Machine::register_blas`] registered.
+static PROCESS_BLAS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
 impl Machine {
     /// This machine, from `/proc` (host name, `model name` and `processor` lines of
@@ -238,7 +248,14 @@ impl Machine {
         let cpu_model = cpuinfo.lines().find_map(|l| field(l, "model name")).unwrap_or_else(|| "unknown".into());
         let listed = cpuinfo.lines().filter(|l| field(l, "processor").is_some()).count() as u32;
         let cpus = if listed > 0 { listed } else { std::thread::available_parallelism().map_or(1, |n| n.get() as u32) };
-        Machine { hostname, cpu_model, cpus }
+        Machine { hostname, cpu_model, cpus, blas: PROCESS_BLAS.get().cloned() }
+    }
+
+    /// Registers the BLAS kernels this process runs (`dps_dense::kernel_choice` does, as it
+    /// starts): a platform file measured with other kernels is then refused, since its
+    /// kernel tables time another code. The first registration stays.
+    pub fn register_blas(kernels: String) {
+        let _ = PROCESS_BLAS.set(kernels);
     }
 }
 
@@ -371,6 +388,14 @@ impl Platform {
                     h.cpu_model, h.cpus, machine.cpu_model, machine.cpus
                 ),
             ));
+        }
+        if let Some(blas) = machine.blas.as_ref().filter(|_| !h.blas.is_empty()) {
+            if h.blas != *blas {
+                return Err(unusable(
+                    path,
+                    format!("its kernel tables were measured with {}, this program runs {blas}", h.blas),
+                ));
+            }
         }
         let date: jiff::Timestamp =
             h.date.parse().map_err(|e| unusable(path, format!("date {:?} is not an RFC 3339 time ({e})", h.date)))?;

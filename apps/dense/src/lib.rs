@@ -1,5 +1,6 @@
 //! Dense linear algebra shared by `dps-matmul` and `dps-lu`: reproducible random matrices,
-//! safe wrappers over OpenBLAS's BLAS and LAPACK, norms and residuals, Matrix Market input,
+//! safe wrappers over OpenBLAS's BLAS and LAPACK, the choice of its kernels for this CPU
+//! (`kernel_choice`), norms and residuals, Matrix Market input,
 //! the memory footprints the apps check before they start, and the cost models that choose
 //! their default block sizes (`grain`).
 //!
@@ -12,5 +13,6 @@ pub mod blas;
 pub mod footprint;
 pub mod gen;
 pub mod grain;
+pub mod kernel_choice;
 pub mod market;
 pub mod norms;

@@ -4,6 +4,7 @@
 use std::fmt;
 
 use dps_dense::grain::Choice;
+use dps_dense::kernel_choice::BlasInfo;
 use dps_harness::{Common, FiniteOrText};
 use serde::{Deserialize, Serialize};
 
@@ -15,6 +16,9 @@ pub struct Record {
     /// App, variant, ranks, threads, seconds (median), verified.
     #[serde(flatten)]
     pub common: Common,
+    /// The BLAS library, version, kernel set (core) and threads of rank 0's process.
+    #[serde(flatten)]
+    pub blas: BlasInfo,
     /// Matrix order.
     pub n: usize,
     /// Block (panel) width.
@@ -60,6 +64,7 @@ impl Record {
         let gflops = 2.0 / 3.0 * (n as f64).powi(3) / 1e9 / common.seconds;
         Record {
             common,
+            blas: BlasInfo::of_this_process(),
             n,
             block: block.block,
             block_reason: block.reason.clone(),
@@ -96,6 +101,6 @@ impl fmt::Display for Record {
             let verdict = if c.verified == Some(true) { "verified" } else { "NOT verified" };
             write!(f, ", residual {residual:.3}, pivots {pivots}, {verdict}")?;
         }
-        Ok(())
+        write!(f, " [{} {}]", self.blas.blas_library, self.blas.blas_core)
     }
 }

@@ -4,6 +4,7 @@
 use std::fmt;
 
 use dps_dense::grain::Tiling;
+use dps_dense::kernel_choice::BlasInfo;
 use dps_harness::{Common, FiniteOrText};
 use serde::{Deserialize, Serialize};
 
@@ -13,6 +14,9 @@ pub struct Record {
     /// App, variant, ranks, threads, seconds (median), verified.
     #[serde(flatten)]
     pub common: Common,
+    /// The BLAS library, version, kernel set (core) and threads of rank 0's process.
+    #[serde(flatten)]
+    pub blas: BlasInfo,
     /// Matrix order.
     pub n: usize,
     /// Rows of a block of C (the block size of `--block`).
@@ -58,6 +62,7 @@ impl Record {
         let gflops = 2.0 * (n as f64).powi(3) / common.seconds / 1e9;
         Record {
             common,
+            blas: BlasInfo::of_this_process(),
             n,
             block: block.rows,
             block_cols: block.cols,
@@ -93,6 +98,6 @@ impl fmt::Display for Record {
             let verdict = if c.verified == Some(true) { "verified" } else { "NOT verified" };
             write!(f, ", {verdict} (error {e:.1e})")?;
         }
-        Ok(())
+        write!(f, " [{} {}]", self.blas.blas_library, self.blas.blas_core)
     }
 }

@@ -8,7 +8,7 @@ use super::*;
 use crate::fit::Segment;
 
 fn machine() -> Machine {
-    Machine { hostname: "node1".into(), cpu_model: "Test CPU 3000".into(), cpus: 8 }
+    Machine { hostname: "node1".into(), cpu_model: "Test CPU 3000".into(), cpus: 8, blas: None }
 }
 
 fn now() -> jiff::Timestamp {
@@ -25,6 +25,7 @@ fn sample() -> Platform {
             hosts: vec!["node1".into()],
             cpu_model: "Test CPU 3000".into(),
             cpus: 8,
+            blas: "OpenBLAS 0.3.21 Zen".into(),
             ranks: 2,
             quick: true,
             load_average: 0.5,
@@ -93,7 +94,7 @@ fn every_refusal_is_one_line_naming_the_file_and_the_command() {
         p.to_toml()
     };
     let cases: Vec<(String, &str)> = vec![
-        (good.replace("format = 2", "format = 1"), "format 1, this dps reads format 2"),
+        (good.replace("format = 3", "format = 1"), "format 1, this dps reads format 3"),
         (good.replace(&format!("dps_version = \"{DPS_VERSION}\""), "dps_version = \"0.0.1\""), "made by dps 0.0.1"),
         (
             good.replace("hosts = [\"node1\"]", "hosts = [\"elsewhere\"]"),
@@ -111,7 +112,7 @@ fn every_refusal_is_one_line_naming_the_file_and_the_command() {
         (resealed(&|p| p.kernels[0].points[0].seconds = 0.0), "kernel \"gemm\""),
         (resealed(&|p| p.links[0].fit[0].bytes_per_us = -1.0), "bandwidth not positive"),
         (good.replace("ranks = 2\n", "ranks = 2\ncolour = 1\n"), "p.toml:"),
-        ("[header]\nformat = 2\n".into(), "missing field"),
+        ("[header]\nformat = 3\n".into(), "missing field"),
         ("links = 3\n".into(), "not a platform file"),
         ("[header\n".into(), "p.toml:1"),
         (String::new(), "not a platform file"),
@@ -122,6 +123,26 @@ fn every_refusal_is_one_line_naming_the_file_and_the_command() {
         assert!(m.contains("p.toml") && m.contains("dps-bench calibrate --out p.toml"), "{m}");
         assert!(!m.contains('\n'), "{m:?} is more than one line");
     }
+}
+
+#[test]
+fn a_file_measured_with_other_blas_kernels_is_refused_where_the_program_runs_blas() {
+    let text = sample().to_toml();
+    let runs = |blas: Option<&str>| Machine { blas: blas.map(String::from), ..machine() };
+    let m = Platform::parse(&text, Path::new("p.toml"), &runs(Some("OpenBLAS 0.3.21 Prescott")), now())
+        .unwrap_err()
+        .to_string();
+    assert!(m.contains("measured with OpenBLAS 0.3.21 Zen, this program runs OpenBLAS 0.3.21 Prescott"), "{m}");
+    assert!(m.contains("dps-bench calibrate --out p.toml") && !m.contains('\n'), "{m}");
+    // The same kernels, a program without BLAS, and a file that recorded none: accepted.
+    assert!(Platform::parse(&text, Path::new("p.toml"), &runs(Some("OpenBLAS 0.3.21 Zen")), now()).is_ok());
+    assert!(Platform::parse(&text, Path::new("p.toml"), &runs(None), now()).is_ok());
+    let unrecorded = {
+        let mut p = sample();
+        p.header.blas.clear();
+        p.to_toml()
+    };
+    assert!(Platform::parse(&unrecorded, Path::new("p.toml"), &runs(Some("OpenBLAS 0.3.21 Prescott")), now()).is_ok());
 }
 
 #[test]
