@@ -126,10 +126,12 @@ pub struct Stopwatch {
 }
 
 impl Stopwatch {
-    /// Seconds since the stopwatch was started.
+    /// Seconds since the stopwatch was started. Under simulation the clock stops at the
+    /// end of its range (584 years), and [`SimReport::clock_saturated`] says it got there:
+    /// the reading is then no prediction.
     pub fn seconds(&self) -> f64 {
         match &self.sim {
-            Some((sim, start)) => (sim.now_ns() - start) as f64 / 1e9,
+            Some((sim, start)) => crate::simtime::seconds(sim.now_ns().saturating_sub(*start)),
             None => self.start.elapsed().as_secs_f64(),
         }
     }
