@@ -286,3 +286,22 @@ fn a_larger_cost_never_predicts_less_and_the_end_of_the_clock_is_reported() {
         }
     }
 }
+
+/// A stopwatch started after the clock reached the end of its range reads the whole range,
+/// not the 0 between two stopped times: a later call of a run past the clock must not look
+/// free.
+#[test]
+fn a_stopwatch_started_past_the_clock_reads_the_whole_range() {
+    let mut opts = costed(SimMode::Pdexec);
+    opts.link = Arc::new(|_, _, _| 1e30);
+    let rt = Runtime::simulate(2, opts).unwrap();
+    let g = sum_of_squares(&rt);
+    let first = rt.stopwatch();
+    assert_eq!(rt.call(&g, 4).unwrap(), 14);
+    let second = rt.stopwatch();
+    assert_eq!(rt.call(&g, 4).unwrap(), 14);
+    let end = u64::MAX as f64 / 1e9;
+    assert_eq!((first.seconds(), second.seconds()), (end, end));
+    assert!(rt.simulation().unwrap().clock_saturated);
+    rt.shutdown().unwrap();
+}
