@@ -133,11 +133,16 @@ fn simulated_note<R: Serialize>(record: &R) -> String {
     let Ok(value) = serde_json::to_value(record) else { return String::new() };
     let Ok(sim) = serde_json::from_value::<crate::simulate::Simulation>(value) else { return String::new() };
     let busy: Vec<String> = sim.sim_busy_seconds.iter().map(|b| format!("{b:.4}")).collect();
+    let predicted = if sim.sim_clock_saturated {
+        "beyond the simulated clock's range (584 years): no prediction, the times shown are where the clock stopped"
+            .to_string()
+    } else {
+        format!("{:.6} s", sim.predicted_seconds)
+    };
     format!(
-        "\n(predicted by the simulator, {} mode, on {} virtual ranks: {:.6} s; busy per rank {} s; {} operations, {} messages)",
+        "\n(predicted by the simulator, {} mode, on {} virtual ranks: {predicted}; busy per rank {} s; {} operations, {} messages)",
         sim.sim_mode,
         sim.simulated_ranks,
-        sim.predicted_seconds,
         busy.join(" "),
         sim.sim_operations,
         sim.sim_messages
@@ -180,6 +185,37 @@ mod tests {
         let v = serde_json::to_value(&r).unwrap();
         assert!(v.get("residual").is_none());
         assert_eq!(v["verified"], Value::Null);
+    }
+
+    /// A simulated record whose clock did or did not reach the end of its range.
+    fn simulated(saturated: bool) -> AppRecord {
+        let mut r = record(None);
+        r.common.simulation = Some(crate::simulate::Simulation {
+            predicted_seconds: 18_446_744_073.709553,
+            simulated_ranks: 2,
+            sim_mode: "pdexec".into(),
+            sim_busy_seconds: vec![1.0, 2.0],
+            sim_total_seconds: 18_446_744_073.709553,
+            sim_operations: 3,
+            sim_messages: 4,
+            sim_peak_rss_bytes: None,
+            sim_clock_saturated: saturated,
+        });
+        r
+    }
+
+    #[test]
+    fn a_prediction_past_the_clock_is_not_printed_as_a_time() {
+        let note = simulated_note(&simulated(true));
+        assert!(note.contains("beyond the simulated clock's range") && !note.contains("18446744073"), "{note}");
+        let v = serde_json::to_value(simulated(true)).unwrap();
+        assert_eq!(v["sim_clock_saturated"], true);
+        let note = simulated_note(&simulated(false));
+        assert!(note.contains("18446744073.709553 s") && !note.contains("beyond"), "{note}");
+        // A record written before the flag existed reads as not saturated.
+        let mut old = serde_json::to_value(simulated(false)).unwrap();
+        old.as_object_mut().unwrap().remove("sim_clock_saturated");
+        assert_eq!(serde_json::from_value::<AppRecord>(old).unwrap(), simulated(false));
     }
 
     #[test]

@@ -223,6 +223,10 @@ pub struct Simulation {
     /// The simulator's peak resident memory so far (`VmHWM`), bytes: every virtual rank's
     /// data lives in this process.
     pub sim_peak_rss_bytes: Option<u64>,
+    /// The simulated clock reached the end of its range (584 years): the times above are
+    /// where it stopped, not a prediction (`dps::SimReport::clock_saturated`).
+    #[serde(default)]
+    pub sim_clock_saturated: bool,
 }
 
 /// This process's peak resident set (`VmHWM` of /proc/self/status), bytes.
@@ -246,6 +250,7 @@ impl Simulation {
             sim_operations: r.operations,
             sim_messages: r.messages,
             sim_peak_rss_bytes: peak_rss(),
+            sim_clock_saturated: r.clock_saturated,
         })
     }
 }

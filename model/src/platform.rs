@@ -17,8 +17,9 @@
 //! Loading checks, in order: the file exists and parses; its format and dps version are this
 //! build's; it was measured on this machine (this host among its hosts, same CPU model and
 //! CPU count); it is at most [`MAX_AGE_DAYS`] old and not from the future; its hash matches
-//! what it holds (no hand edits); every value is in range. Each failure is one line that
-//! names the file and the command that makes a new one.
+//! what it holds (no hand edits); every value is in range ([`limits`]: what the
+//! simulator's clock can hold). Each failure is one line that names the file and the
+//! command that makes a new one.
 
 use std::path::{Path, PathBuf};
 
@@ -415,38 +416,44 @@ impl Platform {
         self.check_values().map_err(|why| unusable(path, why))
     }
 
-    /// Every measured value in range, lengths consistent.
+    /// Every value in range ([`limits`]: what the simulated clock can hold), lengths
+    /// consistent. The error names the field by its place in the TOML.
     fn check_values(&self) -> Result<(), String> {
-        let positive = |x: f64| x.is_finite() && x > 0.0;
-        for link in &self.links {
-            let name = format!("link {:?}/{:?} {:?}", link.path, link.carrier, link.ranks);
+        limits::LOAD_AVERAGE.check("header.load_average", self.header.load_average)?;
+        for (i, link) in self.links.iter().enumerate() {
+            let name = format!("links[{i}] ({:?}/{:?} {:?})", link.path, link.carrier, link.ranks);
             if link.sizes.len() != link.times_us.len() || link.sizes.is_empty() {
                 return Err(format!("{name}: {} sizes and {} times", link.sizes.len(), link.times_us.len()));
             }
-            if !link.sizes.windows(2).all(|w| w[0] < w[1]) || !link.times_us.iter().all(|&t| positive(t)) {
-                return Err(format!("{name}: sizes not ascending or a time not positive"));
+            if !link.sizes.windows(2).all(|w| w[0] < w[1]) {
+                return Err(format!("{name}: sizes not ascending"));
             }
-            let good = |g: &Segment| g.latency_us.is_finite() && g.latency_us >= 0.0 && positive(g.bytes_per_us);
-            if link.fit.is_empty() || !link.fit.iter().all(good) {
-                return Err(format!("{name}: no fit, or a latency below 0 or a bandwidth not positive"));
+            for (j, &t) in link.times_us.iter().enumerate() {
+                limits::ONE_WAY_US.check(format_args!("links[{i}].times_us[{j}]"), t)?;
+            }
+            if link.fit.is_empty() {
+                return Err(format!("{name}: no fit"));
+            }
+            for (j, g) in link.fit.iter().enumerate() {
+                limits::LATENCY_US.check(format_args!("links[{i}].fit[{j}].latency_us"), g.latency_us)?;
+                limits::BYTES_PER_US.check(format_args!("links[{i}].fit[{j}].bytes_per_us"), g.bytes_per_us)?;
             }
         }
         let o = &self.overheads;
-        if !(o.co_run_slowdown.is_finite() && (1.0..=10.0).contains(&o.co_run_slowdown)) {
-            return Err(format!("overheads: co_run_slowdown {} must be in 1..=10", o.co_run_slowdown));
-        }
+        limits::CO_RUN_SLOWDOWN.check("overheads.co_run_slowdown", o.co_run_slowdown)?;
         for (side, c) in [("send", o.send), ("receive", o.receive)] {
-            let fine = |x: f64| x.is_finite() && x >= 0.0;
-            if !(fine(c.us_per_message) && fine(c.ns_per_byte)) {
-                return Err(format!(
-                    "overheads: {side} costs {} µs per message and {} ns per byte must be 0 or more",
-                    c.us_per_message, c.ns_per_byte
-                ));
-            }
+            limits::US_PER_MESSAGE.check(format_args!("overheads.{side}.us_per_message"), c.us_per_message)?;
+            limits::NS_PER_BYTE.check(format_args!("overheads.{side}.ns_per_byte"), c.ns_per_byte)?;
         }
-        for k in &self.kernels {
-            if k.points.is_empty() || !k.points.iter().all(|p| positive(p.seconds) && positive(p.work)) {
-                return Err(format!("kernel {:?}: no points, or a time or work not positive", k.name));
+        for (i, k) in self.kernels.iter().enumerate() {
+            if k.points.is_empty() {
+                return Err(format!("kernels[{i}] ({:?}): no points", k.name));
+            }
+            for (j, p) in k.points.iter().enumerate() {
+                let field = |f: &str| format!("kernels[{i}].points[{j}].{f} ({:?} {:?})", k.name, p.dims);
+                limits::KERNEL_SECONDS.check(field("seconds"), p.seconds)?;
+                limits::KERNEL_WORK.check(field("work"), p.work)?;
+                limits::KERNEL_RATE.check(field("work / seconds"), p.rate())?;
             }
         }
         Ok(())
@@ -472,6 +479,8 @@ impl Platform {
         })
     }
 }
+
+pub mod limits;
 
 #[cfg(test)]
 mod tests;

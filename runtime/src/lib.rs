@@ -54,6 +54,7 @@ pub mod route;
 mod runtime;
 mod sim;
 mod simclock;
+mod simtime;
 #[cfg(test)]
 mod stress;
 mod token;

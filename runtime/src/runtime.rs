@@ -126,10 +126,14 @@ pub struct Stopwatch {
 }
 
 impl Stopwatch {
-    /// Seconds since the stopwatch was started.
+    /// Seconds since the stopwatch was started. Under simulation the clock stops at the
+    /// end of its range (584 years), and [`SimReport::clock_saturated`] says it got there:
+    /// the reading is then the whole range, not a prediction (never the difference of two
+    /// stopped times, which would read 0 for a stopwatch started after the clock stopped).
     pub fn seconds(&self) -> f64 {
         match &self.sim {
-            Some((sim, start)) => (sim.now_ns() - start) as f64 / 1e9,
+            Some((sim, _)) if sim.now_ns() == crate::simtime::BEYOND => crate::simtime::seconds(crate::simtime::BEYOND),
+            Some((sim, start)) => crate::simtime::seconds(sim.now_ns() - start),
             None => self.start.elapsed().as_secs_f64(),
         }
     }

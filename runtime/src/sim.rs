@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use crate::engine::{Engine, Header, Payload, SimPost, ThreadCell};
 use crate::failure;
 use crate::simclock::{self, KernelCost, SimMode};
+use crate::simtime::{self, add};
 
 /// The one-way time, seconds, of a message of `bytes` bytes from rank `from` to rank `to`.
 pub type LinkCost = Arc<dyn Fn(usize, usize, u64) -> f64 + Send + Sync>;
@@ -100,7 +101,7 @@ impl TransferCpu {
 
     /// The cost of a message of `bytes` bytes, ns.
     fn ns(self, bytes: usize) -> u64 {
-        ns(self.per_message_s + bytes as f64 * self.per_byte_s)
+        simtime::from_seconds(self.per_message_s + bytes as f64 * self.per_byte_s)
     }
 }
 
@@ -123,6 +124,11 @@ pub struct SimReport {
     pub messages: u64,
     /// Bytes of those messages.
     pub bytes: u64,
+    /// The clock reached the end of its range (`u64` ns, about 584 years; see `simtime`):
+    /// the times above are where it stopped, lower bounds, not predictions. The platform's
+    /// costs (within their limits, `dps_model::platform::limits`) or the problem's size are
+    /// too large to simulate.
+    pub clock_saturated: bool,
 }
 
 /// A message between ranks.
@@ -187,10 +193,6 @@ impl std::fmt::Debug for Simulator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Simulator")
     }
-}
-
-fn ns(seconds: f64) -> u64 {
-    (seconds.max(0.0) * 1e9).round() as u64
 }
 
 impl Simulator {
@@ -303,8 +305,8 @@ impl Simulator {
                 if let Some((message, cpu)) = s.receiving[rank].pop_front() {
                     s.running[rank] += 1;
                     s.in_reception[rank] = true;
-                    s.receive[rank] += cpu;
-                    let at = s.now + cpu;
+                    s.receive[rank] = add(s.receive[rank], cpu);
+                    let at = add(s.now, cpu);
                     s.push(at, Event::Received { message });
                 }
             }
@@ -325,9 +327,9 @@ impl Simulator {
             let result = engine.sim_run(&cell);
             let took = simclock::end_op();
             let mut s = self.state();
-            s.busy[rank] += took;
+            s.busy[rank] = add(s.busy[rank], took);
             s.operations += 1;
-            let at = s.now + took;
+            let at = add(s.now, took);
             s.push(at, Event::Done { rank, cell });
             if let Err(e) = result {
                 s.failure.get_or_insert(e);
@@ -351,12 +353,13 @@ impl Simulator {
         SimReport {
             mode: self.opts.mode,
             ranks: self.engines.len(),
-            now_s: s.now as f64 / 1e9,
-            busy_s: s.busy.iter().map(|&b| b as f64 / 1e9).collect(),
-            receive_s: s.receive.iter().map(|&b| b as f64 / 1e9).collect(),
+            now_s: simtime::seconds(s.now),
+            busy_s: s.busy.iter().map(|&b| simtime::seconds(b)).collect(),
+            receive_s: s.receive.iter().map(|&b| simtime::seconds(b)).collect(),
             operations: s.operations,
             messages: s.messages,
             bytes: s.bytes,
+            clock_saturated: [s.now].iter().chain(&s.busy).chain(&s.receive).any(|&t| t == simtime::BEYOND),
         }
     }
 
@@ -384,9 +387,11 @@ impl SimPost for Simulator {
         }
         s.messages += 1;
         s.bytes += bytes as u64;
-        let flight = ns((self.opts.link)(from, to, bytes as u64)).saturating_sub(send + receive);
+        let link = simtime::from_seconds((self.opts.link)(from, to, bytes as u64));
+        // A link at the end of the range stays there, whatever its CPU share.
+        let flight = if link == simtime::BEYOND { link } else { link.saturating_sub(add(send, receive)) };
         let last = s.last_arrival.entry((from, to)).or_insert(0);
-        *last = (sent + flight).max(*last);
+        *last = add(sent, flight).max(*last);
         let at = *last;
         let cpu = (self.opts.receive_cpu != TransferCpu::FREE).then_some(receive);
         s.push(at, Event::Arrive { message, cpu });

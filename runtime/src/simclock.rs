@@ -11,6 +11,8 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
+use crate::simtime;
+
 /// How the simulator charges an operation's time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum SimMode {
@@ -108,14 +110,12 @@ pub(crate) fn begin_slowed_op(factor: f64) {
 fn op_elapsed(c: &Clock) -> u64 {
     let (used, factor) = match &c.op {
         None => return 0,
-        Some(op) if c.mode == SimMode::De => (thread_cpu_ns().saturating_sub(op.cpu_start) + op.charged, op.factor),
+        Some(op) if c.mode == SimMode::De => {
+            (simtime::add(thread_cpu_ns().saturating_sub(op.cpu_start), op.charged), op.factor)
+        }
         Some(op) => (op.charged, op.factor),
     };
-    if factor == 1.0 {
-        used
-    } else {
-        (used as f64 * factor).round() as u64
-    }
+    simtime::scale(used, factor)
 }
 
 /// The operation ends; its duration, ns.
@@ -131,14 +131,14 @@ pub(crate) fn end_op() -> u64 {
 /// The simulated time now, ns (within an operation: its start plus what it used so far);
 /// `None` outside a simulation.
 pub(crate) fn now_ns() -> Option<u64> {
-    with(|c| c.now + op_elapsed(c))
+    with(|c| simtime::add(c.now, op_elapsed(c)))
 }
 
 /// Charges `ns` to the running operation (a per-message overhead).
 pub(crate) fn charge_ns(ns: u64) {
     with(|c| {
         if let Some(op) = &mut c.op {
-            op.charged += ns;
+            op.charged = simtime::add(op.charged, ns);
         }
     });
 }
@@ -156,7 +156,9 @@ pub fn simulated() -> Option<SimMode> {
 /// dps::pause(std::time::Duration::from_micros(10)); // a real run: it sleeps
 /// ```
 pub fn pause(d: std::time::Duration) {
-    let charged = with(|c| c.op.as_mut().map(|op| op.charged += d.as_nanos() as u64).is_some()).unwrap_or(false);
+    let charged =
+        with(|c| c.op.as_mut().map(|op| op.charged = simtime::add(op.charged, simtime::from_duration(d))).is_some())
+            .unwrap_or(false);
     if !charged {
         std::thread::sleep(d);
     }
@@ -186,7 +188,7 @@ pub fn skip_kernel(name: &str, dims: &[u64], work: f64) -> bool {
         let seconds = (c.kernels)(name, dims, work)
             .unwrap_or_else(|| panic!("dps simulator: the platform file has no cost table for kernel '{name}'"));
         if let Some(op) = &mut c.op {
-            op.charged += (seconds * 1e9).round() as u64;
+            op.charged = simtime::add(op.charged, simtime::from_seconds(seconds));
         }
         true
     })

@@ -250,3 +250,58 @@ fn an_operation_started_beside_another_on_its_host_is_slowed() {
     apart.host_of = Arc::new(|rank| rank);
     assert_eq!(two_ranks(apart, 2).0, 1.020e-3);
 }
+
+/// Issue 27: a cost past the clock's range (u64 ns, 584 years) once wrapped around, and a
+/// link of 10³⁰ µs predicted less than a normal one. Whichever cost grows (the link, a
+/// kernel, a transfer's CPU per message or per byte), the prediction never shrinks, and a
+/// run whose clock reached the end of its range says so.
+#[test]
+fn a_larger_cost_never_predicts_less_and_the_end_of_the_clock_is_reported() {
+    const END_S: f64 = u64::MAX as f64 / 1e9;
+    let costs = [10e-6, 1.0, 3600.0, 1e9, 1e10, END_S, 1e15, 1e17, 1e24, 1e30, f64::MAX, f64::INFINITY, f64::NAN];
+    type Edit = fn(&mut SimOptions, f64);
+    let edits: [(&str, Edit); 4] = [
+        ("link", |o, c| o.link = Arc::new(move |_, _, _| c)),
+        ("kernel", |o, c| o.kernels = Arc::new(move |name, _, work| (name == "k").then_some(work * c))),
+        ("send per message", |o, c| o.send_cpu.per_message_s = c),
+        ("receive per byte", |o, c| o.receive_cpu.per_byte_s = c),
+    ];
+    for (what, edit) in edits {
+        let runs: Vec<(f64, dps::SimReport)> = costs
+            .iter()
+            .map(|&c| {
+                let mut opts = costed_transfers();
+                edit(&mut opts, c);
+                two_ranks(opts, 8)
+            })
+            .collect();
+        let times: Vec<f64> = runs.iter().map(|r| r.0).collect();
+        assert!(times.windows(2).all(|w| w[0] <= w[1]), "{what} costs {costs:?} s predicted {times:?} s");
+        for (&cost, (_, report)) in costs.iter().zip(&runs) {
+            if cost <= 3600.0 {
+                assert!(!report.clock_saturated && report.now_s < END_S, "{what} {cost} s: {report:?}");
+            } else if cost.is_nan() || cost >= END_S {
+                assert!(report.clock_saturated, "{what} {cost} s: not reported as the end of the clock: {report:?}");
+            }
+        }
+    }
+}
+
+/// A stopwatch started after the clock reached the end of its range reads the whole range,
+/// not the 0 between two stopped times: a later call of a run past the clock must not look
+/// free.
+#[test]
+fn a_stopwatch_started_past_the_clock_reads_the_whole_range() {
+    let mut opts = costed(SimMode::Pdexec);
+    opts.link = Arc::new(|_, _, _| 1e30);
+    let rt = Runtime::simulate(2, opts).unwrap();
+    let g = sum_of_squares(&rt);
+    let first = rt.stopwatch();
+    assert_eq!(rt.call(&g, 4).unwrap(), 14);
+    let second = rt.stopwatch();
+    assert_eq!(rt.call(&g, 4).unwrap(), 14);
+    let end = u64::MAX as f64 / 1e9;
+    assert_eq!((first.seconds(), second.seconds()), (end, end));
+    assert!(rt.simulation().unwrap().clock_saturated);
+    rt.shutdown().unwrap();
+}

@@ -85,8 +85,9 @@ impl Throttle {
         let rate = if self.bytes_per_s > 0.0 { bytes as f64 / self.bytes_per_s } else { 0.0 };
         let s = self.latency_s + rate;
         if s > 0.0 {
-            // Under simulation, charged to the operation instead of slept.
-            dps::pause(std::time::Duration::from_secs_f64(s));
+            // Under simulation, charged to the operation instead of slept. The options keep
+            // `s` in range; past it, the longest wait rather than a panic.
+            dps::pause(std::time::Duration::try_from_secs_f64(s).unwrap_or(std::time::Duration::MAX));
         }
     }
 }

@@ -63,9 +63,12 @@ impl Input {
 fn prepare(src: &Source, threads: usize, rank: usize, noalloc: bool) -> Result<Input> {
     check_name(&src.name, "--name")?;
     let (ms, mbps) = (src.disk_latency_ms, src.disk_mb_per_s);
-    if !(0.0..=10_000.0).contains(&ms) || !(0.0..=1e6).contains(&mbps) {
+    // A rate under a byte a second would make a tile's wait years (and past the simulated
+    // clock's range, or a Duration's): the same floor as a platform file's bandwidth.
+    if !(0.0..=10_000.0).contains(&ms) || !(mbps == 0.0 || (1e-6..=1e6).contains(&mbps)) {
         bad_input!(
-            "--disk-latency-ms {ms} / --disk-mb-per-s {mbps}: need 0 ≤ latency ≤ 10000 ms and 0 ≤ rate ≤ 10^6 MB/s"
+            "--disk-latency-ms {ms} / --disk-mb-per-s {mbps}: need 0 ≤ latency ≤ 10000 ms and a rate of 0 \
+             (no limit) or from 10^-6 (1 byte per second) to 10^6 MB/s"
         );
     }
     let throttle = Throttle { latency_s: ms * 1e-3, bytes_per_s: mbps * 1e6 };

@@ -136,7 +136,8 @@ pub struct Source {
     #[arg(long, default_value_t = 0.0, value_name = "MS", allow_negative_numbers = true)]
     pub disk_latency_ms: f64,
     /// Emulate slow disks: every tile read or written also waits its size over this rate
-    /// (the thesis's disks: 3.3 MB/s; 0: no limit).
+    /// (the thesis's disks: 3.3 MB/s; 0: no limit; else from 10^-6, a byte a second, to
+    /// 10^6).
     #[arg(long, default_value_t = 0.0, value_name = "MB/S", allow_negative_numbers = true)]
     pub disk_mb_per_s: f64,
     /// Where `--storage disk` makes its scratch store (removed at the end; default: the

@@ -173,6 +173,13 @@ fn bad_input_is_refused_with_one_line_naming_it() {
             case(&["median", "--random", "100", "80", "--map", "0 7"], 2, &["rank"]),
             case(&["median", "--random", "100", "80", "--disk-latency-ms", "-1"], 2, &["--disk-latency-ms -1"]),
             case(&["median", "--random", "100", "80", "--disk-mb-per-s", "NaN"], 2, &["--disk-mb-per-s NaN"]),
+            // Issue 27: a rate under a byte a second (once a panic in Duration, or past the
+            // simulated clock) is refused with its floor.
+            case(
+                &["median", "--random", "100", "80", "--disk-mb-per-s", "1e-9"],
+                2,
+                &["--disk-mb-per-s 0.000000001", "10^-6"],
+            ),
             case_on(2, &["median", "--dir", &nodisk], 2, &["disk3", "is missing"]),
             case_on(2, &["median", "--random", "100", "80", "--tiles", "0"], 2, &["tile size 0"]),
             // D = 4 has no stride coprime to it and ∉ {1, 3}: the closest rule, said clearly.

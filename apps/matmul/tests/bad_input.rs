@@ -61,6 +61,46 @@ fn platforms(dir: &Path) -> [String; 5] {
     ]
 }
 
+/// Issue 27: platform files (sealed, so only the range check can refuse them) with values
+/// that overflowed the simulated clock and made the prediction *smaller*: each refused
+/// before any work, naming the file, the field and its limit.
+#[test]
+fn platform_values_beyond_the_simulated_clock_are_refused_with_the_field_and_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, edit: &dyn Fn(&mut dps_model::platform::Platform)| {
+        let mut p = dps_harness::simulate::made_up_platform();
+        edit(&mut p);
+        p.seal();
+        let path = dir.path().join(name);
+        std::fs::write(&path, p.to_toml()).unwrap();
+        path.to_str().unwrap().to_string()
+    };
+    let latency_1e17 = write("l17.toml", &|p| p.links[0].fit[0].latency_us = 1e17);
+    let latency_1e30 = write("l30.toml", &|p| p.links[0].fit[0].latency_us = 1e30);
+    let send_1e20 = write("send.toml", &|p| p.overheads.send.us_per_message = 1e20);
+    let bandwidth = write("b.toml", &|p| p.links[0].fit[0].bytes_per_us = 1e-12);
+    let (l17, l30, send, b) =
+        (simulate(&latency_1e17), simulate(&latency_1e30), simulate(&send_1e20), simulate(&bandwidth));
+    check_table(
+        Path::new(BIN),
+        &[
+            case(
+                &l17,
+                2,
+                &[&latency_1e17, "links[0].fit[0].latency_us = 1e17", "above the limit of 3.6e9 µs (1 hour)"],
+            ),
+            case(&l30, 2, &[&latency_1e30, "links[0].fit[0].latency_us = 1e30", "above the limit of 3.6e9 µs"]),
+            case(&send, 2, &[&send_1e20, "overheads.send.us_per_message = 1e20", "above the limit of 3.6e9 µs"]),
+            case(&b, 2, &[&bandwidth, "links[0].fit[0].bytes_per_us = 1e-12", "below the limit of 1e-6 bytes/µs"]),
+        ],
+    );
+}
+
+/// A simulation of a small product with `platform`.
+fn simulate(platform: &str) -> [&str; 6] {
+    ["--n", "64", "--simulate", "2", "--platform", platform]
+}
+
 #[test]
 fn bad_simulations_are_refused_once_with_exit_2() {
     let dir = tempfile::tempdir().unwrap();

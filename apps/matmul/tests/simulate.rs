@@ -107,3 +107,27 @@ fn noalloc_memory_does_not_grow_with_n() {
     // A, B and C would take 6 GiB at n = 16384: a fraction of one of them would show.
     dps_harness::simulate::assert_noalloc_memory_is_flat(|args| run(args, &p));
 }
+
+/// Issue 27: with the slowest gemm the platform limits allow (1 flop a second), a 4096
+/// product needs more time than the simulated clock holds (584 years): the record says so
+/// (`sim_clock_saturated`) and the human line says there is no prediction, instead of a
+/// plain capped time or, before, a wrapped-around one smaller than the truth.
+#[test]
+fn a_run_past_the_simulated_clock_is_reported_as_such() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut p = dps_harness::simulate::made_up_platform();
+    let gemm = p.kernels.iter_mut().find(|k| k.name == "gemm").unwrap();
+    gemm.points = vec![dps_model::platform::KernelPoint { dims: vec![64; 3], seconds: 3600.0, work: 3600.0 }];
+    p.seal();
+    let path = dir.path().join("slow.toml");
+    std::fs::write(&path, p.to_toml()).unwrap();
+    let args = ["--n", "4096", "--simulate", "2", "--sim-mode", "noalloc", "--reps", "1", "--platform"];
+    let r = run(&args[..8], path.to_str().unwrap());
+    assert_eq!(r["sim_clock_saturated"], true, "{r}");
+    let out = std::process::Command::new(BIN).args(args).arg(&path).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success() && stdout.contains("beyond the simulated clock's range"), "{stdout}");
+    // The same product at the made-up 10 GFLOP/s is an ordinary prediction.
+    let normal = run(&args[..8], &dps_harness::simulate::made_up_platform_file(dir.path()));
+    assert_eq!(normal["sim_clock_saturated"], false, "{normal}");
+}

@@ -106,11 +106,14 @@ fn every_refusal_is_one_line_naming_the_file_and_the_command() {
         (good.replace("2026-11-20T12:00:00Z", "2027-01-01T00:00:00Z"), "in the future"),
         (good.replace("2026-11-20T12:00:00Z", "yesterday"), "not an RFC 3339 time"),
         (good.replace("180.25", "180.5"), "do not match its measured_hash"),
-        (resealed(&|p| p.overheads.receive.ns_per_byte = -1.0), "receive costs 2.5 µs per message and -1 ns per byte"),
-        (resealed(&|p| p.overheads.co_run_slowdown = 0.5), "co_run_slowdown 0.5"),
+        (
+            resealed(&|p| p.overheads.receive.ns_per_byte = -1.0),
+            "overheads.receive.ns_per_byte = -1: below the limit of 0",
+        ),
+        (resealed(&|p| p.overheads.co_run_slowdown = 0.5), "overheads.co_run_slowdown = 0.5"),
         (resealed(&|p| p.links[0].times_us.pop().map_or((), drop)), "3 sizes and 2 times"),
-        (resealed(&|p| p.kernels[0].points[0].seconds = 0.0), "kernel \"gemm\""),
-        (resealed(&|p| p.links[0].fit[0].bytes_per_us = -1.0), "bandwidth not positive"),
+        (resealed(&|p| p.kernels[0].points[0].seconds = 0.0), "kernels[0].points[0].seconds (\"gemm\""),
+        (resealed(&|p| p.links[0].fit[0].bytes_per_us = -1.0), "links[0].fit[0].bytes_per_us = -1: below the limit"),
         (good.replace("ranks = 2\n", "ranks = 2\ncolour = 1\n"), "p.toml:"),
         ("[header]\nformat = 3\n".into(), "missing field"),
         ("links = 3\n".into(), "not a platform file"),
@@ -122,6 +125,59 @@ fn every_refusal_is_one_line_naming_the_file_and_the_command() {
         assert!(m.contains(words), "{m:?} does not contain {words:?}");
         assert!(m.contains("p.toml") && m.contains("dps-bench calibrate --out p.toml"), "{m}");
         assert!(!m.contains('\n'), "{m:?} is more than one line");
+    }
+}
+
+/// A platform file with `edit` applied and sealed again (so only the value check can
+/// refuse it), parsed.
+fn resealed(edit: impl Fn(&mut Platform)) -> Result<Platform, PlatformError> {
+    let mut p = sample();
+    edit(&mut p);
+    p.seal();
+    parse(&p.to_toml())
+}
+
+/// Issue 27: values that overflowed the simulated clock (the prediction wrapped around to
+/// less than with normal values) are refused, naming the field and the limit.
+#[test]
+fn values_beyond_the_simulated_clock_are_refused_with_the_field_and_the_limit() {
+    type Edit = fn(&mut Platform, f64);
+    let latency: Edit = |p, x| p.links[0].fit[0].latency_us = x;
+    let send: Edit = |p, x| p.overheads.send.us_per_message = x;
+    let per_byte: Edit = |p, x| p.overheads.receive.ns_per_byte = x;
+    let bandwidth: Edit = |p, x| p.links[0].fit[1].bytes_per_us = x;
+    let time: Edit = |p, x| p.links[0].times_us[2] = x;
+    let kernel: Edit = |p, x| p.kernels[0].points[1].seconds = x;
+    let rate: Edit = |p, x| p.kernels[0].points[0].work = x;
+    let load: Edit = |p, x| p.header.load_average = x;
+    let cases: &[(Edit, f64, &str)] = &[
+        (latency, 1e17, "links[0].fit[0].latency_us = 1e17: above the limit of 3.6e9 µs (1 hour)"),
+        (latency, 1e30, "links[0].fit[0].latency_us = 1e30: above the limit of 3.6e9 µs (1 hour)"),
+        (latency, 1e15, "links[0].fit[0].latency_us = 1e15: above the limit of 3.6e9 µs"),
+        (latency, f64::INFINITY, "links[0].fit[0].latency_us = inf: not a finite number"),
+        (send, 1e20, "overheads.send.us_per_message = 1e20: above the limit of 3.6e9 µs (1 hour)"),
+        (send, f64::NAN, "overheads.send.us_per_message = NaN: not a finite number"),
+        (
+            bandwidth,
+            1e-12,
+            "links[0].fit[1].bytes_per_us = 1e-12: below the limit of 1e-6 bytes/µs (1 byte per second)",
+        ),
+        (per_byte, 1e12, "overheads.receive.ns_per_byte = 1e12: above the limit of 1e9 ns/byte (1 byte per second)"),
+        (time, 1e30, "links[0].times_us[2] = 1e30: above the limit of 3.6e9 µs"),
+        (kernel, 1e20, "kernels[0].points[1].seconds (\"gemm\" [256, 256, 256]) = 1e20: above the limit of 3600 s"),
+        (rate, 1e-5, "kernels[0].points[0].work / seconds (\"gemm\" [64, 64, 64]) = 0.5: below the limit of 1 per s"),
+        (load, -1.0, "header.load_average = -1: below the limit of 0"),
+    ];
+    for &(edit, value, words) in cases {
+        let m = resealed(|p| edit(p, value)).unwrap_err().to_string();
+        assert!(m.contains(words), "{value}: {m:?} does not contain {words:?}");
+        assert!(m.starts_with("platform file p.toml: ") && m.ends_with("`dps-bench calibrate --out p.toml`"), "{m}");
+    }
+    // At the limits: accepted.
+    for (edit, value) in [(latency, 3.6e9), (send, 3.6e9), (bandwidth, 1e-6), (per_byte, 1e9), (kernel, 3600.0)] {
+        if let Err(e) = resealed(|p| edit(p, value)) {
+            panic!("{value} at its limit refused: {e}");
+        }
     }
 }
 
