@@ -36,6 +36,21 @@ pub fn check_outside_store(option: &str, path: &Path, dir: &Path) -> Result<()> 
     Ok(())
 }
 
+/// [`check_outside_store`] for each output option given (`outputs`: the option and its
+/// path, if any), when the input is a store (`dir`).
+///
+/// # Errors
+/// As [`check_outside_store`], for the first output inside the store.
+pub fn check_outputs_outside_store(dir: Option<&Path>, outputs: &[(&str, Option<&Path>)]) -> Result<()> {
+    let Some(dir) = dir else { return Ok(()) };
+    for (option, path) in outputs {
+        if let Some(path) = path {
+            check_outside_store(option, path, dir)?;
+        }
+    }
+    Ok(())
+}
+
 /// Where writing `path` may land, resolved: the file in its directory (the directory's
 /// path resolved, `..` and symlinks included) and, if the path exists, what it resolves to
 /// (a symlink's target, a directory named `..`). Nothing for a path whose directory does not

@@ -17,6 +17,7 @@ use crate::graph::{self, Compute, Control, GatherRequest, Graphs};
 use crate::layout::Tiling;
 use crate::linear::{self, Area};
 use crate::median::{self, RADIUS};
+use crate::output_path::check_outputs_outside_store;
 use crate::raster::{Depth, Raster};
 use crate::record::Record;
 use crate::run::{
@@ -120,19 +121,6 @@ fn prepare(src: &Source, threads: usize, rank: usize, noalloc: bool) -> Result<I
 /// scratch store is new to each job, so a constant is unique in it.
 const RANDOM_IMAGE: Generation = Generation(0);
 
-/// Refuses output paths that land inside the input store, before the runtime starts (it
-/// writes `--trace` even when the run is refused); checked on every rank, each against the
-/// store it sees.
-fn check_outputs_outside(src: &Source, outputs: &[(&str, Option<&std::path::Path>)]) -> Result<()> {
-    let Some(dir) = &src.dir else { return Ok(()) };
-    for (option, path) in outputs {
-        if let Some(path) = path {
-            crate::output_path::check_outside_store(option, path, dir)?;
-        }
-    }
-    Ok(())
-}
-
 /// The collections and graphs of a run.
 struct Job {
     rt: Runtime,
@@ -234,7 +222,8 @@ pub(crate) fn median(a: &MedianArgs) -> Result<()> {
             );
         }
     }
-    check_outputs_outside(&a.source, &[("--trace", a.runtime.trace.as_deref())])?;
+    // Before the runtime starts: it writes --trace even when the run is refused.
+    check_outputs_outside_store(a.source.dir.as_deref(), &[("--trace", a.runtime.trace.as_deref())])?;
     let (rt, threads) = start(&a.runtime, &a.sim, &MEDIAN_SIMULATION, &a.map.map, a.compare_serial)?;
     let input = dps_harness::input(prepare(&a.source, threads, rt.rank(), a.sim.noalloc()))?;
     check_depth(input.meta.depth(), "median", &[Depth::Bit8])?;
@@ -445,7 +434,8 @@ pub(crate) fn gather(a: &GatherArgs) -> Result<()> {
     if a.source.random.is_none() && a.source.dir.is_none() {
         bad_input!("give --dir DIR (a stored image) or --random W H");
     }
-    check_outputs_outside(&a.source, &[("--out", a.out.as_deref()), ("--trace", a.runtime.trace.as_deref())])?;
+    let outputs = [("--out", a.out.as_deref()), ("--trace", a.runtime.trace.as_deref())];
+    check_outputs_outside_store(a.source.dir.as_deref(), &outputs)?; // before the runtime, as median's
     let (rt, threads) = start(&a.runtime, &a.sim, &GATHER_SIMULATION, &a.map.map, false)?;
     let input = dps_harness::input(prepare(&a.source, threads, rt.rank(), false))?;
     check_depth(input.meta.depth(), "gather", &[Depth::Bit1, Depth::Bit8, Depth::Bit16])?;

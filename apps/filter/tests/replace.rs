@@ -67,7 +67,7 @@ fn one_error_line(stderr: &str) -> String {
 }
 
 #[test]
-fn median_replacing_its_output_when_one_disk_s_write_fails_keeps_the_old_output_on_2_ranks() {
+fn median_replacing_its_output_when_one_disk_s_write_fails_keeps_the_old_output_on_1_and_2_ranks() {
     let top = tempfile::tempdir().unwrap();
     let (dir, scratch) = (top.path().join("store"), top.path().join("scratch"));
     std::fs::create_dir_all(&dir).unwrap();
@@ -99,19 +99,21 @@ fn median_replacing_its_output_when_one_disk_s_write_fails_keeps_the_old_output_
     // Each rank is a shell that sets the limit and ignores SIGXFSZ (so that the write fails
     // with EFBIG instead of killing the process), then becomes dps-filter.
     let limited = format!("ulimit -f {blocks} && trap '' XFSZ && exec \"$0\" \"$@\"");
-    let failed = Job::new("/bin/sh")
-        .ranks(2)
-        .env("OMPI_MCA_btl", "self,tcp") // no shared-memory segment, sized over the limit
-        .args(["-c", &limited, BIN, "median", "--dir", d])
-        .timeout_s(120)
-        .output()
-        .unwrap();
-    assert!(!failed.timed_out(), "{}", failed.stderr);
-    assert_eq!(failed.status.code(), Some(1), "{}", failed.stderr);
-    let line = one_error_line(&failed.stderr);
-    assert!(line.contains("disk0/image-median.") && line.contains("File too large"), "{line}");
-    assert!(load(&dir, "image-median", &scratch) == old, "not the old output, byte for byte");
-    assert!(snapshot(&dir) == before, "no file of the failed write is left, none of the old changed");
+    for ranks in [1, 2] {
+        let failed = Job::new("/bin/sh")
+            .ranks(ranks)
+            .env("OMPI_MCA_btl", "self,tcp") // no shared-memory segment, sized over the limit
+            .args(["-c", &limited, BIN, "median", "--dir", d])
+            .timeout_s(120)
+            .output()
+            .unwrap();
+        assert!(!failed.timed_out(), "{ranks} ranks: {}", failed.stderr);
+        assert_eq!(failed.status.code(), Some(1), "{ranks} ranks: {}", failed.stderr);
+        let line = one_error_line(&failed.stderr);
+        assert!(line.contains("disk0/image-median.") && line.contains("File too large"), "{ranks} ranks: {line}");
+        assert!(load(&dir, "image-median", &scratch) == old, "{ranks} ranks: not the old output, byte for byte");
+        assert!(snapshot(&dir) == before, "{ranks} ranks: a file of the failed write is left, or an old one changed");
+    }
 }
 
 #[test]
