@@ -76,13 +76,21 @@ fn is_stale(dir: &Path, name: &str, file: &str, keep: Option<Generation>) -> boo
     matches!(ours, Some((_, g)) if *g != keep) && !another_claims
 }
 
+/// The tile file a temporary file of `dps::OutputFile` stands for: `.FILE.XXXXXX.partial`
+/// is FILE linked but not yet renamed (left by a writer killed in between).
+fn partial_of(file: &str) -> Option<&str> {
+    let inner = file.strip_prefix('.')?.strip_suffix(".partial")?;
+    Some(inner.rsplit_once('.')?.0)
+}
+
 /// Removes every tile file of image `name` in `dir` (on any disk directory) that is not of
-/// generation `keep` (the one just committed): the old image's and killed writers' files.
+/// generation `keep` (the one just committed): the old image's and killed writers' files,
+/// and the temporary files a writer killed mid-commit left.
 ///
 /// # Errors
 /// The files that could not be removed, with the OS error (the image itself is whole).
 pub fn remove_others(dir: &Path, name: &str, keep: Option<Generation>) -> Result<(), String> {
-    remove_where(dir, |file| is_stale(dir, name, file, keep))
+    remove_where(dir, |file| is_stale(dir, name, partial_of(file).unwrap_or(file), keep))
 }
 
 /// Removes generation `failed`'s tile files of image `name` (a write that did not commit).
@@ -140,6 +148,9 @@ mod tests {
         assert!(stale("img.tiles"), "the version-1 file");
         assert!(!stale("other.tiles") && !stale(&tile_file_name("other", Some(old))));
         assert!(!stale(&tile_file_name("img.x", Some(old))) && !stale("img.json"));
+        let killed = format!(".{}.qeJHX7.partial", tile_file_name("img", Some(old)));
+        assert_eq!(partial_of(&killed), Some(tile_file_name("img", Some(old)).as_str()));
+        assert_eq!(partial_of("img.tiles"), None);
         // `img.0000000000000002.tiles` is also the version-1 file of an image named
         // `img.0000000000000002`: left alone once that image exists.
         std::fs::write(meta_path(d, &format!("img.{old}")), "{}").unwrap();

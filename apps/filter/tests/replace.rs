@@ -6,8 +6,9 @@
 //! as root, so permission bits would not stop a write):
 //! - `median`: each rank runs under a file-size limit (`ulimit -f`) that the largest disk's
 //!   output file exceeds, so its write fails with EFBIG ("File too large"), on 2 ranks;
-//! - `store`: `strace` makes the 4th rename fail with ENOSPC ("No space left on device"): the
-//!   commit of the 4th of 4 disks' files, after the first three were renamed into place.
+//! - `store`: `strace` makes the 4th rename fail with ENOSPC ("No space left on device"), or
+//!   kills the process there: the commit of the 4th of 4 disks' files, after the first three
+//!   were renamed into place.
 
 use std::path::Path;
 use std::process::Command;
@@ -116,6 +117,23 @@ fn median_replacing_its_output_when_one_disk_s_write_fails_keeps_the_old_output_
     }
 }
 
+/// `store` of `png` into `dir` on 4 disks, with `strace` doing `what` (`error=...`,
+/// `signal=KILL`) to its 4th rename. Every tile file and the metadata are renamed into place
+/// once written: the 4th rename is disk 3's (the last disk's) tile file, after disks 0-2
+/// were committed.
+fn store_with_4th_rename(png: &Path, dir: &Path, what: &str) -> std::process::Output {
+    let renames = "rename,renameat,renameat2";
+    Command::new("timeout")
+        .args(["-k", "5", "60", "strace", "-f", "-o", "/dev/null", "-e"])
+        .arg(format!("trace={renames}"))
+        .arg("-e")
+        .arg(format!("inject={renames}:{what}:when=4"))
+        .args([BIN, "store", png.to_str().unwrap(), "--tiles", "32", "--disks", "4", "--dir"])
+        .arg(dir)
+        .output()
+        .expect("strace is needed (scripts/setup.sh installs it)")
+}
+
 #[test]
 fn store_replacing_an_image_when_one_disk_s_commit_fails_keeps_the_old_image() {
     let top = tempfile::tempdir().unwrap();
@@ -128,22 +146,40 @@ fn store_replacing_an_image_when_one_disk_s_commit_fails_keeps_the_old_image() {
     store(&old_png, &dir, "32", "4");
     let old = load(&dir, "image", &scratch);
     let before = snapshot(&dir);
-    // Every tile file and the metadata are renamed into place once written: the 4th rename
-    // is disk 3's (the last disk's) tile file, after disks 0-2 were committed.
-    let renames = "rename,renameat,renameat2";
-    let failed = Command::new("timeout")
-        .args(["-k", "5", "60", "strace", "-f", "-o", "/dev/null", "-e"])
-        .arg(format!("trace={renames}"))
-        .arg("-e")
-        .arg(format!("inject={renames}:error=ENOSPC:when=4"))
-        .args([BIN, "store", new_png.to_str().unwrap(), "--tiles", "32", "--disks", "4", "--dir"])
-        .arg(&dir)
-        .output()
-        .expect("strace is needed (scripts/setup.sh installs it)");
+    let failed = store_with_4th_rename(&new_png, &dir, "error=ENOSPC");
     let stderr = String::from_utf8_lossy(&failed.stderr);
     assert_eq!(failed.status.code(), Some(1), "{stderr}");
     let line = one_error_line(&stderr);
     assert!(line.contains("disk3/image.") && line.contains("No space left on device"), "{line}");
     assert!(load(&dir, "image", &scratch) == old, "not the old image, byte for byte");
     assert!(snapshot(&dir) == before, "no file of the failed write is left, none of the old changed");
+}
+
+#[test]
+fn store_killed_mid_commit_leaves_the_old_image_and_the_next_store_removes_its_files() {
+    let top = tempfile::tempdir().unwrap();
+    let (dir, scratch) = (top.path().join("store"), top.path().join("scratch"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(&scratch).unwrap();
+    let (old_png, new_png) = (scratch.join("old.png"), scratch.join("new.png"));
+    grey_png(&old_png, 100, 90, 1);
+    grey_png(&new_png, 100, 90, 5);
+    store(&old_png, &dir, "32", "4");
+    let old = load(&dir, "image", &scratch);
+    let killed = store_with_4th_rename(&new_png, &dir, "signal=KILL");
+    assert!(!killed.status.success(), "the store was not killed");
+    assert!(load(&dir, "image", &scratch) == old, "not the old image, byte for byte");
+    // The next store of the name commits and removes the killed one's files and the old ones.
+    store(&new_png, &dir, "32", "4");
+    let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("image.json")).unwrap()).unwrap();
+    let generation = meta["generation"].as_str().unwrap();
+    for k in 0..4 {
+        let files: Vec<String> = std::fs::read_dir(dir.join(format!("disk{k}")))
+            .unwrap()
+            .map(|f| f.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(files, [format!("image.{generation}.tiles")], "disk {k}");
+    }
+    let new = load(&dir, "image", &scratch);
+    assert!(new != old);
 }
