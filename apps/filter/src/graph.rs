@@ -239,7 +239,7 @@ fn control(client: &Collection<()>, disks: &Collection<Disk>) -> dps::Path<(usiz
             Control::Commit => d.commit().err().map(|e| format!("{e:#}")),
         }
     });
-    let count = Node::merge(
+    let failures = Node::merge(
         "disks_done",
         client,
         MergeFn::new(
@@ -248,5 +248,5 @@ fn control(client: &Collection<()>, disks: &Collection<Disk>) -> dps::Path<(usiz
             |_, errors| errors,
         ),
     );
-    split >> act >> count
+    split >> act >> failures
 }
