@@ -3,8 +3,9 @@
 # second when everything is already there). WITH_SLURM=1 adds Slurm and munge.
 set -euo pipefail
 # libhwloc-dev and libudev-dev: hwlocality links hwloc statically, and static hwloc needs libudev.
+# strace: dps-filter's tests make a rename fail with it (tests/replace.rs).
 PKGS=(openmpi-bin libopenmpi-dev libopenblas-dev libhwloc-dev libudev-dev libclang1-14 libclang-common-14-dev
-      build-essential pkg-config fonts-dejavu-core)
+      build-essential pkg-config fonts-dejavu-core strace)
 [[ "${WITH_SLURM:-0}" == 1 ]] && PKGS+=(slurmctld slurmd slurm-client munge)
 missing=()
 for p in "${PKGS[@]}"; do

@@ -1,6 +1,8 @@
 //! The state of a `disks` thread (the thesis's TileServer): one disk's input tiles (in
 //! memory, or a tile file behind an LRU tile cache), and its output tiles (in memory, or a
-//! tile file written striped like the input). In a NOALLOC simulation the tiles are left
+//! tile file written striped like the input, of the generation the run's client chose). A
+//! failed write does not end the job: the disk remembers it, writes nothing more, and its
+//! commit returns it (so the client reports one error and the old output stays). In a NOALLOC simulation the tiles are left
 //! out (`Tiles::Absent`): the cache and the emulated disk's waits are kept, so that the
 //! prediction is PDEXEC's.
 
@@ -9,9 +11,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{anyhow, Result};
 use dps::{Bulk, MaybeBulk};
 
+use crate::generation::Generation;
 use crate::layout::{TileId, Tiling};
 use crate::raster::Raster;
 use crate::store::{self, DiskReader, DiskWriter, Meta};
@@ -44,14 +47,19 @@ pub enum Sink {
     /// Kept in memory, by local index (a bulk buffer goes back to the runtime's pool when
     /// the next run resets it).
     Memory(Vec<Option<Bulk<u8>>>),
-    /// Written to `DIR/disk<k>/NAME.tiles` (a temporary name until committed).
+    /// Written to `DIR/disk<k>/NAME.<generation>.tiles` (unnamed until committed).
     File {
         /// The store's directory.
         dir: PathBuf,
         /// The output image's name.
         name: String,
+        /// The run's generation (set by [`Disk::reset`]); the output has the input's
+        /// geometry.
+        generation: Option<Generation>,
         /// The file being written, created on the first write.
         writer: Option<DiskWriter>,
+        /// The run's first failed write, named (nothing is written after it).
+        failure: Option<String>,
     },
     /// Dropped (NOALLOC), after the emulated disk's wait if `files`.
     Absent {
@@ -144,7 +152,7 @@ impl Disk {
         throttle: Throttle,
     ) -> Disk {
         let tiles = Tiles::File { dir: dir.clone(), name: names.0.into(), reader: None };
-        let sink = Sink::File { dir, name: names.1.into(), writer: None };
+        let sink = Sink::File { dir, name: names.1.into(), generation: None, writer: None, failure: None };
         Disk { index, meta, tiles, sink, cache: VecDeque::new(), cache_tiles, throttle }
     }
 
@@ -210,11 +218,11 @@ impl Disk {
         (slot, cost)
     }
 
-    /// Stores output tile `id`; returns the time the write took, ns.
+    /// Stores output tile `id`; returns the time the write took, ns. A write that fails is
+    /// remembered for [`commit`](Self::commit) to return.
     ///
     /// # Panics
-    /// If the file cannot be written (the job ends, naming the operation and rank), or if
-    /// the tile is written twice.
+    /// If the tile is written twice, or to a file before [`reset`](Self::reset).
     pub fn write(&mut self, id: TileId, slot: MaybeBulk<u8>) -> u64 {
         let start = Instant::now();
         let local = self.tiling().local(id);
@@ -228,11 +236,18 @@ impl Disk {
                     self.throttle.wait(slot.len());
                 }
             }
-            Sink::File { dir, name, writer } => {
-                if writer.is_none() {
-                    *writer = Some(must(DiskWriter::create(dir, name, &self.meta, self.index)));
+            Sink::File { dir, name, generation, writer, failure } => {
+                if failure.is_none() {
+                    let written = match writer {
+                        Some(w) => w.write(local, &slot),
+                        None => DiskWriter::create(dir, name, &output_meta(&self.meta, *generation), self.index)
+                            .and_then(|w| writer.insert(w).write(local, &slot)),
+                    };
+                    if let Err(e) = written {
+                        *failure = Some(format!("{e:#}"));
+                        *writer = None;
+                    }
                 }
-                must(writer.as_mut().expect("created").write(local, &slot));
                 self.throttle.wait(slot.len());
             }
         }
@@ -249,38 +264,58 @@ impl Disk {
             Sink::Memory(outputs) => outputs[local].as_ref().map(|t| t.to_vec()).unwrap_or_else(|| {
                 panic!("output tile {id:?} was never written");
             }),
-            Sink::File { dir, name, .. } => {
-                must(DiskReader::open(dir, name, &self.meta, self.index).and_then(|r| r.read(local)))
+            Sink::File { dir, name, generation, .. } => {
+                let meta = output_meta(&self.meta, *generation);
+                must(DiskReader::open(dir, name, &meta, self.index).and_then(|r| r.read(local)))
             }
             Sink::Absent { .. } => panic!("output tile {id:?} was left out (NOALLOC)"),
         }
     }
 
     /// Ends a run: commits the output file (if any tile of it was written: a disk with no
-    /// tiles writes an empty file all the same), and forgets the in-memory output.
+    /// tiles writes an empty file all the same). The image is not committed until the
+    /// client has every disk's file and switches its metadata.
+    ///
+    /// # Errors
+    /// The run's failed write, or the failed commit, naming the file.
     pub fn commit(&mut self) -> Result<()> {
         match &mut self.sink {
             Sink::Memory(_) | Sink::Absent { .. } => Ok(()),
-            Sink::File { dir, name, writer } => {
+            Sink::File { dir, name, generation, writer, failure } => {
+                if let Some(why) = failure.take() {
+                    return Err(anyhow!(why));
+                }
                 let w = match writer.take() {
                     Some(w) => w,
-                    None => DiskWriter::create(dir, name, &self.meta, self.index)?,
+                    None => DiskWriter::create(dir, name, &output_meta(&self.meta, *generation), self.index)?,
                 };
                 w.commit()
             }
         }
     }
 
-    /// Clears the in-memory output and the cache before a new run.
-    pub fn reset(&mut self) {
-        if let Sink::Memory(outputs) = &mut self.sink {
-            outputs.iter_mut().for_each(|o| *o = None);
+    /// Clears the in-memory output, the cache and an unfinished output file before a new
+    /// run, whose output file is of `generation`.
+    pub fn reset(&mut self, generation: Generation) {
+        match &mut self.sink {
+            Sink::Memory(outputs) => outputs.iter_mut().for_each(|o| *o = None),
+            Sink::File { generation: now, writer, failure, .. } => {
+                *now = Some(generation);
+                *writer = None;
+                *failure = None;
+            }
+            Sink::Absent { .. } => {}
         }
         self.cache.clear();
     }
 }
 
-/// An I/O error inside an operation ends the job; the message names the file.
+/// The output's metadata: the input's geometry, in files of the run's generation.
+fn output_meta(input: &Meta, generation: Option<Generation>) -> Meta {
+    input.with_generation(generation.expect("a run's output generation is set by reset"))
+}
+
+/// A read error inside an operation ends the job; the message names the file.
 fn must<T>(r: Result<T>) -> T {
     r.unwrap_or_else(|e| panic!("{e:#}"))
 }

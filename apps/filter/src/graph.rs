@@ -7,7 +7,8 @@
 //!   needs (window 2·S); each is read by its disk thread and filtered, enlarged, by compute
 //!   thread `disk mod S`; the client adds them into the window (overlap-add).
 //! * `collect`: every output tile back to the client (verification).
-//! * `control`: every disk thread resets before a run or commits its output file after it.
+//! * `control`: every disk thread resets before a run or commits its output file after it,
+//!   and says what failed.
 
 use std::time::Instant;
 
@@ -16,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::disk::Disk;
 use crate::exchange::{self, ExchangeReport};
+use crate::generation::Generation;
 use crate::layout::{TileId, Tiling};
 use crate::linear::{self, Area, Filter};
 
@@ -72,9 +74,10 @@ struct Collect {
 /// What the disks do between runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Control {
-    /// Forget the last run's in-memory output and the tile cache.
-    Reset,
-    /// Commit the output file (rename it into place).
+    /// Forget the last run's output and the tile cache; an output file is of this
+    /// generation (chosen by the client, so that every disk's agrees).
+    Reset(Generation),
+    /// Commit the output file (name it; the image is committed by its metadata, later).
     Commit,
 }
 
@@ -87,8 +90,9 @@ pub struct Graphs {
     pub gather: Graph<GatherRequest, Gathered>,
     /// Every output tile, assembled on the client (`bytes` per pixel).
     pub collect: Graph<Tiling, Bulk<u8>>,
-    /// `(disks, control)`: every disk resets or commits; returns the disks' count.
-    pub control: Graph<(usize, Control), usize>,
+    /// `(disks, control)`: every disk resets or commits; returns the disks' errors, each
+    /// naming its file (none: all done).
+    pub control: Graph<(usize, Control), Vec<String>>,
 }
 
 /// A compute thread (ComputeServer): no state beyond the tokens.
@@ -221,21 +225,28 @@ fn collect(client: &Collection<()>, disks: &Collection<Disk>) -> dps::Path<Tilin
     split >> read >> assemble
 }
 
-fn control(client: &Collection<()>, disks: &Collection<Disk>) -> dps::Path<(usize, Control), usize> {
+fn control(client: &Collection<()>, disks: &Collection<Disk>) -> dps::Path<(usize, Control), Vec<String>> {
     let split = Node::split("split_disks", client, route::fixed(0), |_: &mut (), (n, c): (usize, Control)| {
         (0..n).map(move |d| (d, c))
     });
     let act = Node::leaf("disk_control", disks, route::by_key(|d: &(usize, Control)| d.0), |d: &mut Disk, (_, c)| {
+        // A failure is told to the client, not panicked: the job ends with one error.
         match c {
-            Control::Reset => d.reset(),
-            Control::Commit => d.commit().unwrap_or_else(|e| panic!("{e:#}")),
+            Control::Reset(generation) => {
+                d.reset(generation);
+                None
+            }
+            Control::Commit => d.commit().err().map(|e| format!("{e:#}")),
         }
-        1usize
     });
-    let count = Node::merge(
+    let failures = Node::merge(
         "disks_done",
         client,
-        MergeFn::new(|_: &mut ()| 0usize, |_, n: &mut usize, x: usize| *n += x, |_, n| n),
+        MergeFn::new(
+            |_: &mut ()| Vec::new(),
+            |_, errors: &mut Vec<String>, e: Option<String>| errors.extend(e),
+            |_, errors| errors,
+        ),
     );
-    split >> act >> count
+    split >> act >> failures
 }

@@ -5,11 +5,13 @@
 
 pub mod disk;
 pub mod exchange;
+pub mod generation;
 pub mod graph;
 pub mod layout;
 pub mod linear;
 pub mod median;
 pub mod network;
+pub mod output_path;
 mod parallel;
 pub mod raster;
 pub mod record;

@@ -11,10 +11,13 @@ use dps_harness::simulate::{Simulate, Support};
 use dps_harness::{bad_input, median as median_of, Common, OutputFile};
 
 use crate::disk::{Disk, Throttle};
+use crate::exchange::ExchangeReport;
+use crate::generation::{self, Generation};
 use crate::graph::{self, Compute, Control, GatherRequest, Graphs};
 use crate::layout::Tiling;
 use crate::linear::{self, Area};
 use crate::median::{self, RADIUS};
+use crate::output_path::check_outputs_outside_store;
 use crate::raster::{Depth, Raster};
 use crate::record::Record;
 use crate::run::{
@@ -91,7 +94,7 @@ fn prepare(src: &Source, threads: usize, rank: usize, noalloc: bool) -> Result<I
     }
     let (stride, _) = choose_stride(None, disks)?;
     let tiling = Tiling { width: w, height: h, tile, disks, stride };
-    let meta = Meta::new(tiling, Depth::Bit8);
+    let meta = Meta::new(tiling, Depth::Bit8, RANDOM_IMAGE);
     if noalloc {
         return Ok(Input { meta, image: None, dir: None, scratch: None, throttle, absent: Some(src.storage) });
     }
@@ -112,10 +115,14 @@ fn prepare(src: &Source, threads: usize, rank: usize, noalloc: bool) -> Result<I
         for d in 0..disks {
             std::fs::create_dir_all(store::disk_dir(&dir, d))?;
         }
-        store::write(&dir, &src.name, &image, tiling)?;
+        store::write(&dir, &src.name, &image, tiling, RANDOM_IMAGE)?;
     }
     Ok(Input { meta, image: Some(image), dir: Some(dir.clone()), scratch: Some(dir), throttle, absent: None })
 }
+
+/// The generation of a random image's tiles: every rank makes the same metadata, and a
+/// scratch store is new to each job, so a constant is unique in it.
+const RANDOM_IMAGE: Generation = Generation(0);
 
 /// The collections and graphs of a run.
 struct Job {
@@ -218,6 +225,8 @@ pub(crate) fn median(a: &MedianArgs) -> Result<()> {
             );
         }
     }
+    // Before the runtime starts: it writes --trace even when the run is refused.
+    check_outputs_outside_store(a.source.dir.as_deref(), &[("--trace", a.runtime.trace.as_deref())])?;
     let (rt, threads) = start(&a.runtime, &a.sim, &MEDIAN_SIMULATION, &a.map.map, a.compare_serial)?;
     let input = dps_harness::input(prepare(&a.source, threads, rt.rank(), a.sim.noalloc()))?;
     check_depth(input.meta.depth(), "median", &[Depth::Bit8])?;
@@ -242,43 +251,35 @@ pub(crate) fn median(a: &MedianArgs) -> Result<()> {
     end(job, &input, outcome)
 }
 
+/// The timed runs of the median.
+struct Runs {
+    times: Vec<f64>,
+    serial_times: Vec<f64>,
+    first_call: Option<f64>,
+    last: ExchangeReport,
+}
+
 fn drive_median(a: &MedianArgs, job: &Job, input: &Input, out_name: &str, cache: usize) -> Result<()> {
     let tiling = input.meta.tiling();
     let (rt, g) = (&job.rt, &job.graphs);
-    let mut times = Vec::new();
-    let mut serial_times = Vec::new();
-    let (mut last, mut first_call) = (None, None);
-    let serial_input = if a.compare_serial { Some(input.whole(&a.source.name)?) } else { None };
-    for run in 0..a.repeat.runs() {
-        rt.call(&g.control, (tiling.disks, Control::Reset))?;
-        let t = rt.stopwatch();
-        let report = rt.call(&g.exchange, tiling)?;
-        let seconds = t.seconds();
-        first_call = first_call.or(Some(seconds));
-        rt.call(&g.control, (tiling.disks, Control::Commit))?;
-        if report.tiles != tiling.count() {
-            bail!("{} tiles processed, the image has {}", report.tiles, tiling.count());
+    // A stored output is committed by its metadata once every run is done: until then, and
+    // whatever fails, readers see the older output of the name, if any.
+    let generation = Generation::fresh();
+    let stored = match (&input.dir, &input.scratch) {
+        (Some(dir), None) => Some(dir),
+        _ => None,
+    };
+    let runs = run_median(a, job, input, generation).and_then(|runs| {
+        if let Some(dir) = stored {
+            store::commit(dir, out_name, &input.meta.with_generation(generation))?;
         }
-        // The runtime pulls one token ahead of the window (to learn early that a split is
-        // over): created, not sent.
-        if report.max_in_flight > job.window + 1 {
-            bail!("{} tiles were created and not merged at once, the window is {}", report.max_in_flight, job.window);
-        }
-        if a.repeat.is_timed(run) {
-            times.push(seconds);
-            last = Some(report);
-            if let Some(image) = &serial_input {
-                let t = Instant::now();
-                std::hint::black_box(median::median_image(&image.data, image.width, image.height));
-                serial_times.push(t.elapsed().as_secs_f64());
-            }
-        }
+        Ok(runs)
+    });
+    if let (Err(_), Some(dir)) = (&runs, stored) {
+        // Best effort: an uncommitted generation is never read, and the next write removes it.
+        let _ = generation::remove_generation(dir, out_name, generation);
     }
-    let report = last.expect("at least one timed run");
-    if let (Some(dir), None) = (&input.dir, &input.scratch) {
-        let meta = OutputFile::create("--dir", &store::meta_path(dir, out_name))?;
-        meta.write_and_commit(serde_json::to_string_pretty(&input.meta)?.as_bytes())?;
-    }
+    let Runs { times, serial_times, first_call, last: report } = runs?;
     let seconds = median_of(&times);
     let per_node = tiles_per_node(&tiling, job.threads);
     let max_tiles = per_node.iter().copied().max().unwrap_or(0);
@@ -316,6 +317,49 @@ fn drive_median(a: &MedianArgs, job: &Job, input: &Input, out_name: &str, cache:
     }
     let printed = dps_harness::print_record(&record, a.output.json);
     outcome.and(printed)
+}
+
+/// Runs the median `--warmup` + `--reps` times, each run's output in files of `generation`.
+fn run_median(a: &MedianArgs, job: &Job, input: &Input, generation: Generation) -> Result<Runs> {
+    let tiling = input.meta.tiling();
+    let (rt, g) = (&job.rt, &job.graphs);
+    let mut times = Vec::new();
+    let mut serial_times = Vec::new();
+    let (mut last, mut first_call) = (None, None);
+    let serial_input = if a.compare_serial { Some(input.whole(&a.source.name)?) } else { None };
+    for run in 0..a.repeat.runs() {
+        rt.call(&g.control, (tiling.disks, Control::Reset(generation)))?;
+        let t = rt.stopwatch();
+        let report = rt.call(&g.exchange, tiling)?;
+        let seconds = t.seconds();
+        first_call = first_call.or(Some(seconds));
+        let failed = rt.call(&g.control, (tiling.disks, Control::Commit))?;
+        if let Some(first) = failed.first() {
+            let more = match failed.len() {
+                1 => String::new(),
+                n => format!(" (and {} more disks failed)", n - 1),
+            };
+            bail!("{first}{more}; the output was not replaced");
+        }
+        if report.tiles != tiling.count() {
+            bail!("{} tiles processed, the image has {}", report.tiles, tiling.count());
+        }
+        // The runtime pulls one token ahead of the window (to learn early that a split is
+        // over): created, not sent.
+        if report.max_in_flight > job.window + 1 {
+            bail!("{} tiles were created and not merged at once, the window is {}", report.max_in_flight, job.window);
+        }
+        if a.repeat.is_timed(run) {
+            times.push(seconds);
+            last = Some(report);
+            if let Some(image) = &serial_input {
+                let t = Instant::now();
+                std::hint::black_box(median::median_image(&image.data, image.width, image.height));
+                serial_times.push(t.elapsed().as_secs_f64());
+            }
+        }
+    }
+    Ok(Runs { times, serial_times, first_call, last: last.expect("at least one timed run") })
 }
 
 /// Compares an output with its reference; a difference is the run's error.
@@ -393,6 +437,8 @@ pub(crate) fn gather(a: &GatherArgs) -> Result<()> {
     if a.source.random.is_none() && a.source.dir.is_none() {
         bad_input!("give --dir DIR (a stored image) or --random W H");
     }
+    let outputs = [("--out", a.out.as_deref()), ("--trace", a.runtime.trace.as_deref())];
+    check_outputs_outside_store(a.source.dir.as_deref(), &outputs)?; // before the runtime, as median's
     let (rt, threads) = start(&a.runtime, &a.sim, &GATHER_SIMULATION, &a.map.map, false)?;
     let input = dps_harness::input(prepare(&a.source, threads, rt.rank(), false))?;
     check_depth(input.meta.depth(), "gather", &[Depth::Bit1, Depth::Bit8, Depth::Bit16])?;

@@ -10,6 +10,7 @@ use dps_harness::options::{Check, Map, Output, Repeat, Seed};
 use dps_harness::simulate::Simulate;
 use dps_harness::{bad_input, OutputFile};
 
+use crate::generation::Generation;
 use crate::layout::{self, StrideQuality, Tiling};
 use crate::linear::Filter;
 use crate::raster::{Depth, Raster};
@@ -47,7 +48,8 @@ refused with one line and exit code 2 before any work; no partial file is left."
 /// The modes.
 #[derive(Subcommand, Debug)]
 pub enum Mode {
-    /// Store a PNG as striped tiles: DIR/NAME.json and DIR/disk<k>/NAME.tiles (one process).
+    /// Store a PNG as striped tiles: DIR/NAME.json and DIR/disk<k>/NAME.<generation>.tiles
+    /// (one process); an image of the same name is replaced atomically.
     Store(StoreArgs),
     /// Read a window of a stored image back into a PNG (one process).
     Load(LoadArgs),
@@ -98,7 +100,7 @@ pub struct LoadArgs {
     /// The window to read (default: the whole image).
     #[arg(long, num_args = 4, value_names = ["X", "Y", "W", "H"])]
     pub window: Option<Vec<usize>>,
-    /// The PNG to write.
+    /// The PNG to write (outside the store).
     #[arg(short = 'o', long = "out", value_name = "OUT.png")]
     pub out: PathBuf,
 }
@@ -169,7 +171,7 @@ pub struct GatherArgs {
     /// The window (default: the whole image).
     #[arg(long, num_args = 4, value_names = ["X", "Y", "W", "H"])]
     pub window: Option<Vec<usize>>,
-    /// Write the filtered window as PNG (normalised by the kernel's sum).
+    /// Write the filtered window as PNG (normalised by the kernel's sum; outside the store).
     #[arg(short = 'o', long = "out", value_name = "OUT.png")]
     pub out: Option<PathBuf>,
     #[command(flatten)]
@@ -320,7 +322,7 @@ fn run_store(a: &StoreArgs) -> Result<()> {
     }
     store::check_writable(&a.dir, &a.name, a.disks)?;
     let tiling = Tiling { width: image.width, height: image.height, tile, disks: a.disks, stride };
-    store::write(&a.dir, &a.name, &image, tiling)?;
+    store::write(&a.dir, &a.name, &image, tiling, Generation::fresh())?;
     println!(
         "stored {} ({}x{}, {} bits) as {} tiles of {} on {} disks (s = {}) in {}",
         a.input.display(),
@@ -343,6 +345,7 @@ fn run_load(a: &LoadArgs) -> Result<()> {
     check_name(&a.name, "--name")?;
     let meta = store::open(&a.dir, &a.name)?;
     let window = check_window(a.window.as_deref(), meta.width, meta.height)?;
+    crate::output_path::check_outside_store("--out", &a.out, &a.dir)?;
     let out = OutputFile::create("--out", &a.out)?;
     let image = store::read_window(&a.dir, &a.name, &meta, window)?;
     image.write_png(out)

@@ -1,12 +1,16 @@
 //! The striped tile store on disk (thesis §7.2; the byte layout is ours, the thesis gives
 //! none). A stored image `NAME` in directory `DIR` is:
-//! - `DIR/NAME.json`, the metadata: size, tile side, bits per pixel, disks D, stride s;
-//! - `DIR/disk<k>/NAME.tiles` for each disk k < D (a disk is a directory): a 32-byte header
+//! - `DIR/NAME.json`, the metadata: size, tile side, bits per pixel, disks D, stride s, and
+//!   the generation of the tile files (see [`crate::generation`]: replacing an image is
+//!   atomic, the metadata's rename is the commit);
+//! - `DIR/disk<k>/NAME.<generation>.tiles` for each disk k < D (a disk is a directory;
+//!   format version 1, which has no generation, named it `NAME.tiles`): a 32-byte header
 //!   (magic `DPSTILE1`, then little-endian u32s: disk, disks, tiles on the disk, tile side,
 //!   bytes per pixel, 0), then the disk's tiles in local-index order, each a full
 //!   `tile × tile` slot of pixels row by row (edge tiles padded with 0).
 //!
-//! Every file is written to a temporary name and renamed when complete ([`OutputFile`]).
+//! Every file is written to a temporary name and renamed when complete ([`OutputFile`]), the
+//! tile files first, the metadata last.
 
 use std::fs::File;
 use std::io::Write;
@@ -17,6 +21,7 @@ use anyhow::{Context, Result};
 use dps_harness::{bad_input, BadInput, OutputFile};
 use serde::{Deserialize, Serialize};
 
+use crate::generation::{self, tile_file_name, Generation};
 use crate::layout::{TileId, Tiling};
 use crate::raster::{Depth, Raster};
 
@@ -26,6 +31,8 @@ pub const MAGIC: &[u8; 8] = b"DPSTILE1";
 pub const HEADER: usize = 32;
 /// The metadata's `format` field.
 pub const FORMAT: &str = "dps-filter tiled image";
+/// The format version written: 2, the tile files named by generation.
+pub const VERSION: u32 = 2;
 /// The largest image side accepted (pixels).
 pub const MAX_SIDE: usize = 1 << 20;
 /// The largest image accepted (bytes).
@@ -37,7 +44,7 @@ pub const MAX_BYTES: usize = 1 << 40;
 pub struct Meta {
     /// Always [`FORMAT`].
     pub format: String,
-    /// Format version, 1.
+    /// Format version: 1 (tile files `NAME.tiles`, still read) or 2 (with `generation`).
     pub version: u32,
     /// Image width, pixels.
     pub width: usize,
@@ -51,13 +58,28 @@ pub struct Meta {
     pub disks: usize,
     /// The allocation rule's row offset s.
     pub stride: usize,
+    /// The generation of the tile files (version 2; version 1 has none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generation: Option<Generation>,
 }
 
 impl Meta {
-    /// The metadata of an image with this geometry.
-    pub fn new(tiling: Tiling, depth: Depth) -> Meta {
+    /// The metadata of an image with this geometry, its tiles in files of `generation`.
+    pub fn new(tiling: Tiling, depth: Depth, generation: Generation) -> Meta {
         let Tiling { width, height, tile, disks, stride } = tiling;
-        Meta { format: FORMAT.into(), version: 1, width, height, tile, bits: depth.bits(), disks, stride }
+        let bits = depth.bits();
+        let generation = Some(generation);
+        Meta { format: FORMAT.into(), version: VERSION, width, height, tile, bits, disks, stride, generation }
+    }
+
+    /// The same image in tile files of `generation` (a replacement, or a filter's output).
+    pub fn with_generation(&self, generation: Generation) -> Meta {
+        Meta { version: VERSION, generation: Some(generation), ..self.clone() }
+    }
+
+    /// `DIR/disk<k>/NAME.<generation>.tiles` (version 1: `NAME.tiles`).
+    pub fn tile_path(&self, dir: &Path, name: &str, disk: usize) -> PathBuf {
+        disk_dir(dir, disk).join(tile_file_name(name, self.generation))
     }
 
     /// The tiling it describes.
@@ -90,8 +112,16 @@ impl Meta {
     /// # Errors
     /// The first value out of range, named.
     pub fn check(&self) -> Result<(), String> {
-        if self.format != FORMAT || self.version != 1 {
-            return Err(format!("format {:?} version {}: expected {FORMAT:?} version 1", self.format, self.version));
+        if self.format != FORMAT || !(1..=VERSION).contains(&self.version) {
+            return Err(format!(
+                "format {:?} version {}: expected {FORMAT:?} version 1 or {VERSION} (a newer dps-filter wrote it?)",
+                self.format, self.version
+            ));
+        }
+        match (self.version, self.generation) {
+            (1, Some(_)) => return Err("version 1 has no \"generation\" field".into()),
+            (2, None) => return Err("missing field `generation` (version 2)".into()),
+            _ => {}
         }
         if !(1..=MAX_SIDE).contains(&self.width) || !(1..=MAX_SIDE).contains(&self.height) {
             return Err(format!("size {}x{}: each side must be between 1 and {MAX_SIDE}", self.width, self.height));
@@ -191,9 +221,19 @@ pub fn disk_dir(dir: &Path, disk: usize) -> PathBuf {
     dir.join(format!("disk{disk}"))
 }
 
-/// `DIR/disk<k>/NAME.tiles`.
-pub fn tile_path(dir: &Path, name: &str, disk: usize) -> PathBuf {
-    disk_dir(dir, disk).join(format!("{name}.tiles"))
+/// The disk directories present in `dir` (`disk<k>`, whatever k: an earlier image of the
+/// same name may have had more disks).
+pub fn disk_dirs_in(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut found: Vec<(usize, PathBuf)> = entries
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            let k: usize = name.strip_prefix("disk")?.parse().ok()?;
+            (disk_dir(dir, k).is_dir()).then(|| (k, disk_dir(dir, k)))
+        })
+        .collect();
+    found.sort();
+    found.into_iter().map(|(_, p)| p).collect()
 }
 
 /// Opens a stored image: reads its metadata and checks every disk's tile file (present,
@@ -213,7 +253,7 @@ pub fn open(dir: &Path, name: &str) -> Result<Meta> {
         if !disk.is_dir() {
             bad_input!("disk directory {} is missing ({} has {} disks)", disk.display(), path.display(), meta.disks);
         }
-        check_tile_file(&tile_path(dir, name, d), &meta, d)?;
+        check_tile_file(&meta.tile_path(dir, name, d), &meta, d)?;
     }
     Ok(meta)
 }
@@ -250,7 +290,7 @@ impl DiskReader {
     /// # Errors
     /// If it cannot be opened.
     pub fn open(dir: &Path, name: &str, meta: &Meta, disk: usize) -> Result<DiskReader> {
-        let path = tile_path(dir, name, disk);
+        let path = meta.tile_path(dir, name, disk);
         let file = File::open(&path).with_context(|| format!("cannot open {}", path.display()))?;
         Ok(DiskReader { file, tile_bytes: meta.tile_bytes(), path })
     }
@@ -276,12 +316,13 @@ pub struct DiskWriter {
 }
 
 impl DiskWriter {
-    /// Starts disk `disk`'s file of image `name`: writes the header and sizes the file.
+    /// Starts disk `disk`'s file of image `name` (of `meta`'s generation): writes the header
+    /// and sizes the file.
     ///
     /// # Errors
     /// A [`BadInput`] if the disk directory is missing or cannot be written; a failed write.
     pub fn create(dir: &Path, name: &str, meta: &Meta, disk: usize) -> Result<DiskWriter> {
-        let path = tile_path(dir, name, disk);
+        let path = meta.tile_path(dir, name, disk);
         let mut out = OutputFile::create("disk directory", &path)?;
         let header = TileHeader::expected(meta, disk);
         let file = out.file();
@@ -345,26 +386,53 @@ pub fn check_writable(dir: &Path, name: &str, disks: usize) -> Result<()> {
         if !disk.is_dir() {
             bad_input!("disk directory {} is missing", disk.display());
         }
-        drop(OutputFile::create("disk directory", &tile_path(dir, name, d))?);
+        // A probe: the unnamed file is never named.
+        drop(OutputFile::create("disk directory", &disk.join(tile_file_name(name, None)))?);
     }
     Ok(())
 }
 
-/// Writes `image` as the stored image `name` (serially: the `store` mode).
+/// Writes `image` as the stored image `name` (serially: the `store` mode), its tile files of
+/// `generation`, and commits it: an image of that name already in `dir` stays whole until
+/// the commit.
 ///
 /// # Errors
-/// A failed write; nothing is left half-written.
-pub fn write(dir: &Path, name: &str, image: &Raster, tiling: Tiling) -> Result<()> {
-    let meta = Meta::new(tiling, image.depth);
-    let mut writers = (0..tiling.disks).map(|d| DiskWriter::create(dir, name, &meta, d)).collect::<Result<Vec<_>>>()?;
+/// A failed write, naming the file; the files written are removed.
+pub fn write(dir: &Path, name: &str, image: &Raster, tiling: Tiling, generation: Generation) -> Result<()> {
+    let meta = Meta::new(tiling, image.depth, generation);
+    let written = write_tiles(dir, name, image, &meta);
+    let outcome = written.and_then(|()| commit(dir, name, &meta));
+    if outcome.is_err() {
+        // Best effort: an uncommitted generation's files are never read, and the next
+        // write of this name removes them anyway.
+        let _ = generation::remove_generation(dir, name, generation);
+    }
+    outcome
+}
+
+fn write_tiles(dir: &Path, name: &str, image: &Raster, meta: &Meta) -> Result<()> {
+    let tiling = meta.tiling();
+    let mut writers = (0..tiling.disks).map(|d| DiskWriter::create(dir, name, meta, d)).collect::<Result<Vec<_>>>()?;
     for id in tiling.tiles() {
         writers[tiling.disk(id)].write(tiling.local(id), &cut_tile(image, &tiling, id))?;
     }
+    writers.into_iter().try_for_each(DiskWriter::commit)
+}
+
+/// Commits image `name` once every tile file of `meta`'s generation is in place: replaces
+/// the metadata (one rename: readers see the old image or the new one), then removes the
+/// files of every other generation of the name (the old image's, a killed writer's). A
+/// file that cannot be removed is a warning on standard error: the image is whole.
+///
+/// # Errors
+/// The metadata could not be written (the old image, if any, is unchanged).
+pub fn commit(dir: &Path, name: &str, meta: &Meta) -> Result<()> {
     let json = OutputFile::create("--dir", &meta_path(dir, name))?;
-    for w in writers {
-        w.commit()?;
+    json.write_and_commit(serde_json::to_string_pretty(meta)?.as_bytes())?;
+    if let Err(why) = generation::remove_others(dir, name, meta.generation) {
+        eprintln!("dps-filter: warning: {name} is stored, but its old files remain: {why}");
     }
-    json.write_and_commit(serde_json::to_string_pretty(&meta)?.as_bytes())
+    Ok(())
 }
 
 /// Reads the window `(x, y, w, h)` of a stored image (serially: the `load` mode), reading
@@ -424,7 +492,7 @@ mod tests {
                 .collect();
             let image = Raster { width: w, height: h, depth, data };
             let t = tiling(w, h, 16, disks);
-            write(dir.path(), "img", &image, t).unwrap();
+            write(dir.path(), "img", &image, t, Generation::fresh()).unwrap();
             let meta = open(dir.path(), "img").unwrap();
             assert_eq!(meta.tiling(), t);
             assert_eq!(read_window(dir.path(), "img", &meta, (0, 0, w, h)).unwrap(), image);
@@ -438,8 +506,8 @@ mod tests {
     fn a_wrong_size_tile_file_or_a_missing_disk_is_bad_input_naming_it() {
         let dir = tempfile::tempdir().unwrap();
         make_disks(dir.path(), 5);
-        write(dir.path(), "img", &Raster::random8(40, 40, 1), tiling(40, 40, 8, 5)).unwrap();
-        let path = tile_path(dir.path(), "img", 3);
+        write(dir.path(), "img", &Raster::random8(40, 40, 1), tiling(40, 40, 8, 5), Generation::fresh()).unwrap();
+        let path = open(dir.path(), "img").unwrap().tile_path(dir.path(), "img", 3);
         let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
         f.set_len(f.metadata().unwrap().len() - 1).unwrap();
         let e = open(dir.path(), "img").unwrap_err();
@@ -447,6 +515,94 @@ mod tests {
         std::fs::remove_dir_all(disk_dir(dir.path(), 2)).unwrap();
         let e = open(dir.path(), "img").unwrap_err();
         assert!(e.to_string().contains("disk2") && e.to_string().contains("missing"), "{e}");
+    }
+
+    fn files_in(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> =
+            std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+        names.sort();
+        names
+    }
+
+    fn whole(dir: &Path, name: &str) -> Raster {
+        let meta = open(dir, name).unwrap();
+        read_window(dir, name, &meta, (0, 0, meta.width, meta.height)).unwrap()
+    }
+
+    #[test]
+    fn a_replaced_image_is_the_new_one_and_the_old_generation_s_files_are_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        make_disks(dir.path(), 8);
+        let (old, new) = (Raster::random8(50, 40, 1), Raster::random8(50, 40, 2));
+        write(dir.path(), "img", &old, tiling(50, 40, 8, 8), Generation(1)).unwrap();
+        // A killed writer's files: a generation the metadata never named.
+        let killed = Generation(7);
+        std::fs::write(disk_dir(dir.path(), 2).join(tile_file_name("img", Some(killed))), b"half a file").unwrap();
+        assert_eq!(whole(dir.path(), "img"), old, "a killed writer's files are never read");
+        // Fewer disks this time: the old image's files on disks 5-7 go too.
+        write(dir.path(), "img", &new, tiling(50, 40, 8, 5), Generation(2)).unwrap();
+        assert_eq!(whole(dir.path(), "img"), new);
+        for d in 0..8 {
+            let want: Vec<String> = if d < 5 { vec![tile_file_name("img", Some(Generation(2)))] } else { vec![] };
+            assert_eq!(files_in(&disk_dir(dir.path(), d)), want, "disk {d}");
+        }
+    }
+
+    #[test]
+    fn a_write_that_fails_leaves_the_old_image_whole_and_no_new_file() {
+        let dir = tempfile::tempdir().unwrap();
+        make_disks(dir.path(), 4);
+        let old = Raster::random8(40, 40, 1);
+        write(dir.path(), "img", &old, tiling(40, 40, 8, 4), Generation(1)).unwrap();
+        let before: Vec<Vec<String>> = (0..4).map(|d| files_in(&disk_dir(dir.path(), d))).collect();
+        // Disk 3 is a file where a directory is expected: its tile file cannot be made.
+        std::fs::rename(disk_dir(dir.path(), 3), dir.path().join("saved")).unwrap();
+        std::fs::write(disk_dir(dir.path(), 3), b"not a directory").unwrap();
+        let e = write(dir.path(), "img", &Raster::random8(40, 40, 2), tiling(40, 40, 8, 4), Generation(2)).unwrap_err();
+        assert!(format!("{e:#}").contains("disk3"), "{e:#}");
+        std::fs::remove_file(disk_dir(dir.path(), 3)).unwrap();
+        std::fs::rename(dir.path().join("saved"), disk_dir(dir.path(), 3)).unwrap();
+        assert_eq!(whole(dir.path(), "img"), old);
+        let after: Vec<Vec<String>> = (0..4).map(|d| files_in(&disk_dir(dir.path(), d))).collect();
+        assert_eq!(after, before);
+    }
+
+    #[test]
+    fn a_version_1_store_still_loads_and_its_files_go_once_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        make_disks(dir.path(), 3);
+        let (old, new) = (Raster::random8(30, 20, 1), Raster::random8(30, 20, 2));
+        write(dir.path(), "img", &old, tiling(30, 20, 8, 3), Generation(1)).unwrap();
+        // Rewrite it as version 1 wrote it: `img.tiles`, no generation.
+        let mut meta = open(dir.path(), "img").unwrap();
+        for d in 0..3 {
+            std::fs::rename(meta.tile_path(dir.path(), "img", d), disk_dir(dir.path(), d).join("img.tiles")).unwrap();
+        }
+        meta.version = 1;
+        meta.generation = None;
+        let text = serde_json::to_string(&meta).unwrap();
+        assert!(!text.contains("generation"), "{text}");
+        std::fs::write(meta_path(dir.path(), "img"), text).unwrap();
+        assert_eq!(whole(dir.path(), "img"), old);
+        write(dir.path(), "img", &new, tiling(30, 20, 8, 3), Generation(2)).unwrap();
+        assert_eq!(whole(dir.path(), "img"), new);
+        assert_eq!(files_in(&disk_dir(dir.path(), 0)), [tile_file_name("img", Some(Generation(2)))]);
+    }
+
+    #[test]
+    fn versions_and_generations_must_agree() {
+        let meta = Meta::new(tiling(30, 20, 8, 3), Depth::Bit8, Generation(0xab));
+        let text = serde_json::to_string(&meta).unwrap();
+        assert!(text.contains("\"generation\":\"00000000000000ab\""), "{text}");
+        assert_eq!(Meta::parse(&text), Ok(meta.clone()));
+        let no_generation = text.replace(",\"generation\":\"00000000000000ab\"", "");
+        assert!(Meta::parse(&no_generation).unwrap_err().contains("generation"));
+        let v1_with_generation = text.replace("\"version\":2", "\"version\":1");
+        assert!(Meta::parse(&v1_with_generation).unwrap_err().contains("version 1"));
+        let v3 = text.replace("\"version\":2", "\"version\":3");
+        assert!(Meta::parse(&v3).unwrap_err().contains("version 3"));
+        let bad = text.replace("00000000000000ab", "../../etc");
+        assert!(Meta::parse(&bad).unwrap_err().contains("16 lowercase hex"));
     }
 
     proptest! {
@@ -458,7 +614,7 @@ mod tests {
         #[test]
         fn metadata_fields_are_checked(width in 0usize..5000, height in 0usize..5000, tile in 0usize..6000,
                                        bits in 0u32..30, disks in 0usize..20, stride in 0usize..25) {
-            let meta = Meta { format: FORMAT.into(), version: 1, width, height, tile, bits, disks, stride };
+            let meta = Meta { format: FORMAT.into(), version: 1, width, height, tile, bits, disks, stride, generation: None };
             let text = serde_json::to_string(&meta).unwrap();
             let ok = (1..=MAX_SIDE).contains(&width) && (1..=MAX_SIDE).contains(&height)
                 && Depth::from_bits(bits).is_some() && tile >= 1 && tile <= width.max(height)

@@ -62,17 +62,26 @@ impl Files {
             assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         }
         std::fs::remove_dir_all(files.path("nodisk/disk3")).unwrap();
-        let tiles = files.path("short/disk2/image.tiles");
+        let tiles = tile_file(&files.path("short"), 2);
         let len = std::fs::metadata(&tiles).unwrap().len();
         std::fs::OpenOptions::new().write(true).open(&tiles).unwrap().set_len(len - 100).unwrap();
-        let tiles = files.path("garbage/disk1/image.tiles");
+        let tiles = tile_file(&files.path("garbage"), 1);
         let len = std::fs::metadata(&tiles).unwrap().len() as usize;
         std::fs::write(&tiles, vec![0x5a; len]).unwrap();
         std::fs::write(files.path("badmeta/image.json"), "{\"format\": \"dps-filter tiled image\", \"width\": 3}")
             .unwrap();
         std::fs::write(files.path("a_file"), "not a directory").unwrap();
+        std::os::unix::fs::symlink(files.path("s8/disk1"), files.path("link-to-disk1")).unwrap();
         files
     }
+}
+
+/// The tile file of the store's only image on disk `disk`.
+fn tile_file(store: &Path, disk: usize) -> PathBuf {
+    let files: Vec<PathBuf> =
+        std::fs::read_dir(store.join(format!("disk{disk}"))).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    files[0].clone()
 }
 
 /// Files a failed row may have left: partial outputs or outputs that should not exist.
@@ -100,6 +109,13 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// `path` (absolute) spelled relative to the working directory, through `..`.
+fn relative_to_working_directory(path: &Path) -> String {
+    let cwd = std::env::current_dir().unwrap().canonicalize().unwrap();
+    let ups = vec![".."; cwd.components().count() - 1].join("/");
+    format!("{ups}{}", path.display())
+}
+
 #[test]
 fn bad_input_is_refused_with_one_line_naming_it() {
     let f = Files::new();
@@ -110,6 +126,13 @@ fn bad_input_is_refused_with_one_line_naming_it() {
     std::fs::create_dir(&new_store).unwrap();
     let out = f.p("out.png");
     let out_in_missing_dir = f.p("no/such/dir/out.png");
+    // Into the store s8: its metadata, a tile file, through `..`, relative, through a symlink.
+    let s8_meta = f.p("s8/image.json");
+    let s8_disk0_tiles = tile_file(&f.path("s8"), 0).to_str().unwrap().to_string();
+    let s8_meta_via_dots = f.p("s8/disk3/../image.json");
+    let s8_meta_relative = relative_to_working_directory(&f.path("s8/image.json"));
+    let via_link = f.p("link-to-disk1/out.png");
+    let s8_before = contents(&f.path("s8"));
     check_table(
         BIN.as_ref(),
         &[
@@ -145,8 +168,8 @@ fn bad_input_is_refused_with_one_line_naming_it() {
             // or contents, metadata that is not the format's.
             case(&["load", &new_store, "--name", "nothing", "-o", &out], 2, &["nothing.json"]),
             case(&["load", &nodisk, "-o", &out], 2, &["disk3", "is missing"]),
-            case(&["load", &short, "-o", &out], 2, &["disk2/image.tiles", "truncated"]),
-            case(&["load", &garbage, "-o", &out], 2, &["disk1/image.tiles", "wrong magic"]),
+            case(&["load", &short, "-o", &out], 2, &["disk2/image.", ".tiles", "truncated"]),
+            case(&["load", &garbage, "-o", &out], 2, &["disk1/image.", ".tiles", "wrong magic"]),
             case(&["load", &badmeta, "-o", &out], 2, &["image.json", "missing field"]),
             // Windows.
             case(
@@ -156,6 +179,17 @@ fn bad_input_is_refused_with_one_line_naming_it() {
             ),
             case(&["load", &s8, "--window", "0", "0", "0", "10", "-o", &out], 2, &["--window", "empty"]),
             case(&["load", &s8, "-o", &out_in_missing_dir], 2, &["--out", "does not exist"]),
+            // Outputs inside the input store (its directory or a disk directory), however
+            // spelled: they could overwrite the store's own files.
+            case(&["load", &s8, "-o", &s8_disk0_tiles], 2, &["--out", &s8_disk0_tiles, "inside the store"]),
+            case(&["load", &s8, "-o", &s8_meta], 2, &["--out", &s8_meta, "inside the store"]),
+            case(&["load", &s8, "-o", &s8_meta_via_dots], 2, &["--out", &s8_meta_via_dots, "inside the store"]),
+            case(&["load", &s8, "-o", &s8_meta_relative], 2, &["--out", &s8_meta_relative, "inside the store"]),
+            case(&["load", &s8, "-o", &via_link], 2, &["--out", &via_link, "inside the store"]),
+            case(&["gather", "--dir", &s8, "-o", &s8_meta], 2, &["--out", &s8_meta, "inside the store"]),
+            case_on(2, &["gather", "--dir", &s8, "-o", &s8_disk0_tiles], 2, &["--out", "inside the store"]),
+            case(&["gather", "--dir", &s8, "--trace", &s8_meta], 2, &["--trace", &s8_meta, "inside the store"]),
+            case(&["median", "--dir", &s8, "--trace", &s8_meta], 2, &["--trace", &s8_meta, "inside the store"]),
             case(&["gather", "--dir", &s8, "--window", "0", "70", "10", "11"], 2, &["--window", "outside"]),
             case(&["gather", "--dir", &srgb], 2, &["gather needs", "24 bits"]),
             // The median: 8-bit only, sizes, a store with a missing disk, no input.
@@ -192,6 +226,14 @@ fn bad_input_is_refused_with_one_line_naming_it() {
     );
     let left = leftovers(f.dir.path());
     assert!(left.is_empty(), "files left behind: {left:?}");
+    assert!(contents(&f.path("s8")) == s8_before, "the store the refused outputs pointed into has changed");
+}
+
+/// Every file under `dir`, with its bytes.
+fn contents(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut files: Vec<_> = walk(dir).into_iter().map(|p| (p.clone(), std::fs::read(&p).unwrap())).collect();
+    files.sort();
+    files
 }
 
 /// `--simulate` refusals: each one line, exit 2, before any work.

@@ -7,6 +7,7 @@
 use std::path::Path;
 
 use dps_filter::median::median_image;
+use dps_filter::store::open;
 use dps_harness::launch::json_record as json;
 use dps_harness::launch::mpirun;
 use rand::{Rng, SeedableRng};
@@ -122,13 +123,15 @@ fn median_of_a_stored_image_is_written_striped_like_its_input() {
     store(dir.path(), &png, 64, 5);
     let r = run(2, &["median", "--dir", dir.path().to_str().unwrap(), "--verify", "--json"]);
     assert_eq!(r["verified"], true, "{r}");
-    let got = load(dir.path(), "image-median", [0, 0, 300, 170], &dir.path().join("out.png"));
+    let outputs = tempfile::tempdir().unwrap(); // outside the store, as every output must be
+    let got = load(dir.path(), "image-median", [0, 0, 300, 170], &outputs.path().join("out.png"));
     let pixels: Vec<u8> = levels.iter().map(|&v| v as u8).collect();
     let want: Vec<u16> = median_image(&pixels, 300, 170).into_iter().map(u16::from).collect();
     assert_eq!(got, want);
+    let (input, output) = (open(dir.path(), "image").unwrap(), open(dir.path(), "image-median").unwrap());
     for d in 0..5 {
         let (input, output) =
-            (dir.path().join(format!("disk{d}/image.tiles")), dir.path().join(format!("disk{d}/image-median.tiles")));
+            (input.tile_path(dir.path(), "image", d), output.tile_path(dir.path(), "image-median", d));
         let (a, b) = (std::fs::read(input).unwrap(), std::fs::read(output).unwrap());
         assert_eq!(a.len(), b.len(), "disk {d}: the output holds the same tiles as the input");
         assert_eq!(a[..24], b[..24], "disk {d}: same header (disk index, tile count, size)");
@@ -142,7 +145,8 @@ fn gather_equals_the_zero_padded_convolution_on_aligned_and_unaligned_windows() 
     random_png(&png, 600, 520, true, 2);
     store(dir.path(), &png, 256, 5);
     let d = dir.path().to_str().unwrap();
-    let out = dir.path().join("g.png");
+    let outputs = tempfile::tempdir().unwrap(); // outside the store, as every output must be
+    let out = outputs.path().join("g.png");
     let cases = [
         (1, "box3", ["256", "0", "256", "256"]),
         (2, "gauss5", ["13", "7", "500", "400"]),
@@ -165,9 +169,10 @@ fn store_and_load_round_trip_windows_of_8_and_16_bit_images() {
         let png = dir.path().join("in.png");
         let levels = random_png(&png, 300, 200, sixteen, 6);
         store(dir.path(), &png, 64, disks);
-        let whole = load(dir.path(), "image", [0, 0, 300, 200], &dir.path().join("all.png"));
+        let outputs = tempfile::tempdir().unwrap(); // outside the store, as every output must be
+        let whole = load(dir.path(), "image", [0, 0, 300, 200], &outputs.path().join("all.png"));
         assert_eq!(whole, levels);
-        let part = load(dir.path(), "image", [70, 33, 150, 101], &dir.path().join("part.png"));
+        let part = load(dir.path(), "image", [70, 33, 150, 101], &outputs.path().join("part.png"));
         let want: Vec<u16> = (33..134).flat_map(|y| levels[y * 300 + 70..][..150].to_vec()).collect();
         assert_eq!(part, want);
     }
