@@ -69,9 +69,6 @@ python3 - "$out" <<'PY'
 import json, statistics, sys
 out = sys.argv[1]
 def rows(name): return [json.loads(l) for l in open(f"{out}/{name}.jsonl") if l.strip()]
-def med(rs, **kw):
-    vals = [r["gflops"] for r in rs if all(r.get(k) == v for k, v in kw.items())]
-    return statistics.median(vals) if vals else None
 mm, lu, mkl = rows("matmul"), rows("lu"), rows("mkl")
 peak = json.load(open(f"{out}/peak.json"))
 machine_peak, core_peak = peak["all_cores_gflops"], peak["core_gflops"]
@@ -79,36 +76,44 @@ def gemm256(r):
     g = next(k for k in r["kernels"] if k["name"] == "gemm")
     p = next(p for p in g["points"] if p["dims"] == [256, 256, 256])
     return p["work"] / p["seconds"] / 1e9
-cal = statistics.median(gemm256(r) for r in rows("calibrate"))
 fmt = lambda x, spec=".1f": "n/a" if x is None else format(x, spec)
-ratio = lambda a, b: None if a is None or b is None else a / b
+def paired(a, b):
+    # The median of the per-round ratios: runs of one round are adjacent in time, so each
+    # ratio pairs runs under the same load (the medians of each side alone need not).
+    pairs = [x / y for x, y in zip(a, b)]
+    return statistics.median(pairs) if pairs else None
+def rates(rs, **kw): return [r["gflops"] for r in rs if all(r.get(k) == v for k, v in kw.items())]
 def first(rs, **kw):
     # The first call over the median call, per run, median over the runs (matmul's first call
     # is its warm-up run).
     return statistics.median(r["first_call_s"] / r["seconds"] for r in rs if all(r[k] == v for k, v in kw.items()))
 def block(rs, **kw):
     # matmul: rows x columns of a block of C; LU: the panel width.
-    return sorted({f'{r["block"]}x{r["block_cols"]}' if "block_cols" in r else str(r["block"])
-                   for r in rs if all(r[k] == v for k, v in kw.items())})
+    return ", ".join(sorted({f'{r["block"]}x{r["block_cols"]}' if "block_cols" in r else str(r["block"])
+                             for r in rs if all(r[k] == v for k, v in kw.items())}))
 blas = mm[0]
 lines = [f"BLAS: {blas['blas_library']} {blas['blas_version']}, core {blas['blas_core']} (chosen by {blas['blas_core_chosen_by']}; CPU vectors {blas['cpu_vectors']}); "
-         f"measured peak {machine_peak:.1f} GFLOP/s on {peak['cores']} cores ({core_peak:.1f} on one, {peak['vectors']} FMA)", "",
+         f"measured peak {machine_peak:.1f} GFLOP/s on {peak['cores']} cores ({core_peak:.1f} on one, {peak['vectors']} FMA)",
+         "Rates: medians of the runs; ratios: medians of the per-round ratios (runs of a round are adjacent).", "",
          "| benchmark | block | DPS GFLOP/s | OpenBLAS GFLOP/s | MKL GFLOP/s | DPS / MKL | floor | DPS / OpenBLAS | DPS / peak | first call / median |",
          "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
 def row(name, blk, dps, ref, best, floor, first_call, peak_of):
-    lines.append(f"| {name} | {blk} | {fmt(dps)} | {fmt(ref)} | {fmt(best)} | {fmt(ratio(dps, best), '.2f')} | {floor} | "
-                 f"{fmt(ratio(dps, ref), '.2f')} | {fmt(ratio(dps, peak_of), '.2f')} | {first_call} |")
+    med = lambda xs: statistics.median(xs) if xs else None
+    lines.append(f"| {name} | {blk} | {fmt(med(dps))} | {fmt(med(ref))} | {fmt(med(best))} | {fmt(paired(dps, best), '.2f')} | {floor} | "
+                 f"{fmt(paired(dps, ref), '.2f')} | {fmt(med(dps) / peak_of, '.2f')} | {first_call} |")
 for n in sorted({r["n"] for r in mm}, reverse=True):
-    ref, dps, best = med(mm, variant="serial", n=n), med(mm, variant="pipelined", n=n), med(mkl, op="dgemm", n=n)
-    row(f"matmul n={n}, 2 ranks vs dgemm 2 threads", block(mm, variant='pipelined', n=n), dps, ref, best,
-        "0.90" if n >= 4096 else "0.85", f"{first(mm, variant='pipelined', n=n):.2f}", machine_peak)
+    row(f"matmul n={n}, 2 ranks vs dgemm 2 threads", block(mm, variant='pipelined', n=n), rates(mm, variant="pipelined", n=n),
+        rates(mm, variant="serial", n=n), rates(mkl, op="dgemm", n=n), "0.90" if n >= 4096 else "0.85",
+        f"{first(mm, variant='pipelined', n=n):.2f}", machine_peak)
 n = lu[0]["n"]
-ref, st, ms, best = med(lu, variant="serial"), med(lu, variant="stream"), med(lu, variant="merge-split"), med(mkl, op="dgetrf", n=n)
+st, ms = rates(lu, variant="stream"), rates(lu, variant="merge-split")
+ref, best = rates(lu, variant="serial"), rates(mkl, op="dgetrf", n=n)
 row(f"LU stream n={n}, 2 ranks vs dgetrf 2 threads", block(lu, variant='stream'), st, ref, best, "0.95",
     f"{first(lu, variant='stream'):.2f}", machine_peak)
-row("LU merge-split, same", block(lu, variant='merge-split'), ms, ref, best, f"(stream faster: {st > ms})",
+row("LU merge-split, same", block(lu, variant='merge-split'), ms, ref, best, "",
     f"{first(lu, variant='merge-split'):.2f}", machine_peak)
-row("calibrate's gemm 256³, 1 thread vs dgemm 1 thread", "", cal, None, med(mkl, op="dgemm1", n=256), "0.90", "", core_peak)
+row("calibrate's gemm 256³, 1 thread vs dgemm 1 thread", "", [gemm256(r) for r in rows("calibrate")], [],
+    rates(mkl, op="dgemm1", n=256), "0.90", "", core_peak)
 open(f"{out}/summary.md", "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 PY
