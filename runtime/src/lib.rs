@@ -41,6 +41,7 @@ mod bulk_vec;
 mod cli;
 mod collection;
 mod collectives;
+pub mod cpu_time;
 mod engine;
 mod error;
 mod failure;

@@ -63,13 +63,9 @@ thread_local! {
     static CLOCK: RefCell<Option<Clock>> = const { RefCell::new(None) };
 }
 
-/// This thread's CPU time, ns.
+/// This thread's CPU time, ns (a u64 of ns holds 584 years of it).
 fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes one `timespec` into `ts`, a valid and exclusive borrow.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "dps simulator: the thread's CPU clock cannot be read");
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    crate::cpu_time::thread().as_nanos() as u64
 }
 
 fn with<R>(f: impl FnOnce(&mut Clock) -> R) -> Option<R> {

@@ -67,14 +67,9 @@ impl SerialClock {
     }
 }
 
-/// This thread's CPU time, s (`CLOCK_THREAD_CPUTIME_ID`, as the simulator's direct execution
-/// reads it).
+/// This thread's CPU time, s (as the simulator's direct execution reads it).
 fn thread_cpu_seconds() -> f64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes one `timespec` into `ts`, a valid and exclusive borrow.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "dps-lu: the thread's CPU clock cannot be read");
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
+    dps::cpu_time::thread().as_secs_f64()
 }
 
 /// The serial blocked reference, timed per iteration on `clock`: block k factors its panel,

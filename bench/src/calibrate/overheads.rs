@@ -17,7 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Result};
-use dps::{route, Bulk, Graph, MergeFn, Node, Runtime};
+use dps::{cpu_time, route, Bulk, Graph, MergeFn, Node, Runtime};
 use dps_harness::median;
 use dps_model::platform::{Overheads, TransferCost};
 
@@ -38,14 +38,6 @@ const SETS: usize = 32;
 static MOVED: AtomicU64 = AtomicU64::new(0);
 
 /// A CPU clock, seconds.
-fn cpu_clock(clock: libc::clockid_t) -> f64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes one `timespec` into `ts`, a valid and exclusive borrow.
-    let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
-    assert_eq!(rc, 0, "calibrate: CPU clock {clock} cannot be read");
-    ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-}
-
 /// One side's kernel run: the CPU seconds its process spent besides the kernel's thread, and
 /// the messages that moved meanwhile.
 #[derive(Clone, Copy, Debug)]
@@ -59,13 +51,17 @@ struct Side {
 /// Runs `kernel` and counts what else this process did meanwhile.
 fn side(kernel: impl FnOnce()) -> Side {
     let before = MOVED.load(Ordering::Relaxed);
-    let (process, thread) = (cpu_clock(libc::CLOCK_PROCESS_CPUTIME_ID), cpu_clock(libc::CLOCK_THREAD_CPUTIME_ID));
+    let (process, thread) = (cpu_time::process(), cpu_time::thread());
     let start = Instant::now();
     kernel();
     let seconds = start.elapsed().as_secs_f64();
-    let thread = cpu_clock(libc::CLOCK_THREAD_CPUTIME_ID) - thread;
-    let process = cpu_clock(libc::CLOCK_PROCESS_CPUTIME_ID) - process;
-    Side { other_cpu: (process - thread).max(0.0), moved: MOVED.load(Ordering::Relaxed) - before, seconds }
+    let thread = cpu_time::thread() - thread;
+    let process = cpu_time::process() - process;
+    Side {
+        other_cpu: process.saturating_sub(thread).as_secs_f64(),
+        moved: MOVED.load(Ordering::Relaxed) - before,
+        seconds,
+    }
 }
 
 /// The stream (rank 0 → peer, each message acknowledged back) and the peer's kernel.

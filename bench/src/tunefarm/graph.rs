@@ -90,8 +90,8 @@ pub(super) fn build(rt: &Runtime, n: usize) -> Result<Graph<Work, Done>> {
 /// time: a wall-clock loop preempted on a busy machine would be charged less than `d`.
 fn spin(d: Duration) {
     if dps::simulated() == Some(dps::SimMode::De) {
-        let until = thread_cpu() + d;
-        while thread_cpu() < until {
+        let until = dps::cpu_time::thread() + d;
+        while dps::cpu_time::thread() < until {
             std::hint::spin_loop();
         }
     } else {
@@ -100,15 +100,6 @@ fn spin(d: Duration) {
             std::hint::spin_loop();
         }
     }
-}
-
-/// This thread's CPU time.
-fn thread_cpu() -> Duration {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes one `timespec` into `ts`, a valid and exclusive borrow.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    assert_eq!(rc, 0, "tune-farm: the thread's CPU clock cannot be read");
-    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 /// What a farm call did: the items, and how many each worker ran.
