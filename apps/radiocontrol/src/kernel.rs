@@ -45,9 +45,9 @@ pub const WATCH_NOISE_SIGMA: f64 = 300.0;
 /// Its expected energy in a 50 ms block of 150 samples, 150·σ² = 1.35e7: a watch block
 /// holds E[Σ(s + n)²] = Σs² + 150·σ², so it never records less than 6·log2(1 + 1.35e7) ≈
 /// 142.1. The station's block energies get it added before the log. Without it a station
-/// block of digital silence was Lg = 0 against the watch's ~142, an outlier carrying 27–40 %
-/// of the station's variance over the 80 blocks, and the best r moved to the nearest lag at
-/// which no block lay in the silence: 28–33 ms off (issue 27).
+/// block of (near) digital silence was Lg ≈ 0 against the watch's ~142, an outlier carrying
+/// 27–40 % of the station's variance over the 80 blocks, and the best r moved to the
+/// nearest lag at which no block lay in the silence: 28–33 ms off (issue 27).
 pub const WATCH_NOISE_ENERGY: f64 = (3 * BLOCK_MS) as f64 * WATCH_NOISE_SIGMA * WATCH_NOISE_SIGMA;
 
 /// Watches per register tile.
