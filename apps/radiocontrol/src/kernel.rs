@@ -3,10 +3,11 @@
 //! the maximum and its first lag.
 //!
 //! The station side is prepared once per station minute and shared by every watch
-//! ([`Prepared`]): 1 ms energies, the 50 ms log energies `Lg[t] = 6·log2(1 + Σ e)`,
-//! **stored in fixed point, `Lgq = round(64·Lg)` as i16** (the correlation centre's
-//! compression of the station sound, Fig. 9.1; the definition of r below is on these
-//! values), and per lag the inverse standard deviation of the 80 samples `Lgq[τ + 50k]`.
+//! ([`Prepared`]): 1 ms energies, the 50 ms log energies `Lg[t] = 6·log2(1 + N + Σ e)`
+//! with N the energy of the watch's own noise ([`WATCH_NOISE_ENERGY`]: the station as a
+//! watch hears it), **stored in fixed point, `Lgq = round(64·Lg)` as i16** (the correlation
+//! centre's compression of the station sound, Fig. 9.1; the definition of r below is on
+//! these values), and per lag the inverse standard deviation of the 80 samples `Lgq[τ + 50k]`.
 //! The watch side is the record's 80 `u8` values `x` as they are. Then
 //!
 //! ```text
@@ -38,6 +39,16 @@ const ENERGIES: usize = STATION_SAMPLES / 3;
 pub const LOG_ENERGIES: usize = ENERGIES - BLOCK_MS + 1;
 /// Fixed-point scale of the stored log energies.
 pub const LG_SCALE: f64 = 64.0;
+/// σ of the noise a watch adds to everything it records (microphone and room), in PCM
+/// units: the generator's N(0, 300) on listening minutes.
+pub const WATCH_NOISE_SIGMA: f64 = 300.0;
+/// Its expected energy in a 50 ms block of 150 samples, 150·σ² = 1.35e7: a watch block
+/// holds E[Σ(s + n)²] = Σs² + 150·σ², so it never records less than 6·log2(1 + 1.35e7) ≈
+/// 142.1. The station's block energies get it added before the log. Without it a station
+/// block of (near) digital silence was Lg ≈ 0 against the watch's ~142, an outlier carrying
+/// 27–40 % of the station's variance over the 80 blocks, and the best r moved to the
+/// nearest lag at which no block lay in the silence: 28–33 ms off (issue 27).
+pub const WATCH_NOISE_ENERGY: f64 = (3 * BLOCK_MS) as f64 * WATCH_NOISE_SIGMA * WATCH_NOISE_SIGMA;
 
 /// Watches per register tile.
 pub const TILE_WATCHES: usize = 6;
@@ -55,7 +66,8 @@ pub const FLAG_INVALID: u16 = 1;
 /// Result flag: the watch signal is flat (no variance); r = 0, lag = 0.
 pub const FLAG_FLAT: u16 = 2;
 
-/// The 50 ms log energies of a station minute's PCM, in fixed point: round(64·Lg).
+/// The 50 ms log energies of a station minute's PCM as a watch hears it (plus
+/// [`WATCH_NOISE_ENERGY`]), in fixed point: round(64·Lg).
 pub fn log_energies_fixed(samples: &[i16]) -> Vec<i16> {
     assert_eq!(samples.len(), STATION_SAMPLES, "a station minute has {STATION_SAMPLES} samples");
     let mut prefix = vec![0.0f64; ENERGIES + 1];
@@ -63,9 +75,12 @@ pub fn log_energies_fixed(samples: &[i16]) -> Vec<i16> {
         let e: f64 = samples[3 * t..3 * t + 3].iter().map(|&s| f64::from(s) * f64::from(s)).sum();
         prefix[t + 1] = prefix[t] + e;
     }
-    // At most 6·log2(1 + 150·32768²) ≈ 223.3, so 64·Lg < 14300 fits an i16.
+    // At most 6·log2(1 + 1.35e7 + 150·32768²) ≈ 223.3, so 64·Lg < 14300 fits an i16.
     (0..LOG_ENERGIES)
-        .map(|t| (LG_SCALE * 6.0 * (1.0 + prefix[t + BLOCK_MS] - prefix[t]).log2()).round() as i16)
+        .map(|t| {
+            let energy = WATCH_NOISE_ENERGY + prefix[t + BLOCK_MS] - prefix[t];
+            (LG_SCALE * 6.0 * (1.0 + energy).log2()).round() as i16
+        })
         .collect()
 }
 
