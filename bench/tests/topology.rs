@@ -24,7 +24,11 @@ fn one_rank_prints_the_machine_and_its_binding() {
     }
     assert!(job.stdout.contains(&format!("core {}: PUs ", cores - 1)), "{}", job.stdout);
     assert!(job.stdout.lines().any(|l| l.starts_with("L1 ")), "no L1 cache:\n{}", job.stdout);
-    assert!(pus_of(&job.stdout, 0, "dps-worker-0").is_some(), "{}", job.stdout);
+    // Rank 0 hosts two DPS threads (main, reporters), so two workers; a worker names itself
+    // when it first runs, and under load one may not have run when the report reads
+    // /proc/self/task (CI failed on "dps-worker-0" once): either worker counts.
+    let worker_reported = ["dps-worker-0", "dps-worker-1"].iter().any(|w| pus_of(&job.stdout, 0, w).is_some());
+    assert!(worker_reported, "{}", job.stdout);
 }
 
 #[test]
