@@ -26,7 +26,7 @@ fn one_rank_prints_the_machine_and_its_binding() {
     assert!(job.stdout.lines().any(|l| l.starts_with("L1 ")), "no L1 cache:\n{}", job.stdout);
     // Rank 0 hosts two DPS threads (main, reporters), so two workers; a worker names itself
     // when it first runs, and under load one may not have run when the report reads
-    // /proc/self/task (CI failed on "dps-worker-0" once): either worker counts.
+    // /proc/self/task (it failed so here once): either worker counts.
     let worker_reported = ["dps-worker-0", "dps-worker-1"].iter().any(|w| pus_of(&job.stdout, 0, w).is_some());
     assert!(worker_reported, "{}", job.stdout);
 }
