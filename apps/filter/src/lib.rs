@@ -6,6 +6,7 @@
 pub mod disk;
 pub mod exchange;
 pub mod graph;
+mod lanes;
 pub mod layout;
 pub mod linear;
 pub mod median;
@@ -14,4 +15,5 @@ mod parallel;
 pub mod raster;
 pub mod record;
 pub mod run;
+mod select;
 pub mod store;
