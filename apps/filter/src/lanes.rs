@@ -9,10 +9,17 @@
 pub(crate) trait Lanes: Copy {
     /// Lanes per vector.
     const N: usize;
-    /// The first `N` bytes of `src`. Panics if it is shorter.
-    fn load(src: &[u8]) -> Self;
-    /// Writes the lanes to the first `N` bytes of `dst`. Panics if it is shorter.
-    fn store(self, dst: &mut [u8]);
+    /// The `N` bytes of `src` from `at`.
+    ///
+    /// # Safety
+    /// `at + N <= src.len()` (checked only in debug builds: the kernel checks its ranges
+    /// once per pass, not once per vector).
+    unsafe fn load(src: &[u8], at: usize) -> Self;
+    /// Writes the lanes to the `N` bytes of `dst` from `at`.
+    ///
+    /// # Safety
+    /// `at + N <= dst.len()`, as for `load`.
+    unsafe fn store(self, dst: &mut [u8], at: usize);
     fn min(self, other: Self) -> Self;
     fn max(self, other: Self) -> Self;
 }
@@ -20,12 +27,16 @@ pub(crate) trait Lanes: Copy {
 impl Lanes for u8 {
     const N: usize = 1;
     #[inline(always)]
-    fn load(src: &[u8]) -> u8 {
-        src[0]
+    unsafe fn load(src: &[u8], at: usize) -> u8 {
+        debug_assert!(at < src.len());
+        // SAFETY: `at < src.len()` (the caller's contract).
+        unsafe { *src.get_unchecked(at) }
     }
     #[inline(always)]
-    fn store(self, dst: &mut [u8]) {
-        dst[0] = self;
+    unsafe fn store(self, dst: &mut [u8], at: usize) {
+        debug_assert!(at < dst.len());
+        // SAFETY: `at < dst.len()` (the caller's contract).
+        unsafe { *dst.get_unchecked_mut(at) = self }
     }
     #[inline(always)]
     fn min(self, other: u8) -> u8 {
@@ -53,17 +64,19 @@ mod x86 {
     impl Lanes for Avx2 {
         const N: usize = 32;
         #[inline(always)]
-        fn load(src: &[u8]) -> Avx2 {
-            assert!(src.len() >= 32);
-            // SAFETY: 32 bytes are readable (checked); unaligned load. AVX2 is present: this
-            // runs only inside `median5`'s AVX2 or AVX-512 path, after detection.
-            Avx2(unsafe { _mm256_loadu_si256(src.as_ptr().cast()) })
+        unsafe fn load(src: &[u8], at: usize) -> Avx2 {
+            debug_assert!(at + 32 <= src.len());
+            // SAFETY: 32 bytes from `at` are readable (the caller's contract); unaligned
+            // load. AVX2 is present: this runs only inside `median5`'s paths for it, after
+            // detection.
+            Avx2(unsafe { _mm256_loadu_si256(src.as_ptr().add(at).cast()) })
         }
         #[inline(always)]
-        fn store(self, dst: &mut [u8]) {
-            assert!(dst.len() >= 32);
-            // SAFETY: 32 bytes are writable (checked); AVX2 is present (as in `load`).
-            unsafe { _mm256_storeu_si256(dst.as_mut_ptr().cast(), self.0) }
+        unsafe fn store(self, dst: &mut [u8], at: usize) {
+            debug_assert!(at + 32 <= dst.len());
+            // SAFETY: 32 bytes from `at` are writable (the caller's contract); AVX2 is
+            // present (as in `load`).
+            unsafe { _mm256_storeu_si256(dst.as_mut_ptr().add(at).cast(), self.0) }
         }
         #[inline(always)]
         fn min(self, other: Avx2) -> Avx2 {
@@ -84,17 +97,19 @@ mod x86 {
     impl Lanes for Avx512 {
         const N: usize = 64;
         #[inline(always)]
-        fn load(src: &[u8]) -> Avx512 {
-            assert!(src.len() >= 64);
-            // SAFETY: 64 bytes are readable (checked); unaligned load. AVX-512F is present:
-            // this runs only inside `median5`'s AVX-512 path, after detection.
-            Avx512(unsafe { _mm512_loadu_si512(src.as_ptr().cast()) })
+        unsafe fn load(src: &[u8], at: usize) -> Avx512 {
+            debug_assert!(at + 64 <= src.len());
+            // SAFETY: 64 bytes from `at` are readable (the caller's contract); unaligned
+            // load. AVX-512F is present: this runs only inside `median5`'s paths for it, after
+            // detection.
+            Avx512(unsafe { _mm512_loadu_si512(src.as_ptr().add(at).cast()) })
         }
         #[inline(always)]
-        fn store(self, dst: &mut [u8]) {
-            assert!(dst.len() >= 64);
-            // SAFETY: 64 bytes are writable (checked); AVX-512F is present (as in `load`).
-            unsafe { _mm512_storeu_si512(dst.as_mut_ptr().cast(), self.0) }
+        unsafe fn store(self, dst: &mut [u8], at: usize) {
+            debug_assert!(at + 64 <= dst.len());
+            // SAFETY: 64 bytes from `at` are writable (the caller's contract); AVX-512F is
+            // present (as in `load`).
+            unsafe { _mm512_storeu_si512(dst.as_mut_ptr().add(at).cast(), self.0) }
         }
         #[inline(always)]
         fn min(self, other: Avx512) -> Avx512 {

@@ -99,7 +99,7 @@ fn median5_avx2(src: &[u8], stride: usize, w: usize, h: usize, dst: &mut [u8], d
 /// inlined into the function that enables its instructions.)
 #[inline(always)]
 fn vector_starts(n: usize, lanes: usize) -> impl Iterator<Item = usize> {
-    debug_assert!(n >= lanes);
+    assert!(n >= lanes, "a pass shorter than a vector"); // the loads' bounds rely on it
     (0..n / lanes).map(move |k| k * lanes).chain((!n.is_multiple_of(lanes)).then_some(n - lanes))
 }
 
@@ -119,26 +119,43 @@ fn median5_lanes<V: Lanes>(src: &[u8], stride: usize, w: usize, h: usize, dst: &
         while x0 < w {
             // The last block takes the rest when a block after it would be under a vector.
             let n = if w - x0 < BLOCK + V::N { w - x0 } else { BLOCK };
+            // What makes every load and store below in bounds: a vector starting at `i`
+            // ends at most at the length of its pass (`vector_starts`), which is at most
+            // `n + 2·RADIUS`; the rows of `columns` and `pairs` are `len` long, the source
+            // rows `w + 2·RADIUS` from `x0`, the output row `w`.
+            assert!(x0 + n <= w && n + 2 * RADIUS <= len);
             for i in vector_starts(n + 2 * RADIUS, V::N) {
-                let sorted = sort5(std::array::from_fn(|k| V::load(&rows[k][x0 + i..])));
-                for (k, v) in sorted.into_iter().enumerate() {
-                    v.store(&mut columns[k * len + i..]);
+                // SAFETY: the ranges above: x0 + i + N <= x0 + n + 4 <= w + 4 (source rows),
+                // k·len + i + N <= k·len + n + 4 <= (k + 1)·len (row k of `columns`).
+                unsafe {
+                    let sorted = sort5(std::array::from_fn(|k| V::load(rows[k], x0 + i)));
+                    for (k, v) in sorted.into_iter().enumerate() {
+                        v.store(&mut columns, k * len + i);
+                    }
                 }
             }
             for i in vector_starts(n + 2 * RADIUS - 1, V::N) {
-                let merged = merge_columns(std::array::from_fn(|k| V::load(&columns[(k % 5) * len + i + k / 5..])));
-                for (j, v) in merged.into_iter().enumerate() {
-                    v.store(&mut pairs[j * len + i..]);
+                // SAFETY: column c + 1 of the pair: k·len + i + 1 + N <= k·len + n + 4, in
+                // row k of `columns`; row j of `pairs` as in the sort.
+                unsafe {
+                    let merged = merge_columns(std::array::from_fn(|k| V::load(&columns, (k % 5) * len + i + k / 5)));
+                    for (j, v) in merged.into_iter().enumerate() {
+                        v.store(&mut pairs, j * len + i);
+                    }
                 }
             }
             for i in vector_starts(n, V::N) {
-                let inputs = std::array::from_fn(|k| match k {
-                    0..10 => V::load(&pairs[k * len + i..]),
-                    10..20 => V::load(&pairs[(k - 10) * len + i + 2..]),
-                    _ => V::load(&columns[(k - 20) * len + i + 4..]),
-                });
-                let [median] = median_of_pairs(inputs);
-                median.store(&mut out[x0 + i..]);
+                // SAFETY: i + N <= n: the pair at i + 2 and the column at i + 4 end within
+                // n + 4 of their rows, the output at x0 + n <= w.
+                unsafe {
+                    let inputs = std::array::from_fn(|k| match k {
+                        0..10 => V::load(&pairs, k * len + i),
+                        10..20 => V::load(&pairs, (k - 10) * len + i + 2),
+                        _ => V::load(&columns, (k - 20) * len + i + 4),
+                    });
+                    let [median] = median_of_pairs(inputs);
+                    median.store(out, x0 + i);
+                }
             }
             x0 += n;
         }
