@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The 5×5 median against OpenCV's cv2.medianBlur(img, 5) (issue 26), side by side in one
-# invocation: rounds of OpenCV with 2 threads, dps-filter median on 2 ranks, OpenCV with 1
-# thread, dps-filter's serial kernel on one core, alternating; each process times its own
+# invocation: rounds of OpenCV with 2 threads, dps-filter median on 2 ranks (unbound, the
+# default, then --bind cores: each rank's threads on its own core), OpenCV with 1 thread,
+# dps-filter's serial kernel on one core, alternating; each process times its own
 # --reps runs after a warm-up and reports their median; the table gives the median over
 # rounds, in Mpix/s, and the ratios dps/OpenCV. Results in results/median-vs-opencv/.
 #
@@ -62,14 +63,18 @@ threads, n, reps = map(int, sys.argv[1:])
 cv2.setNumThreads(threads)
 img = np.random.default_rng(1).integers(0, 256, (n, n), dtype=np.uint8)
 cv2.medianBlur(img, 5)
-times = []
+times, cpu = [], []
 for _ in range(reps):
-    t = time.perf_counter()
+    t, c = time.perf_counter(), time.process_time()
     cv2.medianBlur(img, 5)
     times.append(time.perf_counter() - t)
+    cpu.append(time.process_time() - c)
 s = statistics.median(times)
+# cpu_per_wall: the cores the call kept busy (medianBlur's sorting-network path for ksize 5
+# ran on one thread whatever setNumThreads said, in OpenCV 5.0.0 here).
 print(json.dumps({"app": "opencv", "variant": f"medianBlur-{threads}", "threads": threads,
-                  "width": n, "height": n, "seconds": s, "mpix_per_s": n * n / s / 1e6}))
+                  "width": n, "height": n, "seconds": s, "mpix_per_s": n * n / s / 1e6,
+                  "cpu_per_wall": sum(cpu) / sum(times)}))
 PY
 }
 # One dps-filter process: `dps LAUNCHER... -- EXTRA-ARGS...`.
@@ -82,6 +87,7 @@ dps() {
 for round in $(seq "$ROUNDS"); do
   opencv 2 >> "$out/runs.jsonl"
   dps scripts/mpirun -n 2 -- >> "$out/runs.jsonl"
+  dps scripts/mpirun -n 2 -- --bind cores >> "$out/runs.jsonl"
   opencv 1 >> "$out/runs.jsonl"
   dps -- --variant serial >> "$out/runs.jsonl"
   echo "round $round of $ROUNDS done" >&2
@@ -91,23 +97,38 @@ python3 - "$out" <<'PY'
 import json, statistics, sys
 out = sys.argv[1]
 rows = [json.loads(l) for l in open(f"{out}/runs.jsonl") if l.strip().startswith("{")]
+def bound(r):
+    return str(r.get("binding", "")).startswith("cores")
+def series(pred):
+    return [r["mpix_per_s"] for r in rows if pred(r)]
 def rate(pred):
-    v = [r["mpix_per_s"] for r in rows if pred(r)]
+    v = series(pred)
     return (statistics.median(v), min(v), max(v), len(v)) if v else None
-cols = {
-    "dps-filter median, 2 ranks": rate(lambda r: r.get("app") == "filter" and r.get("ranks") == 2),
-    "OpenCV medianBlur, 2 threads": rate(lambda r: r.get("variant") == "medianBlur-2"),
-    "dps-filter serial kernel, 1 core": rate(lambda r: r.get("app") == "filter" and r.get("variant") == "serial"),
-    "OpenCV medianBlur, 1 thread": rate(lambda r: r.get("variant") == "medianBlur-1"),
+preds = {
+    "dps-filter median, 2 ranks": lambda r: r.get("app") == "filter" and r.get("ranks") == 2 and not bound(r),
+    "dps-filter median, 2 ranks, --bind cores": lambda r: r.get("app") == "filter" and r.get("ranks") == 2 and bound(r),
+    "OpenCV medianBlur, 2 threads": lambda r: r.get("variant") == "medianBlur-2",
+    "dps-filter serial kernel, 1 core": lambda r: r.get("app") == "filter" and r.get("variant") == "serial",
+    "OpenCV medianBlur, 1 thread": lambda r: r.get("variant") == "medianBlur-1",
 }
+cols = {name: rate(p) for name, p in preds.items()}
 lines = ["| run | Mpix/s (median) | min | max | processes |", "| --- | ---: | ---: | ---: | ---: |"]
 for name, v in cols.items():
     lines.append(f"| {name} | " + (" | ".join([f"{v[0]:.0f}", f"{v[1]:.0f}", f"{v[2]:.0f}", str(v[3])]) if v else "not measured | | |") + " |")
 def ratio(a, b):
-    return f"{cols[a][0] / cols[b][0]:.2f}" if cols[a] and cols[b] else "n/a"
+    # The ratio of the medians, and the median of the rounds' ratios (each round's runs
+    # were minutes apart at most: the pairs see the same machine).
+    if not (cols[a] and cols[b]):
+        return "n/a"
+    pairs = [x / y for x, y in zip(series(preds[a]), series(preds[b]))]
+    return f"{cols[a][0] / cols[b][0]:.2f} (median of the rounds' ratios {statistics.median(pairs):.2f}, {min(pairs):.2f}-{max(pairs):.2f})"
 lines.append("")
 lines.append(f"ratio dps 2 ranks / OpenCV 2 threads: {ratio('dps-filter median, 2 ranks', 'OpenCV medianBlur, 2 threads')} (floor 1.0)")
+lines.append(f"ratio dps 2 ranks bound / OpenCV 2 threads: {ratio('dps-filter median, 2 ranks, --bind cores', 'OpenCV medianBlur, 2 threads')}")
 lines.append(f"ratio dps serial / OpenCV 1 thread:   {ratio('dps-filter serial kernel, 1 core', 'OpenCV medianBlur, 1 thread')}")
+busy = [r["cpu_per_wall"] for r in rows if r.get("variant") == "medianBlur-2"]
+if busy:
+    lines.append(f"OpenCV with 2 threads kept {statistics.median(busy):.2f} cores busy (CPU time / wall time, median)")
 text = "\n".join(lines)
 print(text)
 open(f"{out}/table.md", "w").write(text + "\n")

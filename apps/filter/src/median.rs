@@ -3,7 +3,7 @@
 //! The kernel keeps the median's comparator networks in registers, on lane vectors of
 //! consecutive output pixels (32 with AVX2, 64 with AVX-512, chosen at run time; one pixel
 //! at a time for blocks narrower than a vector). For each output row and each block of up
-//! to [`BLOCK`] output columns it makes three passes over small buffers that stay in L1:
+//! to `BLOCK` (512) output columns it makes three passes over small buffers that stay in L1:
 //! 1. sort the five values of every column of the window rows (9 comparators);
 //! 2. merge every two neighbouring sorted columns into a sorted run of ten
 //!    ([`Network::merge_columns`](crate::network::Network::merge_columns), 15 comparators);
@@ -343,6 +343,24 @@ mod tests {
                 assert_eq!(&out[y * dst_stride..][..w], &want[y * w..][..w], "{w}x{h} row {y}");
                 assert!(out[y * dst_stride + w..][..dst_stride - w].iter().all(|&b| b == 0xAA), "wrote past the row");
             }
+        }
+    }
+
+    #[test]
+    #[ignore = "a measurement: cargo test --release -p dps-filter -- --ignored --nocapture"]
+    fn tile_part_times() {
+        // The parts exchange.rs computes for a 512² tile: the interior, the 2-row top and
+        // bottom frames, the 2-column left and right frames (transposed).
+        for (w, h) in [(508, 508), (512, 2), (2, 508)] {
+            let img = random(w, h, 256, 1);
+            let padded = pad_clamped(&img, w, h, RADIUS);
+            let mut out = vec![0u8; w * h];
+            let reps = 2_000_000 / (w * h) + 10;
+            let t = std::time::Instant::now();
+            for _ in 0..reps {
+                median5(&padded, w + 4, w, h, &mut out, w);
+            }
+            println!("{w}x{h}: {:.2} us", t.elapsed().as_secs_f64() * 1e6 / reps as f64);
         }
     }
 
