@@ -1,31 +1,31 @@
 //! The 5×5 median on 8-bit pixels: a vector kernel and its serial references.
 //!
-//! The kernel works on whole rows with per-lane `u8` min/max, which the compiler turns into
-//! AVX-512/AVX2 instructions (one function body compiled per instruction set, chosen at run
-//! time). For each output row it sorts the five values of every column of the window rows
-//! once (a 9-comparator network on five row vectors), then runs the pruned selection network
-//! of [`crate::network`] on the 25 sorted-column vectors of a chunk of output pixels: no
-//! sort per pixel.
+//! The kernel keeps the median's comparator networks in registers, on lane vectors of
+//! consecutive output pixels (32 with AVX2, 64 with AVX-512, chosen at run time; one pixel
+//! at a time for blocks narrower than a vector). For each output row and each block of up
+//! to `BLOCK` (512) output columns it makes three passes over small buffers that stay in L1:
+//! 1. sort the five values of every column of the window rows (9 comparators);
+//! 2. merge every two neighbouring sorted columns into a sorted run of ten
+//!    ([`Network::merge_columns`](crate::network::Network::merge_columns), 15 comparators);
+//! 3. the median of each output pixel from the two pairs and the one column its window
+//!    holds (columns x−2, x−1 | x, x+1 | x+2;
+//!    [`Network::median_of_pairs`](crate::network::Network::median_of_pairs), 78 min/max).
+//!
+//! A column is sorted once and a pair merged once for all the windows that hold them.
 //!
 //! Boundary rule (the thesis does not give one, spec §5.5): **clamp to edge**, a pixel
 //! outside the image takes the value of the nearest pixel inside it. The serial references
 //! and the parallel tiles use it alike, so their outputs are bit-identical.
 
-use std::sync::OnceLock;
-
-use crate::network::{Network, Op, INPUTS};
+use crate::lanes::{self, Lanes};
+use crate::select::{median_of_pairs, merge_columns, sort5};
 
 /// The median window's radius: 5×5.
 pub const RADIUS: usize = 2;
 
-/// Output pixels per pass of the selection network: long enough that the dispatch of an
-/// operation is small beside its vector work, short enough that the 25 slots stay in L1.
-const CHUNK: usize = 1024;
-
-fn network() -> &'static Network {
-    static NETWORK: OnceLock<Network> = OnceLock::new();
-    NETWORK.get_or_init(Network::median_of_sorted_columns)
-}
+/// Output columns per pass: the pass's sorted columns and pairs (15 rows of this many
+/// bytes) stay in L1.
+const BLOCK: usize = 512;
 
 /// The 5×5 median of a `w × h` block, read from `src`, which holds the block with a border
 /// of [`RADIUS`] pixels on every side (`(w + 4) × (h + 4)` pixels, rows `stride` apart),
@@ -43,24 +43,23 @@ pub fn median5(src: &[u8], stride: usize, w: usize, h: usize, dst: &mut [u8], ds
     if w < NARROW && h > 2 * w {
         return median5_transposed(src, stride, w, h, dst, dst_stride);
     }
-    let net = network();
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::is_x86_feature_detected as has;
-        if has!("avx512f") && has!("avx512bw") && has!("avx512vl") && has!("avx2") {
+        if w >= lanes::Avx512::N && has!("avx512f") && has!("avx512bw") && has!("avx2") {
             // SAFETY: the features `median5_avx512` enables were all detected just above.
-            return unsafe { median5_avx512(net, src, stride, w, h, dst, dst_stride) };
+            return unsafe { median5_avx512(src, stride, w, h, dst, dst_stride) };
         }
-        if has!("avx2") {
+        if w >= lanes::Avx2::N && has!("avx2") {
             // SAFETY: AVX2, the one feature `median5_avx2` enables, was detected just above.
-            return unsafe { median5_avx2(net, src, stride, w, h, dst, dst_stride) };
+            return unsafe { median5_avx2(src, stride, w, h, dst, dst_stride) };
         }
     }
-    median5_portable(net, src, stride, w, h, dst, dst_stride)
+    median5_lanes::<u8>(src, stride, w, h, dst, dst_stride)
 }
 
 /// Blocks narrower than this (and taller than twice their width) are transposed first.
-const NARROW: usize = 16;
+const NARROW: usize = 32;
 
 /// A narrow, tall block (the left and right frames of a tile) as its transpose: the median
 /// of a window does not change when the window is transposed, and the transposed block's
@@ -83,134 +82,82 @@ fn median5_transposed(src: &[u8], stride: usize, w: usize, h: usize, dst: &mut [
 }
 
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2")]
-fn median5_avx512(net: &Network, src: &[u8], stride: usize, w: usize, h: usize, dst: &mut [u8], dst_stride: usize) {
-    median5_portable(net, src, stride, w, h, dst, dst_stride)
+#[target_feature(enable = "avx512f,avx512bw,avx2")]
+fn median5_avx512(src: &[u8], stride: usize, w: usize, h: usize, dst: &mut [u8], dst_stride: usize) {
+    median5_lanes::<lanes::Avx512>(src, stride, w, h, dst, dst_stride)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn median5_avx2(net: &Network, src: &[u8], stride: usize, w: usize, h: usize, dst: &mut [u8], dst_stride: usize) {
-    median5_portable(net, src, stride, w, h, dst, dst_stride)
+fn median5_avx2(src: &[u8], stride: usize, w: usize, h: usize, dst: &mut [u8], dst_stride: usize) {
+    median5_lanes::<lanes::Avx2>(src, stride, w, h, dst, dst_stride)
 }
 
+/// The starts of vectors of `lanes` lanes that cover `0..n` (`n ≥ lanes`): the last one
+/// overlaps its predecessor when `n` is not a multiple of `lanes`, which recomputes some
+/// lanes with the same result. (Loops, not a closure per vector: the vector code must be
+/// inlined into the function that enables its instructions.)
 #[inline(always)]
-fn min_max<const N: usize>(a: &mut [u8; N], b: &mut [u8; N]) {
-    for k in 0..N {
-        let (x, y) = (a[k], b[k]);
-        a[k] = x.min(y);
-        b[k] = x.max(y);
-    }
+fn vector_starts(n: usize, lanes: usize) -> impl Iterator<Item = usize> {
+    assert!(n >= lanes, "a pass shorter than a vector"); // the loads' bounds rely on it
+    (0..n / lanes).map(move |k| k * lanes).chain((!n.is_multiple_of(lanes)).then_some(n - lanes))
 }
 
+/// The kernel on lane vectors of type `V`; the block must be at least `V::N` wide.
 #[inline(always)]
-fn min_max_slices(a: &mut [u8], b: &mut [u8]) {
-    for (x, y) in a.iter_mut().zip(b.iter_mut()) {
-        let (lo, hi) = ((*x).min(*y), (*x).max(*y));
-        *x = lo;
-        *y = hi;
-    }
-}
-
-/// Sorts the five values of every column: the 9-comparator network of five.
-#[inline(always)]
-fn sort_columns(columns: &mut [Vec<u8>; 5]) {
-    let [c0, c1, c2, c3, c4] = columns;
-    min_max_slices(c0, c1);
-    min_max_slices(c3, c4);
-    min_max_slices(c2, c4);
-    min_max_slices(c2, c3);
-    min_max_slices(c1, c4);
-    min_max_slices(c0, c3);
-    min_max_slices(c0, c2);
-    min_max_slices(c1, c3);
-    min_max_slices(c1, c2);
-}
-
-/// A run of output pixels in one row, placed at `lane` in the chunk.
-#[derive(Clone, Copy)]
-struct Segment {
-    y: usize,
-    x0: usize,
-    n: usize,
-    lane: usize,
-}
-
-#[inline(always)]
-fn median5_portable(net: &Network, src: &[u8], stride: usize, w: usize, h: usize, dst: &mut [u8], dst_stride: usize) {
-    // The lanes of a chunk are consecutive output pixels in row order, across rows if the
-    // block is narrower than a chunk (a 256-wide tile fills a chunk with four rows).
-    let mut columns: [Vec<u8>; 5] = std::array::from_fn(|_| vec![0u8; CHUNK + 2 * RADIUS]);
-    let mut slots = vec![[0u8; CHUNK]; INPUTS];
-    let slots: &mut [[u8; CHUNK]; INPUTS] = slots.as_mut_slice().try_into().expect("25 slots");
-    let mut segments: Vec<Segment> = Vec::with_capacity(CHUNK);
-    let (mut y, mut x) = (0, 0);
-    while y < h {
-        segments.clear();
-        let mut lane = 0;
-        while lane < CHUNK && y < h {
-            let n = (w - x).min(CHUNK - lane);
-            segments.push(Segment { y, x0: x, n, lane });
-            lane += n;
-            x += n;
-            if x == w {
-                (x, y) = (0, y + 1);
-            }
-        }
-        for seg in &segments {
-            let len = seg.n + 2 * RADIUS;
-            for (k, column) in columns.iter_mut().enumerate() {
-                column.resize(len, 0);
-                column.copy_from_slice(&src[(seg.y + k) * stride + seg.x0..][..len]);
-            }
-            sort_columns(&mut columns);
-            for dx in 0..5 {
-                for (k, column) in columns.iter().enumerate() {
-                    slots[5 * dx + k][seg.lane..seg.lane + seg.n].copy_from_slice(&column[dx..][..seg.n]);
+fn median5_lanes<V: Lanes>(src: &[u8], stride: usize, w: usize, h: usize, dst: &mut [u8], dst_stride: usize) {
+    assert!(w >= V::N);
+    // Row `k` of `columns`: the k-th smallest of each column; row `j` of `pairs`: the j-th
+    // smallest of columns (c, c + 1), at index c (padded columns, relative to the block).
+    let len = BLOCK + V::N + 2 * RADIUS;
+    let mut columns = vec![0u8; 5 * len];
+    let mut pairs = vec![0u8; 10 * len];
+    for y in 0..h {
+        let rows: [&[u8]; 5] = std::array::from_fn(|k| &src[(y + k) * stride..][..w + 2 * RADIUS]);
+        let out = &mut dst[y * dst_stride..][..w];
+        let mut x0 = 0;
+        while x0 < w {
+            // The last block takes the rest when a block after it would be under a vector.
+            let n = if w - x0 < BLOCK + V::N { w - x0 } else { BLOCK };
+            // What makes every load and store below in bounds: a vector starting at `i`
+            // ends at most at the length of its pass (`vector_starts`), which is at most
+            // `n + 2·RADIUS`; the rows of `columns` and `pairs` are `len` long, the source
+            // rows `w + 2·RADIUS` from `x0`, the output row `w`.
+            assert!(x0 + n <= w && n + 2 * RADIUS <= len);
+            for i in vector_starts(n + 2 * RADIUS, V::N) {
+                // SAFETY: the ranges above: x0 + i + N <= x0 + n + 4 <= w + 4 (source rows),
+                // k·len + i + N <= k·len + n + 4 <= (k + 1)·len (row k of `columns`).
+                unsafe {
+                    let sorted = sort5(std::array::from_fn(|k| V::load(rows[k], x0 + i)));
+                    for (k, v) in sorted.into_iter().enumerate() {
+                        v.store(&mut columns, k * len + i);
+                    }
                 }
             }
-        }
-        run_network(net, slots);
-        for seg in &segments {
-            dst[seg.y * dst_stride + seg.x0..][..seg.n].copy_from_slice(&slots[net.median][seg.lane..][..seg.n]);
-        }
-    }
-}
-
-/// Two distinct slots, mutably.
-#[inline(always)]
-fn pair(slots: &mut [[u8; CHUNK]; INPUTS], a: u8, b: u8) -> (&mut [u8; CHUNK], &mut [u8; CHUNK]) {
-    let (a, b) = (a as usize, b as usize);
-    assert!(a != b, "an operation on one slot");
-    if a < b {
-        let (lo, hi) = slots.split_at_mut(b);
-        (&mut lo[a], &mut hi[0])
-    } else {
-        let (lo, hi) = slots.split_at_mut(a);
-        (&mut hi[0], &mut lo[b])
-    }
-}
-
-#[inline(always)]
-fn run_network(net: &Network, slots: &mut [[u8; CHUNK]; INPUTS]) {
-    for &op in &net.ops {
-        match op {
-            Op::Min(a, b) => {
-                let (x, y) = pair(slots, a, b);
-                for k in 0..CHUNK {
-                    x[k] = x[k].min(y[k]);
+            for i in vector_starts(n + 2 * RADIUS - 1, V::N) {
+                // SAFETY: column c + 1 of the pair: k·len + i + 1 + N <= k·len + n + 4, in
+                // row k of `columns`; row j of `pairs` as in the sort.
+                unsafe {
+                    let merged = merge_columns(std::array::from_fn(|k| V::load(&columns, (k % 5) * len + i + k / 5)));
+                    for (j, v) in merged.into_iter().enumerate() {
+                        v.store(&mut pairs, j * len + i);
+                    }
                 }
             }
-            Op::Max(a, b) => {
-                let (x, y) = pair(slots, a, b);
-                for k in 0..CHUNK {
-                    y[k] = x[k].max(y[k]);
+            for i in vector_starts(n, V::N) {
+                // SAFETY: i + N <= n: the pair at i + 2 and the column at i + 4 end within
+                // n + 4 of their rows, the output at x0 + n <= w.
+                unsafe {
+                    let inputs = std::array::from_fn(|k| match k {
+                        0..10 => V::load(&pairs, k * len + i),
+                        10..20 => V::load(&pairs, (k - 10) * len + i + 2),
+                        _ => V::load(&columns, (k - 20) * len + i + 4),
+                    });
+                    let [median] = median_of_pairs(inputs);
+                    median.store(out, x0 + i);
                 }
             }
-            Op::MinMax(a, b) => {
-                let (x, y) = pair(slots, a, b);
-                min_max(x, y);
-            }
+            x0 += n;
         }
     }
 }
@@ -234,7 +181,7 @@ pub fn pad_clamped(pixels: &[u8], w: usize, h: usize, r: usize) -> Vec<u8> {
 /// image is padded a band of rows at a time (a small buffer that stays in cache), not whole.
 pub fn median_image(pixels: &[u8], w: usize, h: usize) -> Vec<u8> {
     const BAND: usize = 32;
-    let mut out = vec![0u8; w * h];
+    let mut out = output_buffer(w * h);
     if w == 0 || h == 0 {
         return out;
     }
@@ -252,6 +199,27 @@ pub fn median_image(pixels: &[u8], w: usize, h: usize) -> Vec<u8> {
         median5(&band, pw, w, rows, &mut out[y0 * w..], w);
     }
     out
+}
+
+/// A zeroed buffer for a whole output image. A large one is advised to the kernel as
+/// huge-page memory, as numpy does for its arrays (and so OpenCV's outputs in Python):
+/// otherwise the first write to each 4 KiB page faults, which on 8192² (131 000 faults a
+/// run) took as long as the median itself.
+fn output_buffer(n: usize) -> Vec<u8> {
+    let v = vec![0u8; n];
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 1 << 21;
+        let start = v.as_ptr() as usize;
+        let (first, end) = (start.next_multiple_of(HUGE), (start + n) / HUGE * HUGE);
+        if end > first {
+            // SAFETY: [first, end) lies inside `v`'s allocation and is page aligned;
+            // MADV_HUGEPAGE changes how its pages are backed, not their contents (zero). An
+            // error (no transparent huge pages) leaves the buffer as it was.
+            unsafe { libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_HUGEPAGE) };
+        }
+    }
+    v
 }
 
 /// The naive reference: for each pixel, sort its 25 clamped neighbours and take the 13th.
@@ -287,19 +255,23 @@ mod tests {
     }
 
     #[test]
-    fn the_column_sort_sorts_every_zero_one_column() {
-        for bits in 0..32u8 {
-            let mut c: [Vec<u8>; 5] = std::array::from_fn(|k| vec![(bits >> k) & 1]);
-            sort_columns(&mut c);
-            let v: Vec<u8> = c.iter().map(|x| x[0]).collect();
-            assert!(v.windows(2).all(|p| p[0] <= p[1]), "{bits:05b} -> {v:?}");
-        }
-    }
-
-    #[test]
     fn the_kernel_equals_the_naive_median_with_clamped_edges() {
-        // Sizes around the chunk length and tiny images (the clamp reaches across them).
+        // Sizes around the vector widths (32, 64) and the block (512, and the last block
+        // taking the rest under BLOCK + a vector), and tiny images (the clamp reaches across).
         for (i, &(w, h)) in [
+            (31, 3),
+            (32, 4),
+            (33, 2),
+            (63, 2),
+            (64, 3),
+            (65, 2),
+            (511, 2),
+            (512, 2),
+            (513, 2),
+            (543, 2),
+            (544, 2),
+            (577, 2),
+            (1025, 2),
             (1, 1),
             (2, 3),
             (5, 5),
@@ -320,6 +292,35 @@ mod tests {
             for levels in [2, 5, 256] {
                 let img = random(w, h, levels, i as u64 * 31 + u64::from(levels));
                 assert_eq!(median_image(&img, w, h), median_naive(&img, w, h), "{w}x{h}, {levels} levels");
+            }
+        }
+    }
+
+    #[test]
+    fn every_lane_width_the_cpu_has_gives_the_per_pixel_result() {
+        // median5 picks one path per block; here each runs on the same wide and odd blocks.
+        for (w, h) in [(64, 3), (97, 5), (600, 4), (1100, 2)] {
+            let img = random(w, h, 256, w as u64);
+            let padded = pad_clamped(&img, w, h, RADIUS);
+            let want = median_naive(&img, w, h);
+            let mut out = vec![0u8; w * h];
+            median5_lanes::<u8>(&padded, w + 4, w, h, &mut out, w);
+            assert_eq!(out, want, "{w}x{h} one lane");
+            #[cfg(target_arch = "x86_64")]
+            {
+                use std::arch::is_x86_feature_detected as has;
+                if has!("avx2") {
+                    out.fill(0);
+                    // SAFETY: AVX2 was detected.
+                    unsafe { median5_avx2(&padded, w + 4, w, h, &mut out, w) };
+                    assert_eq!(out, want, "{w}x{h} AVX2");
+                }
+                if has!("avx512f") && has!("avx512bw") && has!("avx2") {
+                    out.fill(0);
+                    // SAFETY: the features median5_avx512 enables were detected.
+                    unsafe { median5_avx512(&padded, w + 4, w, h, &mut out, w) };
+                    assert_eq!(out, want, "{w}x{h} AVX-512");
+                }
             }
         }
     }
@@ -347,6 +348,24 @@ mod tests {
 
     #[test]
     #[ignore = "a measurement: cargo test --release -p dps-filter -- --ignored --nocapture"]
+    fn tile_part_times() {
+        // The parts exchange.rs computes for a 512² tile: the interior, the 2-row top and
+        // bottom frames, the 2-column left and right frames (transposed).
+        for (w, h) in [(508, 508), (512, 2), (2, 508)] {
+            let img = random(w, h, 256, 1);
+            let padded = pad_clamped(&img, w, h, RADIUS);
+            let mut out = vec![0u8; w * h];
+            let reps = 2_000_000 / (w * h) + 10;
+            let t = std::time::Instant::now();
+            for _ in 0..reps {
+                median5(&padded, w + 4, w, h, &mut out, w);
+            }
+            println!("{w}x{h}: {:.2} us", t.elapsed().as_secs_f64() * 1e6 / reps as f64);
+        }
+    }
+
+    #[test]
+    #[ignore = "a measurement: cargo test --release -p dps-filter -- --ignored --nocapture"]
     fn serial_throughput() {
         let (w, h) = (8192, 8192);
         let img = random(w, h, 256, 1);
@@ -358,19 +377,26 @@ mod tests {
             unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
             ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
         };
-        let (mut wall, mut cpus) = (Vec::new(), Vec::new());
-        for _ in 0..5 {
-            let (t, c) = (std::time::Instant::now(), cpu());
-            median5(&padded, w + 4, w, h, &mut out, w);
-            wall.push(t.elapsed().as_secs_f64());
-            cpus.push(cpu() - c);
-        }
         let px = (w * h) as f64 / 1e6;
-        println!(
-            "ops {} serial median {:.1} Mpix/s wall (median), {:.1} Mpix/s of thread CPU time (best)",
-            network().ops.len(),
-            px / dps_harness::median(&wall),
-            px / cpus.iter().copied().fold(f64::INFINITY, f64::min)
-        );
+        // The kernel on a padded image into a written buffer, then the whole-image median
+        // (padding bands, a new output each time: what `median --variant serial` times).
+        let runs: [(&str, &mut dyn FnMut()); 2] = [
+            ("median5, padded input", &mut || median5(&padded, w + 4, w, h, &mut out, w)),
+            ("median_image", &mut || drop(std::hint::black_box(median_image(&img, w, h)))),
+        ];
+        for (name, run) in runs {
+            let (mut wall, mut cpus) = (Vec::new(), Vec::new());
+            for _ in 0..5 {
+                let (t, c) = (std::time::Instant::now(), cpu());
+                run();
+                wall.push(t.elapsed().as_secs_f64());
+                cpus.push(cpu() - c);
+            }
+            println!(
+                "{name}: {:.1} Mpix/s wall (median), {:.1} Mpix/s of thread CPU time (best)",
+                px / dps_harness::median(&wall),
+                px / cpus.iter().copied().fold(f64::INFINITY, f64::min)
+            );
+        }
     }
 }
