@@ -371,12 +371,7 @@ mod tests {
         let img = random(w, h, 256, 1);
         let padded = pad_clamped(&img, w, h, RADIUS);
         let mut out = vec![0u8; w * h];
-        let cpu = || {
-            let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-            // SAFETY: `ts` is a valid timespec for clock_gettime to fill.
-            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-            ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
-        };
+        let cpu = || dps::cpu_time::thread().as_secs_f64();
         let px = (w * h) as f64 / 1e6;
         // The kernel on a padded image into a written buffer, then the whole-image median
         // (padding bands, a new output each time: what `median --variant serial` times).
