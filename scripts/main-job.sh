@@ -4,7 +4,9 @@
 # results/report.md with every table (beside the published numbers) and plot:
 #   - the runtime's examples on 1, 2 and 4 ranks;
 #   - `dps-bench sweep` of the default experiments of bench/experiments.toml;
-#   - the linear-algebra floors against OpenBLAS/LAPACK with 2 threads (bench/linalg.sh).
+#   - the linear-algebra floors against OpenBLAS/LAPACK and Intel MKL with 2 threads, beside the
+#     machine's measured peak (bench/linalg.sh);
+#   - the 5x5 median against OpenCV (bench/median-vs-opencv.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -26,13 +28,20 @@ fi
 
 # shellcheck disable=SC2086  # the experiment names are words
 target/release/dps-bench sweep --report results/report.md $EXPERIMENTS
-REPS=1 bench/linalg.sh > results/linalg.log 2>&1 || echo "main job: bench/linalg.sh failed, see results/linalg.log" >&2
+REPS=3 bench/linalg.sh > results/linalg.log 2>&1 || echo "main job: bench/linalg.sh failed, see results/linalg.log" >&2
+ROUNDS=3 REPS=3 bench/median-vs-opencv.sh > results/median-vs-opencv.log 2>&1 \
+  || echo "main job: bench/median-vs-opencv.sh failed, see results/median-vs-opencv.log" >&2
 
 {
   echo
-  echo "## Linear algebra against OpenBLAS/LAPACK with 2 threads (same run)"
+  echo "## Linear algebra against OpenBLAS/LAPACK and Intel MKL with 2 threads (same run)"
   echo
   cat results/linalg/summary.md 2>/dev/null || echo "(failed: see results/linalg.log)"
+  echo
+  echo "## The 5x5 median against OpenCV's medianBlur (same run)"
+  echo
+  cat results/median-vs-opencv/cpu.txt results/median-vs-opencv/table.md 2>/dev/null \
+    || echo "(failed: see results/median-vs-opencv.log)"
   echo
   echo "## Runtime examples"
   echo '```'
