@@ -139,13 +139,32 @@ impl Stopwatch {
     }
 }
 
+/// The most `DPS_WORKERS` may ask for: beyond it a rank's threads only take memory.
+const MAX_WORKERS: usize = 1024;
+
 /// The most worker threads a rank starts: `DPS_WORKERS`, else `DEFAULT_MAX_WORKERS`.
 ///
 /// A rank has one worker per DPS thread it hosts, up to this bound: a long operation on one
 /// thread must not hold up the operations of another (a merge behind a slow computation would
 /// delay every credit and so defeat load balancing). The OS shares the cores among them.
+///
+/// # Errors
+/// If `DPS_WORKERS` is set to anything but a number from 1 to [`MAX_WORKERS`].
+fn workers_from_env() -> Result<usize, Error> {
+    let Ok(text) = std::env::var("DPS_WORKERS") else { return Ok(DEFAULT_MAX_WORKERS) };
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_WORKERS).contains(&n) => Ok(n),
+        _ => Err(Error::new(
+            ErrorKind::Usage,
+            format!("DPS_WORKERS=\"{text}\": the most worker threads a rank starts must be a number from 1 to {MAX_WORKERS}"),
+        )),
+    }
+}
+
+/// [`workers_from_env`], whose value `init` has checked (a runtime made by `single` or
+/// `simulate` takes the default for a bad value: it has no error to return).
 fn max_workers() -> usize {
-    std::env::var("DPS_WORKERS").ok().and_then(|v| v.parse().ok()).filter(|&n| n > 0).unwrap_or(DEFAULT_MAX_WORKERS)
+    workers_from_env().unwrap_or(DEFAULT_MAX_WORKERS)
 }
 
 impl Runtime {
@@ -158,7 +177,7 @@ impl Runtime {
     ///
     /// # Errors
     /// If `DPS_STALL_TIMEOUT` is not a number of seconds, `DPS_BIND` is neither `cores` nor
-    /// `none`, or MPI cannot be initialised with a threading level that allows a progress
+    /// `none`, `DPS_WORKERS` is not a number from 1 to 1024, or MPI cannot be initialised with a threading level that allows a progress
     /// thread.
     pub fn init() -> Result<Runtime, Error> {
         Runtime::init_watching(watchdog::stall_timeout_from_env()?, Bind::from_env()?)
@@ -166,6 +185,7 @@ impl Runtime {
 
     /// As [`Runtime::init`], with the stall timeout (`None`: no watchdog) and binding given.
     pub(crate) fn init_watching(stall_timeout: Option<Duration>, bind: Bind) -> Result<Runtime, Error> {
+        workers_from_env()?;
         let (universe, _) = mpi::initialize_with_threading(mpi::Threading::Multiple)
             .ok_or_else(|| Error::new(ErrorKind::Mpi, "dps: MPI was already initialised in this process"))?;
         Runtime::start_on(universe, stall_timeout, bind)
@@ -175,9 +195,11 @@ impl Runtime {
     /// to run raw MPI code first). It must grant `Threading::Multiple` or `Serialized`.
     ///
     /// # Errors
-    /// If the threading level is too low, `DPS_STALL_TIMEOUT` is not a number of seconds or
-    /// `DPS_BIND` is neither `cores` nor `none`.
+    /// If the threading level is too low, `DPS_STALL_TIMEOUT` is not a number of seconds,
+    /// `DPS_BIND` is neither `cores` nor `none`, or `DPS_WORKERS` is not a number from 1 to
+    /// 1024.
     pub fn from_universe(universe: mpi::environment::Universe) -> Result<Runtime, Error> {
+        workers_from_env()?;
         Runtime::start_on(universe, watchdog::stall_timeout_from_env()?, Bind::from_env()?)
     }
 

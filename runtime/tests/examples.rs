@@ -1,6 +1,6 @@
 //! The examples under `mpirun` on 1, 2 and 4 ranks, and the errors they must report.
 
-use common::{example, mpirun};
+use common::{example, mpirun, mpirun_env};
 use dps_harness::launch as common;
 
 #[test]
@@ -139,4 +139,19 @@ fn a_full_device_as_trace_is_a_clear_error() {
         "{}",
         job.stderr
     );
+}
+
+#[test]
+fn a_bad_dps_workers_is_refused_before_any_work() {
+    for ranks in [1, 2] {
+        for bad in ["0", "-1", "abc", "100000", ""] {
+            let job = mpirun_env(ranks, &[("DPS_WORKERS", bad)], &example("uppercase"), &["hello"]);
+            assert!(!job.status.success(), "DPS_WORKERS={bad:?} on {ranks} ranks: {}", job.stdout);
+            let said = format!("DPS_WORKERS=\"{bad}\"");
+            assert!(job.stderr.contains(&said) && job.stderr.contains("1 to 1024"), "{bad:?}: {}", job.stderr);
+            assert!(!job.stdout.contains("HELLO"), "no work may run: {}", job.stdout);
+        }
+    }
+    let job = mpirun_env(2, &[("DPS_WORKERS", "1")], &example("uppercase"), &["--map", "all*2", "hello"]);
+    assert!(job.status.success() && job.stdout.trim() == "HELLO", "{}\n{}", job.stdout, job.stderr);
 }
