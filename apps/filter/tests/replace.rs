@@ -117,6 +117,29 @@ fn median_replacing_its_output_when_one_disk_s_write_fails_keeps_the_old_output_
     }
 }
 
+/// A store on 4 disks holding an image (`old`, its bytes as `load` writes them), and a
+/// second image (`new_png`) to replace it with; `top` holds them all.
+struct Stored {
+    top: tempfile::TempDir,
+    dir: std::path::PathBuf,
+    scratch: std::path::PathBuf,
+    new_png: std::path::PathBuf,
+    old: Vec<u8>,
+}
+
+fn stored_on_4_disks() -> Stored {
+    let top = tempfile::tempdir().unwrap();
+    let (dir, scratch) = (top.path().join("store"), top.path().join("scratch"));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(&scratch).unwrap();
+    let (old_png, new_png) = (scratch.join("old.png"), scratch.join("new.png"));
+    grey_png(&old_png, 100, 90, 1);
+    grey_png(&new_png, 100, 90, 5);
+    store(&old_png, &dir, "32", "4");
+    let old = load(&dir, "image", &scratch);
+    Stored { top, dir, scratch, new_png, old }
+}
+
 /// `store` of `png` into `dir` on 4 disks, with `strace` doing `what` (`error=...`,
 /// `signal=KILL`) to its 4th rename. Every tile file and the metadata are renamed into place
 /// once written: the 4th rename is disk 3's (the last disk's) tile file, after disks 0-2
@@ -136,15 +159,7 @@ fn store_with_4th_rename(png: &Path, dir: &Path, what: &str) -> std::process::Ou
 
 #[test]
 fn store_replacing_an_image_when_one_disk_s_commit_fails_keeps_the_old_image() {
-    let top = tempfile::tempdir().unwrap();
-    let (dir, scratch) = (top.path().join("store"), top.path().join("scratch"));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::create_dir_all(&scratch).unwrap();
-    let (old_png, new_png) = (scratch.join("old.png"), scratch.join("new.png"));
-    grey_png(&old_png, 100, 90, 1);
-    grey_png(&new_png, 100, 90, 5);
-    store(&old_png, &dir, "32", "4");
-    let old = load(&dir, "image", &scratch);
+    let Stored { top: _top, dir, scratch, new_png, old } = stored_on_4_disks();
     let before = snapshot(&dir);
     let failed = store_with_4th_rename(&new_png, &dir, "error=ENOSPC");
     let stderr = String::from_utf8_lossy(&failed.stderr);
@@ -157,15 +172,7 @@ fn store_replacing_an_image_when_one_disk_s_commit_fails_keeps_the_old_image() {
 
 #[test]
 fn store_killed_mid_commit_leaves_the_old_image_and_the_next_store_removes_its_files() {
-    let top = tempfile::tempdir().unwrap();
-    let (dir, scratch) = (top.path().join("store"), top.path().join("scratch"));
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::create_dir_all(&scratch).unwrap();
-    let (old_png, new_png) = (scratch.join("old.png"), scratch.join("new.png"));
-    grey_png(&old_png, 100, 90, 1);
-    grey_png(&new_png, 100, 90, 5);
-    store(&old_png, &dir, "32", "4");
-    let old = load(&dir, "image", &scratch);
+    let Stored { top: _top, dir, scratch, new_png, old } = stored_on_4_disks();
     let killed = store_with_4th_rename(&new_png, &dir, "signal=KILL");
     assert!(!killed.status.success(), "the store was not killed");
     assert!(load(&dir, "image", &scratch) == old, "not the old image, byte for byte");
