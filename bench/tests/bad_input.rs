@@ -99,7 +99,9 @@ fn a_sweep_writes_whole_files_and_records_failed_runs() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&job.stderr);
-    assert!(job.status.success(), "{stderr}");
+    // A sweep with a failed run says so, with the run's own words, and exits 1.
+    assert_eq!(job.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("1 run(s) failed") && stderr.contains("unexpected argument '--json'"), "{stderr}");
     let runs: Vec<_> = std::fs::read_dir(out.join("a")).unwrap().collect();
     assert_eq!(runs.len(), 1, "one timestamped directory");
     let run_dir = runs[0].as_ref().unwrap().path();

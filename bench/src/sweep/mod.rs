@@ -14,7 +14,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::Args;
 use dps_harness::launch::{Job, Launcher};
 use dps_harness::{BadInput, OutputFile};
@@ -129,18 +129,20 @@ pub(crate) fn run(args: &SweepArgs) -> Result<()> {
     let mut planned = Vec::new();
     for e in selected {
         let e = Experiment { repeat: args.repeat.unwrap_or(e.repeat), ..e };
-        let dir = args.out.join(&e.name).join(&stamp);
-        std::fs::create_dir_all(&dir).map_err(|why| {
-            BadInput::new(format!("--out {}: cannot create {}: {why}", args.out.display(), dir.display()))
+        let dir = RunDir::create(&args.out.join(&e.name), &stamp).map_err(|why| {
+            BadInput::new(format!("--out {}: cannot create a directory for {}: {why}", args.out.display(), e.name))
         })?;
-        let outputs = Outputs::create(&dir)?;
+        let outputs = Outputs::create(&dir.0)?;
         planned.push((e, dir, outputs));
     }
     let mut sections = Vec::new();
-    for (e, dir, out) in planned {
+    let mut failed = Vec::new();
+    for (e, run_dir, out) in planned {
+        let dir = run_dir.0.clone();
         let mut runs = out.runs;
         let mut raw = BufWriter::new(runs.file());
         let (rows, references) = run_experiment(&e, &launcher, &bin_dir, &mut raw)?;
+        failed.extend(failures(&e, &rows, &references));
         raw.flush().with_context(|| format!("cannot write {}", dir.join("runs.jsonl").display()))?;
         drop(raw);
         runs.commit()?;
@@ -155,7 +157,51 @@ pub(crate) fn run(args: &SweepArgs) -> Result<()> {
         out.write_and_commit(report_text(path, &sections).as_bytes())?;
         eprintln!("sweep: wrote {}", path.display());
     }
+    if !failed.is_empty() {
+        bail!("{} run(s) failed (recorded in their tables):\n{}", failed.len(), failed.join("\n"));
+    }
     Ok(())
+}
+
+/// One line per failed point of `e` (a row or a serial reference): what ran, and why.
+fn failures(e: &Experiment, rows: &[Row], references: &References) -> Vec<String> {
+    let label = |params: &[(String, String)]| params.iter().map(|(k, v)| format!(" {k}={v}")).collect::<String>();
+    let rows = rows
+        .iter()
+        .filter(|r| r.status != "ok")
+        .map(|r| format!("  {}{} ranks={}: {}", e.name, label(&r.params), r.ranks, r.status));
+    let references = references.iter().filter(|(_, seconds)| seconds.is_none()).map(|(point, _)| {
+        let params: Vec<(String, String)> = point.iter().map(|(k, v)| (k.clone(), config::arg(v))).collect();
+        format!("  {} reference{}: failed", e.name, label(&params))
+    });
+    rows.chain(references).collect()
+}
+
+/// An experiment's results directory, `<out>/<name>/<timestamp>`, made for this sweep alone
+/// (`-2`, `-3`... after the timestamp when another sweep of the same second made it first),
+/// and removed again if the sweep ends before anything was written into it.
+struct RunDir(PathBuf);
+
+impl RunDir {
+    fn create(parent: &Path, stamp: &str) -> std::io::Result<RunDir> {
+        std::fs::create_dir_all(parent)?;
+        for n in 1.. {
+            let dir = parent.join(if n == 1 { stamp.to_string() } else { format!("{stamp}-{n}") });
+            match std::fs::create_dir(&dir) {
+                Ok(()) => return Ok(RunDir(dir)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        unreachable!("some suffix is free")
+    }
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        // Only an empty directory goes: a committed file keeps it.
+        let _ = std::fs::remove_dir(&self.0);
+    }
 }
 
 fn report_text(path: &Path, sections: &[(Experiment, PathBuf, String, Vec<PathBuf>)]) -> String {
@@ -245,6 +291,19 @@ fn run_experiment(
     Ok((rows, references))
 }
 
+/// The line of a failed run's standard error that is its own: the last that the app
+/// (`dps-lu: ...`) or the runtime (`dps: rank 1: ...`) printed, else the first that is not
+/// blank or a rule: mpirun's banner about the exit code comes after the app's words.
+fn own_error_line<'a>(stderr: &'a str, app: &str) -> &'a str {
+    let own = format!("{app}:");
+    let lines = || stderr.lines().map(str::trim).filter(|l| !l.is_empty());
+    lines()
+        .rev()
+        .find(|l| l.starts_with(&own) || l.starts_with("dps:"))
+        .or_else(|| lines().find(|l| !l.chars().all(|c| c == '-')))
+        .unwrap_or("no output")
+}
+
 /// What a measured run is for: a row of the table (its record must have the experiment's
 /// columns), or the serial reference (only its time is used).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -293,7 +352,7 @@ fn measure(
                 let why = if out.timed_out() {
                     format!("timed out after {} s", e.timeout_s)
                 } else {
-                    out.stderr.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no output").to_string()
+                    own_error_line(&out.stderr, &e.app).to_string()
                 };
                 status = format!("failed: {why}");
                 writeln!(raw, "{}", serde_json::json!({"params": params, "ranks": ranks, "error": status}))?;
@@ -317,4 +376,38 @@ fn measure(
         },
         record: median,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_runs_own_line_is_found_before_mpiruns_banner() {
+        let under_mpirun = "dps-lu: the argument '--n <N>' cannot be used with '--file <FILE>'\n\
+            ------------------------------------------------\n\
+            Primary job  terminated normally, but 1 process returned\n\
+            ------------------------------------------------\n  Exit code:    2\n\
+            ------------------------------------------------\n";
+        assert_eq!(
+            own_error_line(under_mpirun, "dps-lu"),
+            "dps-lu: the argument '--n <N>' cannot be used with '--file <FILE>'"
+        );
+        let panicked = "dps: rank 1: operation 'f' on thread 'w[0]' panicked: boom\n---------\nMPI_ABORT was invoked\n";
+        assert_eq!(own_error_line(panicked, "dps-lu"), "dps: rank 1: operation 'f' on thread 'w[0]' panicked: boom");
+        assert_eq!(own_error_line("-----\nsomething else\n-----\n", "dps-lu"), "something else");
+        assert_eq!(own_error_line("\n  \n", "dps-lu"), "no output");
+    }
+
+    #[test]
+    fn a_run_directory_is_unique_and_goes_when_nothing_was_written() {
+        let top = tempfile::tempdir().unwrap();
+        let (a, b) = (RunDir::create(top.path(), "T").unwrap(), RunDir::create(top.path(), "T").unwrap());
+        assert_eq!((a.0.file_name().unwrap(), b.0.file_name().unwrap()), ("T".as_ref(), "T-2".as_ref()));
+        std::fs::write(b.0.join("table.md"), "x").unwrap();
+        let (a_path, b_path) = (a.0.clone(), b.0.clone());
+        drop((a, b));
+        assert!(!a_path.exists(), "the empty directory stays");
+        assert!(b_path.join("table.md").exists(), "a written directory is removed");
+    }
 }
