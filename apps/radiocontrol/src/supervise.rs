@@ -92,6 +92,33 @@ fn out_dir(cmd: &[String]) -> Option<PathBuf> {
     })
 }
 
+/// The data set of the command's `run DATA`: what its result file must be complete against.
+fn data_dir(cmd: &[String]) -> Option<PathBuf> {
+    let run = cmd.iter().position(|w| w == "run")?;
+    cmd.get(run + 1).filter(|w| !w.starts_with('-')).map(PathBuf::from)
+}
+
+/// The same directory, however written (`R`, `./R`, `R/`; a symlink to it).
+fn same_dir(a: &Path, b: &Path) -> bool {
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.components().collect());
+    canonical(a) == canonical(b)
+}
+
+/// After the job exited 0: its result file must exist and hold every job of its data set.
+fn check_complete(cmd: &[String], results: &Path) -> Result<()> {
+    let Some(data) = data_dir(cmd) else {
+        bail!(
+            "supervise: the job exited 0, but its command names no data set (`run DATA`) to check {} against: \
+             not reported as completed",
+            results.display()
+        );
+    };
+    let manifest = crate::data::DataSet::open(&data)?.manifest;
+    crate::results::read_all(results, &manifest)
+        .context("supervise: the job exited 0, but its result file is not complete")?;
+    Ok(())
+}
+
 /// Size and mtime of the result file: progress is any change.
 fn progress_mark(path: &Path) -> Option<(u64, SystemTime)> {
     let meta = std::fs::metadata(path).ok()?;
@@ -248,6 +275,16 @@ pub fn run(s: &Supervise) -> Result<()> {
     let Some(out) = s.out.clone().or_else(|| out_dir(&s.command)) else {
         bad_input!("supervise: the command has no --out DIR and --out is not given: where are the results?");
     };
+    if let (Some(given), Some(written)) = (&s.out, out_dir(&s.command)) {
+        if !same_dir(given, &written) {
+            bad_input!(
+                "supervise --out {}: the command writes its results to --out {}; supervise would watch a file the \
+                 job never writes (give the same directory, or leave supervise's --out out)",
+                given.display(),
+                written.display()
+            );
+        }
+    }
     if s.command.iter().any(|w| w == "--simulate" || w.starts_with("--simulate=")) {
         bad_input!(
             "supervise: the command has --simulate, and supervise restarts a job whose ranks fail; a simulation has \
@@ -263,6 +300,7 @@ pub fn run(s: &Supervise) -> Result<()> {
         let end = attempt(s, &cmd, &results, &ranks_dir)?;
         let dead = match end {
             End::Done => {
+                check_complete(&cmd, &results)?;
                 eprintln!("supervise: the job completed after {restart} restarts");
                 return Ok(());
             }

@@ -130,6 +130,29 @@ fn every_bad_input_is_one_clear_line_and_leaves_results_valid() {
             vec!["--hours 25".into()],
         ),
         (["supervise", "--", "true"].iter().map(|w| w.to_string()).collect(), 2, vec!["--out".into()]),
+        // The issue-27 cases: a supervise --out that the command does not write, and a
+        // command that exits 0 without a complete result file.
+        (
+            ["supervise", "--out", &s.p("wrong"), "--", BIN, "run", &s.p("data"), "--out", &s.p("right")]
+                .iter()
+                .map(|w| w.to_string())
+                .collect(),
+            2,
+            vec![format!("supervise --out {}", s.p("wrong")), format!("--out {}", s.p("right"))],
+        ),
+        (
+            ["supervise", "--out", &s.p("o6"), "--", "true"].iter().map(|w| w.to_string()).collect(),
+            1,
+            vec!["exited 0".into(), "names no data set".into()],
+        ),
+        (
+            ["supervise", "--", "true", "run", &s.p("data"), "--out", &s.p("o7")]
+                .iter()
+                .map(|w| w.to_string())
+                .collect(),
+            1,
+            vec!["exited 0".into(), "not complete".into()],
+        ),
         (
             ["supervise", "--", "mpirun", "-n", "1", "x", "--out", &s.p("o3")].iter().map(|w| w.to_string()).collect(),
             1,
