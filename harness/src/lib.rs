@@ -19,6 +19,7 @@
 
 pub mod bad_input;
 mod cli;
+pub mod disk_space;
 pub mod exit;
 pub mod launch;
 pub mod memory;
@@ -29,6 +30,7 @@ pub mod simulate;
 mod stats;
 
 pub use cli::{launch_rank, parse_args, wait_for_rank_0_to_print};
+pub use disk_space::check_disk_space;
 pub use exit::{finish, input, main, BadInput};
 pub use memory::{check_memory, format_bytes};
 pub use options::Repeat;

@@ -148,6 +148,7 @@ pub fn generate(dir: &Path, watches: usize, stations: usize, hours: usize, seed:
         let d = dir.join(sub);
         std::fs::create_dir_all(&d).map_err(|e| dps_harness::BadInput::new(format!("--dir {}: {e}", d.display())))?;
     }
+    check_room(dir, &m)?;
     let _ = std::fs::remove_file(manifest_path(dir));
     // Every station hour in memory (S × H × 3.6 MB): the watches copy from them.
     let mut pcm = vec![Vec::with_capacity(hours); stations];
@@ -188,6 +189,22 @@ pub fn generate(dir: &Path, watches: usize, stations: usize, hours: usize, seed:
     Ok(m)
 }
 
+/// Refuses, before any file is written, a data set its file system cannot hold: the station
+/// and watch files at their exact sizes, and `truth.csv` at its longest line per watch minute
+/// (files of an earlier data set in `dir` that this one replaces count as free).
+fn check_room(dir: &Path, m: &Manifest) -> Result<()> {
+    const TRUTH_LINE: u64 = 40; // "9999,1439,listen,99,6000\n" is 25 bytes
+    let stations = (0..m.stations).flat_map(|s| (0..m.hours).map(move |h| station_path(dir, s, h)));
+    let watches = (0..m.watches).map(|w| watch_path(dir, w));
+    let files: Vec<_> = stations.chain(watches).chain([truth_path(dir)]).collect();
+    let reclaimed = files.iter().filter_map(|p| std::fs::metadata(p).ok()).map(|md| md.len()).sum();
+    let need = (m.stations as u64 * m.hours as u64)
+        .saturating_mul(crate::data::STATION_FILE)
+        .saturating_add((m.watches as u64).saturating_mul(crate::data::WATCH_FILE))
+        .saturating_add((m.watches as u64).saturating_mul(DAY_MINUTES as u64 * TRUTH_LINE));
+    dps_harness::check_disk_space("generate --dir: the data set", dir, need, reclaimed)
+}
+
 /// Reads `truth.csv`: (watch, minute of day, truth) per line.
 ///
 /// # Errors
@@ -224,6 +241,26 @@ mod tests {
     use super::*;
     use crate::kernel::{correlate_minute, log_energies, Match, Prepared, Watch, LG_SCALE};
     use crate::verify::LAG_TOLERANCE;
+
+    /// Issue 27: `generate` on a nearly full disk left a truncated station file. The largest
+    /// data set (88 GB) cannot fit in /dev/shm (a tmpfs of at most the machine's memory), and
+    /// is refused with the figures before any file is written; a small one fits.
+    #[test]
+    fn a_data_set_larger_than_its_file_system_is_refused_before_writing() {
+        let dir = tempfile::tempdir_in("/dev/shm").unwrap();
+        let manifest = |watches, stations, hours| Manifest {
+            format: FORMAT.into(),
+            watches,
+            stations,
+            hours,
+            seed: 1,
+            dataset_id: dataset_id(1, watches, stations, hours),
+        };
+        let e = check_room(dir.path(), &manifest(10_000, 1_000, 24)).unwrap_err().to_string();
+        assert!(e.contains("needs 82.") && e.contains("GiB of disk space") && e.contains("free"), "{e}");
+        assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none(), "nothing written");
+        check_room(dir.path(), &manifest(4, 2, 1)).unwrap();
+    }
 
     /// Issue 27's three watch minutes (`generate --watches 200 --stations 20 --hours 2 --seed
     /// 7`), each rebuilt from its own station hour: a block of every one falls in a stretch
