@@ -240,7 +240,7 @@ pub(crate) fn median(a: &MedianArgs) -> Result<()> {
     }
     let tiling = input.meta.tiling();
     if let (Some(dir), true, None) = (&input.dir, rt.is_root(), &input.scratch) {
-        store::check_writable(dir, &out_name, tiling.disks)?;
+        store::check_writable(dir, &out_name, &input.meta)?;
     }
     // The thesis asks for 3 rows of tiles; with the serpentine, the tiles of the row before
     // the last are touched last at the far end, and LRU would drop some of them just before

@@ -320,9 +320,10 @@ fn run_store(a: &StoreArgs) -> Result<()> {
             })?;
         }
     }
-    store::check_writable(&a.dir, &a.name, a.disks)?;
     let tiling = Tiling { width: image.width, height: image.height, tile, disks: a.disks, stride };
-    store::write(&a.dir, &a.name, &image, tiling, Generation::fresh())?;
+    let generation = Generation::fresh();
+    store::check_writable(&a.dir, &a.name, &store::Meta::new(tiling, image.depth, generation))?;
+    store::write(&a.dir, &a.name, &image, tiling, generation)?;
     println!(
         "stored {} ({}x{}, {} bits) as {} tiles of {} on {} disks (s = {}) in {}",
         a.input.display(),

@@ -374,20 +374,35 @@ pub fn place_tile(image: &mut Raster, tiling: &Tiling, id: TileId, slot: &[u8]) 
     }
 }
 
-/// Checks that the directories of a store of `disks` disks in `dir` exist and can be
-/// written, before any work.
+/// Checks that the directories of a store of `meta`'s disks in `dir` exist, can be written
+/// and have room for a new generation of image `name` (written beside the old one, which
+/// goes only after the commit: nothing it holds counts as free), before any work.
 ///
 /// # Errors
-/// A [`BadInput`] naming the directory.
-pub fn check_writable(dir: &Path, name: &str, disks: usize) -> Result<()> {
+/// A [`BadInput`] naming the directory, or the file system without room and both figures.
+pub fn check_writable(dir: &Path, name: &str, meta: &Meta) -> Result<()> {
     drop(OutputFile::create("--dir", &meta_path(dir, name))?);
-    for d in 0..disks {
+    let tiling = meta.tiling();
+    // Bytes per file system (disk directories may share one): each disk's file is its header
+    // and its tiles' slots.
+    let mut need: Vec<(u64, PathBuf, u64)> = Vec::new();
+    for d in 0..tiling.disks {
         let disk = disk_dir(dir, d);
         if !disk.is_dir() {
             bad_input!("disk directory {} is missing", disk.display());
         }
         // A probe: the unnamed file is never named.
         drop(OutputFile::create("disk directory", &disk.join(tile_file_name(name, None)))?);
+        let bytes =
+            (HEADER as u64).saturating_add((tiling.tiles_on(d) as u64).saturating_mul(meta.tile_bytes() as u64));
+        let device = std::fs::metadata(&disk).map(|m| std::os::unix::fs::MetadataExt::dev(&m)).unwrap_or(d as u64);
+        match need.iter_mut().find(|(dev, _, _)| *dev == device) {
+            Some((_, _, total)) => *total = total.saturating_add(bytes),
+            None => need.push((device, disk, bytes)),
+        }
+    }
+    for (_, disk, bytes) in need {
+        dps_harness::check_disk_space(&format!("the tile files of {name:?}"), &disk, bytes, 0)?;
     }
     Ok(())
 }

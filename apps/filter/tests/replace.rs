@@ -190,3 +190,48 @@ fn store_killed_mid_commit_leaves_the_old_image_and_the_next_store_removes_its_f
     let new = load(&dir, "image", &scratch);
     assert!(new != old);
 }
+
+/// A file system of 256 KiB (a tmpfs mounted for the test; root is needed, as for the other
+/// tests of this file), unmounted when dropped.
+struct SmallFileSystem(tempfile::TempDir);
+
+impl SmallFileSystem {
+    fn mount() -> SmallFileSystem {
+        let dir = tempfile::tempdir().unwrap();
+        let status = Command::new("mount").args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"]).arg(dir.path()).status();
+        assert!(status.is_ok_and(|s| s.success()), "mount -t tmpfs (as root) is needed for this test");
+        SmallFileSystem(dir)
+    }
+}
+
+impl Drop for SmallFileSystem {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.0.path()).status();
+    }
+}
+
+/// Issue 27: free space is checked before a store is written, with the figure: an image whose
+/// tile files do not fit is refused (exit 2) before any file is written, and the image
+/// already stored there stays whole.
+#[test]
+fn a_store_larger_than_its_file_system_is_refused_before_writing() {
+    let small = SmallFileSystem::mount();
+    let (dir, scratch) = (small.0.path(), tempfile::tempdir().unwrap());
+    let (old_png, big_png) = (scratch.path().join("old.png"), scratch.path().join("big.png"));
+    grey_png(&old_png, 100, 90, 1);
+    grey_png(&big_png, 600, 600, 3); // 360 KB of tiles, on 4 disks of one 256 KiB tmpfs
+    store(&old_png, dir, "32", "4");
+    store(&old_png, dir, "32", "4"); // a second generation of the old one fits: the first goes after its commit
+    let before = snapshot(dir);
+    let old = load(dir, "image", scratch.path());
+    let refused = Command::new(BIN)
+        .args(["store", big_png.to_str().unwrap(), "--tiles", "32", "--disks", "4", "--dir", dir.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(2), "{stderr}");
+    let line = one_error_line(&stderr);
+    assert!(line.contains("needs") && line.contains("of disk space") && line.contains("free"), "{line}");
+    assert!(snapshot(dir) == before, "nothing written");
+    assert!(load(dir, "image", scratch.path()) == old);
+}
