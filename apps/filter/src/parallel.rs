@@ -227,16 +227,21 @@ pub(crate) fn median(a: &MedianArgs) -> Result<()> {
     }
     // Before the runtime starts: it writes --trace even when the run is refused.
     check_outputs_outside_store(a.source.dir.as_deref(), &[("--trace", a.runtime.trace.as_deref())])?;
+    let out_name = a.out_name.clone().unwrap_or_else(|| format!("{}-median", a.source.name));
+    check_name(&out_name, "--out-name")?;
+    if out_name == a.source.name {
+        bad_input!("--out-name {out_name:?} is the input's name: the input would be overwritten");
+    }
+    // The output's metadata file can be written (a probe, on rank 0), also before the start: a
+    // refusal after it would wait 10 s for the other ranks' shutdown.
+    if let (Some(dir), true) = (&a.source.dir, dps_harness::launch_rank().unwrap_or(0) == 0) {
+        drop(OutputFile::create("--dir", &store::meta_path(dir, &out_name))?);
+    }
     let (rt, threads) = start(&a.runtime, &a.sim, &MEDIAN_SIMULATION, &a.map.map, a.compare_serial)?;
     let input = dps_harness::input(prepare(&a.source, threads, rt.rank(), a.sim.noalloc()))?;
     check_depth(input.meta.depth(), "median", &[Depth::Bit8])?;
     if input.meta.tile < RADIUS {
         bad_input!("tile size {}: the 5×5 median needs tiles of at least {RADIUS} pixels", input.meta.tile);
-    }
-    let out_name = a.out_name.clone().unwrap_or_else(|| format!("{}-median", a.source.name));
-    check_name(&out_name, "--out-name")?;
-    if out_name == a.source.name {
-        bad_input!("--out-name {out_name:?} is the input's name: the input would be overwritten");
     }
     let tiling = input.meta.tiling();
     if let (Some(dir), true, None) = (&input.dir, rt.is_root(), &input.scratch) {
@@ -439,14 +444,16 @@ pub(crate) fn gather(a: &GatherArgs) -> Result<()> {
     }
     let outputs = [("--out", a.out.as_deref()), ("--trace", a.runtime.trace.as_deref())];
     check_outputs_outside_store(a.source.dir.as_deref(), &outputs)?; // before the runtime, as median's
+                                                                     // Opened before the runtime too: a bad path then ends the job at once, where after the
+                                                                     // start rank 0 would wait for the other ranks' shutdown (10 s) before ending it.
+    let out = match (&a.out, dps_harness::launch_rank().unwrap_or(0) == 0) {
+        (Some(path), true) => Some(OutputFile::create("--out", path)?),
+        _ => None,
+    };
     let (rt, threads) = start(&a.runtime, &a.sim, &GATHER_SIMULATION, &a.map.map, false)?;
     let input = dps_harness::input(prepare(&a.source, threads, rt.rank(), false))?;
     check_depth(input.meta.depth(), "gather", &[Depth::Bit1, Depth::Bit8, Depth::Bit16])?;
     let (x, y, w, h) = check_window(a.window.as_deref(), input.meta.width, input.meta.height)?;
-    let out = match (&a.out, rt.is_root()) {
-        (Some(path), true) => Some(OutputFile::create("--out", path)?),
-        _ => None,
-    };
     let job = build(rt, &a.map.map, &input, &a.source.name, "unused", 0)?;
     let window = Area { x: x as i64, y: y as i64, w, h };
     let outcome = if job.rt.is_root() { drive_gather(a, &job, &input, window, out) } else { Ok(()) };

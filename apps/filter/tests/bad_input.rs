@@ -303,3 +303,22 @@ fn bad_simulations_are_refused_once_with_exit_2() {
         ],
     );
 }
+
+/// Issue 27: an output rank 0 cannot write ended a 2-rank job only after 10 s (the runtime
+/// waited for the other ranks' shutdown); it is now found before the runtime starts.
+#[test]
+fn an_output_rank_0_cannot_write_ends_a_2_rank_job_within_seconds() {
+    let f = Files::new();
+    let s8 = f.p("s8");
+    std::fs::create_dir(f.path("s8/image-median.json")).unwrap();
+    let nowhere = f.p("no/such/dir/x.png");
+    for (args, words) in [
+        (vec!["gather", "--dir", &s8, "-o", &nowhere], "does not exist"),
+        (vec!["median", "--dir", &s8], "is a directory"),
+    ] {
+        let job = dps_harness::launch::mpirun(2, BIN.as_ref(), &args);
+        assert_eq!(job.status.code(), Some(2), "{args:?}: {}", job.stderr);
+        assert!(job.stderr.contains(words), "{args:?}: {}", job.stderr);
+        assert!(job.elapsed.as_secs_f64() < 5.0, "{args:?} took {:?}", job.elapsed);
+    }
+}
