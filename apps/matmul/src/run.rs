@@ -114,27 +114,48 @@ impl Args {
     /// Bytes the run needs on rank 0 and on every other rank, from the options alone, with
     /// blocks of C of `rows` × `cols`.
     pub fn memory_need(&self, rows: usize, cols: usize) -> (u64, u64) {
-        let (n, m) = (self.n, footprint::matrix(self.n));
+        let m = footprint::matrix(self.n);
         if self.variant == Variant::Serial {
             return (m.saturating_mul(3), 0); // A, B and C
         }
-        let ranks = self.ranks();
+        let held = self.held_by_workers(rows, cols);
+        let other = match self.variant {
+            // Every job's strips and its block of C stay on the workers between the phases.
+            Variant::Phased | Variant::Compare => held.div_ceil(self.ranks()),
+            // The jobs in flight may all sit on one rank.
+            _ => held,
+        };
+        (self.master_need().saturating_add(other), other)
+    }
+
+    /// Bytes a simulation needs: every virtual rank lives in this process, so the master's
+    /// matrices and what all the workers hold at once, counted once (not once per rank: the
+    /// jobs in flight are the job's, however many ranks share them).
+    pub fn simulated_memory_need(&self, rows: usize, cols: usize) -> u64 {
+        self.master_need().saturating_add(self.held_by_workers(rows, cols))
+    }
+
+    /// The master's bytes: A, B, C, and the strips it cuts from A and B; --verify fetches C
+    /// and recomputes A, B and the serial product.
+    fn master_need(&self) -> u64 {
+        footprint::matrix(self.n).saturating_mul(if self.run.check.verify { 9 } else { 5 })
+    }
+
+    /// What the workers of all ranks hold at once: the strips and blocks of C of the jobs in
+    /// flight (of every job between the phases of `phased`).
+    fn held_by_workers(&self, rows: usize, cols: usize) -> u64 {
+        let n = self.n;
         let jobs = (kernel::blocks(n, rows) as u64).saturating_mul(kernel::blocks(n, cols) as u64);
         // A job's strips (received as a copy per job) and its block of C.
         let job = footprint::block(rows.saturating_add(cols), n).saturating_add(footprint::block(rows, cols));
         // Jobs in flight: the default window is 2 per worker, one worker per rank by default.
-        let window = self.window.map_or(2 * ranks, |w| w as u64);
-        let other = match self.variant {
-            // Every job's strips and its block of C stay on the workers between the phases.
-            Variant::Phased | Variant::Compare => job.saturating_mul(jobs).div_ceil(ranks),
+        let window = self.window.map_or(2 * self.ranks(), |w| w as u64).min(jobs);
+        match self.variant {
+            Variant::Phased | Variant::Compare => job.saturating_mul(jobs),
             Variant::Pipelined => job.saturating_mul(window),
             // Farm pairs: A_ik (rows × cols), B_kj and the partial product (cols × cols at most).
             _ => footprint::block(rows.max(cols), cols).saturating_mul(3).saturating_mul(window),
-        };
-        // The master: A, B, C, and the strips it cuts from A and B; --verify fetches C and
-        // recomputes A, B and the serial product.
-        let master = m.saturating_mul(if self.run.check.verify { 9 } else { 5 });
-        (master.saturating_add(other), other)
+        }
     }
 }
 
@@ -169,7 +190,8 @@ pub fn run(args: &Args) -> Result<()> {
         // Every virtual rank lives in this process.
         Some(p) => dps_harness::check_memory(
             &format!("--n {} --simulate {p}", args.n),
-            rank0.saturating_add(other.saturating_mul(p.saturating_sub(1) as u64)),
+            args.simulated_memory_need(choice.rows, choice.cols)
+                .saturating_add(dps_harness::simulate::simulator_bytes(p)),
             0,
         )?,
         None => dps_harness::check_memory(&format!("--n {}", args.n), rank0, other)?,

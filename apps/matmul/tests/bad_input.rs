@@ -111,6 +111,13 @@ fn bad_simulations_are_refused_once_with_exit_2() {
         Path::new(BIN),
         &[
             case(&["--n", "64", "--simulate", "0", "--platform", &good], 2, &["--simulate 0", "at least one rank"]),
+            // Issue 27: the simulator's own tables grow with P²; a P no memory holds is refused.
+            case(
+                &["--n", "64", "--simulate", "100000", "--platform", &good],
+                2,
+                &["--simulate 100000", "GiB of memory"],
+            ),
+            case(&["--n", "64", "--simulate", "4294967295", "--platform", &good], 2, &["more than 16 EiB"]),
             case(
                 &["--n", "64", "--simulate", "2", "--platform", missing],
                 2,
