@@ -17,6 +17,8 @@ pub mod graph;
 pub mod job;
 pub mod kernel;
 #[cfg(target_arch = "x86_64")]
+mod kernel_avx2;
+#[cfg(target_arch = "x86_64")]
 mod kernel_avx512;
 pub mod record;
 pub mod results;
