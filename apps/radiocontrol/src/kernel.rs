@@ -255,18 +255,18 @@ impl Path {
 pub fn correlate_on(path: Path, station: &Prepared, watches: &[Watch], out: &mut [Match]) {
     assert_eq!(watches.len(), out.len());
     assert!(Path::available().contains(&path), "this CPU cannot run the {path:?} kernel");
-    for (group, res) in watches.chunks(TILE_WATCHES).zip(out.chunks_mut(TILE_WATCHES)) {
-        let tile = pad_tile(group);
-        let best = match path {
-            // SAFETY: `Path::available()` (asserted above) listed Avx512Vnni only if
-            // `kernel_avx512::available()` found avx512f, avx512bw and avx512vnni.
-            #[cfg(target_arch = "x86_64")]
-            Path::Avx512Vnni => unsafe { crate::kernel_avx512::correlate_tile(station, &tile) },
-            // SAFETY: listed only if `kernel_avx2::available()` found avx2 and fma.
-            #[cfg(target_arch = "x86_64")]
-            Path::Avx2 => unsafe { crate::kernel_avx2::correlate_tile(station, &tile) },
-            _ => correlate_tile(station, &tile),
-        };
+    let tiles: Vec<[Watch; TILE_WATCHES]> = watches.chunks(TILE_WATCHES).map(pad_tile).collect();
+    let best: Vec<[(f64, u32); TILE_WATCHES]> = match path {
+        // SAFETY: `Path::available()` (asserted above) listed Avx512Vnni only if
+        // `kernel_avx512::available()` found avx512f, avx512bw and avx512vnni.
+        #[cfg(target_arch = "x86_64")]
+        Path::Avx512Vnni => tiles.iter().map(|t| unsafe { crate::kernel_avx512::correlate_tile(station, t) }).collect(),
+        // SAFETY: listed only if `kernel_avx2::available()` found avx2 and fma.
+        #[cfg(target_arch = "x86_64")]
+        Path::Avx2 => unsafe { crate::kernel_avx2::correlate_tiles(station, &tiles) },
+        _ => tiles.iter().map(|t| correlate_tile(station, t)).collect(),
+    };
+    for ((group, res), best) in watches.chunks(TILE_WATCHES).zip(out.chunks_mut(TILE_WATCHES)).zip(best) {
         finish_group(group, res, best);
     }
 }
