@@ -25,6 +25,8 @@
 //! against this one by `dps-radiocontrol bench-kernel`. [`naive`] is the f64 double loop
 //! the tests hold both to (RC-2).
 
+use std::sync::OnceLock;
+
 /// Samples of a station minute record: 10 s at 3 kHz.
 pub const STATION_SAMPLES: usize = 30_000;
 /// Log-energy values of a watch minute record: 4 s in 50 ms blocks.
@@ -94,8 +96,10 @@ pub fn log_energies(samples: &[i16]) -> Vec<f64> {
 pub struct Prepared {
     /// `Lgq[t]`, zero-padded to whole lag tiles.
     pub lgq: Vec<i16>,
-    /// `Lgq` interleaved by pairs of k: `pairs[(p·LAGS_PADDED + τ)·2 + j] = Lgq[τ + 50(2p + j)]`.
-    pub pairs: Vec<i16>,
+    /// `Lgq` interleaved by pairs of k for the AVX-512 path, built on first use.
+    pairs: OnceLock<Vec<i16>>,
+    /// The AVX2 path's layout, built on first use.
+    karatsuba: OnceLock<crate::karatsuba::Layout>,
     /// Per lag: 1 / the norm of the centred samples `Lgq[τ + 50k]` (0 where they are flat,
     /// and beyond the last lag).
     pub inv_sy: Vec<f64>,
@@ -111,14 +115,6 @@ impl Prepared {
         let fixed = log_energies_fixed(samples);
         let mut lgq = vec![0i16; LG_PADDED];
         lgq[..fixed.len()].copy_from_slice(&fixed);
-        let mut pairs = vec![0i16; K_PAIRS * LAGS_PADDED * 2];
-        for p in 0..K_PAIRS {
-            let row = &mut pairs[p * LAGS_PADDED * 2..][..LAGS_PADDED * 2];
-            for tau in 0..LAGS_PADDED {
-                row[2 * tau] = lgq[tau + BLOCK_MS * 2 * p];
-                row[2 * tau + 1] = lgq[tau + BLOCK_MS * (2 * p + 1)];
-            }
-        }
         let n = WATCH_BLOCKS as f64;
         let mut inv_sy = vec![0.0f64; LAGS_PADDED];
         let mut sy_inv_sy = vec![0.0f64; LAGS_PADDED];
@@ -147,7 +143,27 @@ impl Prepared {
             }
         }
         let lg = lgq.iter().map(|&v| f32::from(v)).collect();
-        Prepared { lgq, pairs, inv_sy, sy_inv_sy, lg }
+        Prepared { lgq, pairs: OnceLock::new(), karatsuba: OnceLock::new(), inv_sy, sy_inv_sy, lg }
+    }
+
+    /// `Lgq` interleaved by pairs of k: `pairs[(p·LAGS_PADDED + τ)·2 + j] = Lgq[τ + 50(2p + j)]`.
+    pub(crate) fn pairs(&self) -> &[i16] {
+        self.pairs.get_or_init(|| {
+            let mut pairs = vec![0i16; K_PAIRS * LAGS_PADDED * 2];
+            for p in 0..K_PAIRS {
+                let row = &mut pairs[p * LAGS_PADDED * 2..][..LAGS_PADDED * 2];
+                for tau in 0..LAGS_PADDED {
+                    row[2 * tau] = self.lgq[tau + BLOCK_MS * 2 * p];
+                    row[2 * tau + 1] = self.lgq[tau + BLOCK_MS * (2 * p + 1)];
+                }
+            }
+            pairs
+        })
+    }
+
+    /// The station laid out for the Karatsuba step ([`crate::karatsuba`]).
+    pub(crate) fn karatsuba(&self) -> &crate::karatsuba::Layout {
+        self.karatsuba.get_or_init(|| crate::karatsuba::Layout::new(self))
     }
 
     /// `inv_sy` as f32, for the FFT variant.

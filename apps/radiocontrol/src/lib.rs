@@ -15,6 +15,7 @@ pub mod fft;
 pub mod generate;
 pub mod graph;
 pub mod job;
+mod karatsuba;
 pub mod kernel;
 #[cfg(target_arch = "x86_64")]
 mod kernel_avx2;
