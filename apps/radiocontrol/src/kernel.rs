@@ -16,12 +16,14 @@
 //! ```
 //!
 //! S is the only part that costs (80 × 6001 multiply-adds per pair). [`correlate_minute`]
-//! computes it for a block of watches at once in register tiles of [`TILE_WATCHES`] watches
-//! × [`TILE_LAGS`] lags, with AVX-512 VNNI (`vpdpwssd`: 32 i16 products summed pairwise into
-//! 16 i32 lanes per instruction, on station values interleaved in pairs of k) where the CPU
-//! has it, else portable code; the epilogue is in f64 with the same operations on every
-//! path. Integer sums are exact, so every path and every run gives the same bits: a job's
-//! result depends on the job only. `crate::fft` is the same correlation by FFT, measured
+//! computes it for a block of watches at once in register tiles, on the fastest [`Path`]
+//! the CPU has: AVX-512 VNNI (`vpdpwssd`: 32 i16 products summed pairwise into 16 i32
+//! lanes per instruction, on station values interleaved in pairs of k; tiles of
+//! [`TILE_WATCHES`] watches × [`TILE_LAGS`] lags), else AVX2 (`vpmaddwd` and `vpaddd`, 16
+//! products per pair, with a Karatsuba step that gets lags τ and τ + 50 from three sums
+//! instead of four: `crate::karatsuba`), else portable code; the epilogue is in f64 with the
+//! same operations on every path. Integer sums are exact, so every path and every run gives
+//! the same bits: a job's result depends on the job only. `crate::fft` is the same correlation by FFT, measured
 //! against this one by `dps-radiocontrol bench-kernel`. [`naive`] is the f64 double loop
 //! the tests hold both to (RC-2).
 
