@@ -16,14 +16,18 @@
 //! ```
 //!
 //! S is the only part that costs (80 × 6001 multiply-adds per pair). [`correlate_minute`]
-//! computes it for a block of watches at once in register tiles of [`TILE_WATCHES`] watches
-//! × [`TILE_LAGS`] lags, with AVX-512 VNNI (`vpdpwssd`: 32 i16 products summed pairwise into
-//! 16 i32 lanes per instruction, on station values interleaved in pairs of k) where the CPU
-//! has it, else portable code; the epilogue is in f64 with the same operations on every
-//! path. Integer sums are exact, so every path and every run gives the same bits: a job's
-//! result depends on the job only. `crate::fft` is the same correlation by FFT, measured
+//! computes it for a block of watches at once in register tiles, on the fastest [`Path`]
+//! the CPU has: AVX-512 VNNI (`vpdpwssd`: 32 i16 products summed pairwise into 16 i32
+//! lanes per instruction, on station values interleaved in pairs of k; tiles of
+//! [`TILE_WATCHES`] watches × [`TILE_LAGS`] lags), else AVX2 (`vpmaddwd` and `vpaddd`, 16
+//! products per pair, with a Karatsuba step that gets lags τ and τ + 50 from three sums
+//! instead of four: `crate::karatsuba`), else portable code; the epilogue is in f64 with the
+//! same operations on every path. Integer sums are exact, so every path and every run gives
+//! the same bits: a job's result depends on the job only. `crate::fft` is the same correlation by FFT, measured
 //! against this one by `dps-radiocontrol bench-kernel`. [`naive`] is the f64 double loop
 //! the tests hold both to (RC-2).
+
+use std::sync::OnceLock;
 
 /// Samples of a station minute record: 10 s at 3 kHz.
 pub const STATION_SAMPLES: usize = 30_000;
@@ -94,8 +98,10 @@ pub fn log_energies(samples: &[i16]) -> Vec<f64> {
 pub struct Prepared {
     /// `Lgq[t]`, zero-padded to whole lag tiles.
     pub lgq: Vec<i16>,
-    /// `Lgq` interleaved by pairs of k: `pairs[(p·LAGS_PADDED + τ)·2 + j] = Lgq[τ + 50(2p + j)]`.
-    pub pairs: Vec<i16>,
+    /// `Lgq` interleaved by pairs of k for the AVX-512 path, built on first use.
+    pairs: OnceLock<Vec<i16>>,
+    /// The AVX2 path's layout, built on first use.
+    karatsuba: OnceLock<crate::karatsuba::Layout>,
     /// Per lag: 1 / the norm of the centred samples `Lgq[τ + 50k]` (0 where they are flat,
     /// and beyond the last lag).
     pub inv_sy: Vec<f64>,
@@ -111,14 +117,6 @@ impl Prepared {
         let fixed = log_energies_fixed(samples);
         let mut lgq = vec![0i16; LG_PADDED];
         lgq[..fixed.len()].copy_from_slice(&fixed);
-        let mut pairs = vec![0i16; K_PAIRS * LAGS_PADDED * 2];
-        for p in 0..K_PAIRS {
-            let row = &mut pairs[p * LAGS_PADDED * 2..][..LAGS_PADDED * 2];
-            for tau in 0..LAGS_PADDED {
-                row[2 * tau] = lgq[tau + BLOCK_MS * 2 * p];
-                row[2 * tau + 1] = lgq[tau + BLOCK_MS * (2 * p + 1)];
-            }
-        }
         let n = WATCH_BLOCKS as f64;
         let mut inv_sy = vec![0.0f64; LAGS_PADDED];
         let mut sy_inv_sy = vec![0.0f64; LAGS_PADDED];
@@ -147,7 +145,27 @@ impl Prepared {
             }
         }
         let lg = lgq.iter().map(|&v| f32::from(v)).collect();
-        Prepared { lgq, pairs, inv_sy, sy_inv_sy, lg }
+        Prepared { lgq, pairs: OnceLock::new(), karatsuba: OnceLock::new(), inv_sy, sy_inv_sy, lg }
+    }
+
+    /// `Lgq` interleaved by pairs of k: `pairs[(p·LAGS_PADDED + τ)·2 + j] = Lgq[τ + 50(2p + j)]`.
+    pub(crate) fn pairs(&self) -> &[i16] {
+        self.pairs.get_or_init(|| {
+            let mut pairs = vec![0i16; K_PAIRS * LAGS_PADDED * 2];
+            for p in 0..K_PAIRS {
+                let row = &mut pairs[p * LAGS_PADDED * 2..][..LAGS_PADDED * 2];
+                for tau in 0..LAGS_PADDED {
+                    row[2 * tau] = self.lgq[tau + BLOCK_MS * 2 * p];
+                    row[2 * tau + 1] = self.lgq[tau + BLOCK_MS * (2 * p + 1)];
+                }
+            }
+            pairs
+        })
+    }
+
+    /// The station laid out for the Karatsuba step ([`crate::karatsuba`]).
+    pub(crate) fn karatsuba(&self) -> &crate::karatsuba::Layout {
+        self.karatsuba.get_or_init(|| crate::karatsuba::Layout::new(self))
     }
 
     /// `inv_sy` as f32, for the FFT variant.
@@ -208,29 +226,65 @@ pub struct Match {
 }
 
 /// Correlates every watch of `watches` with the station minute `station`, writing one
-/// [`Match`] per watch into `out`.
+/// [`Match`] per watch into `out`, on the fastest [`Path`] this CPU has.
 pub fn correlate_minute(station: &Prepared, watches: &[Watch], out: &mut [Match]) {
-    assert_eq!(watches.len(), out.len());
-    #[cfg(target_arch = "x86_64")]
-    {
-        if crate::kernel_avx512::available() {
-            for (group, res) in watches.chunks(TILE_WATCHES).zip(out.chunks_mut(TILE_WATCHES)) {
-                let tile = pad_tile(group);
-                // SAFETY: `available()` checked every feature `correlate_tile` enables.
-                let best = unsafe { crate::kernel_avx512::correlate_tile(station, &tile) };
-                finish_group(group, res, best);
-            }
-            return;
-        }
-    }
-    correlate_portable(station, watches, out)
+    correlate_on(Path::detect(), station, watches, out)
 }
 
-/// The portable path (also the reference for the vectorised one's bits).
-pub(crate) fn correlate_portable(station: &Prepared, watches: &[Watch], out: &mut [Match]) {
-    for (group, res) in watches.chunks(TILE_WATCHES).zip(out.chunks_mut(TILE_WATCHES)) {
-        let tile = pad_tile(group);
-        let best = correlate_tile(station, &tile);
+/// A code path of the direct kernel. All give the same bits (exact integer sums, the same
+/// f64 epilogue); they differ in speed only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Path {
+    /// `vpdpwssd` tiles of 6 watches × 32 lags (`kernel_avx512`).
+    Avx512Vnni,
+    /// `vpmaddwd` tiles of 6 watches × 16 lags (`kernel_avx2`).
+    Avx2,
+    /// Plain Rust (the reference for the others' bits).
+    Portable,
+}
+
+impl Path {
+    /// The fastest path the CPU has: AVX-512 VNNI, else AVX2 (with FMA), else portable.
+    pub fn detect() -> Path {
+        Path::available().into_iter().next().unwrap_or(Path::Portable)
+    }
+
+    /// Every path the CPU can run, fastest first (the portable one always last).
+    pub fn available() -> Vec<Path> {
+        let mut paths = Vec::new();
+        #[cfg(target_arch = "x86_64")]
+        {
+            if crate::kernel_avx512::available() {
+                paths.push(Path::Avx512Vnni);
+            }
+            if crate::kernel_avx2::available() {
+                paths.push(Path::Avx2);
+            }
+        }
+        paths.push(Path::Portable);
+        paths
+    }
+}
+
+/// [`correlate_minute`] on a given path.
+///
+/// # Panics
+/// If the CPU cannot run `path` (see [`Path::available`]).
+pub fn correlate_on(path: Path, station: &Prepared, watches: &[Watch], out: &mut [Match]) {
+    assert_eq!(watches.len(), out.len());
+    assert!(Path::available().contains(&path), "this CPU cannot run the {path:?} kernel");
+    let tiles: Vec<[Watch; TILE_WATCHES]> = watches.chunks(TILE_WATCHES).map(pad_tile).collect();
+    let best: Vec<[(f64, u32); TILE_WATCHES]> = match path {
+        // SAFETY: `Path::available()` (asserted above) listed Avx512Vnni only if
+        // `kernel_avx512::available()` found avx512f, avx512bw and avx512vnni.
+        #[cfg(target_arch = "x86_64")]
+        Path::Avx512Vnni => tiles.iter().map(|t| unsafe { crate::kernel_avx512::correlate_tile(station, t) }).collect(),
+        // SAFETY: listed only if `kernel_avx2::available()` found avx2 and fma.
+        #[cfg(target_arch = "x86_64")]
+        Path::Avx2 => unsafe { crate::kernel_avx2::correlate_tiles(station, &tiles) },
+        _ => tiles.iter().map(|t| correlate_tile(station, t)).collect(),
+    };
+    for ((group, res), best) in watches.chunks(TILE_WATCHES).zip(out.chunks_mut(TILE_WATCHES)).zip(best) {
         finish_group(group, res, best);
     }
 }
@@ -349,22 +403,51 @@ mod tests {
         }
     }
 
-    /// The vectorised path and the portable one give the same bits (the serial and parallel
-    /// runs must write the same bytes whichever path a machine takes).
+    /// Every path this CPU has gives the portable path's bits (the serial and parallel
+    /// runs must write the same bytes whichever path a machine takes), on full and partial
+    /// watch tiles, flagged watches, and a copy at the last lag (in the partial lag tile).
     #[test]
     fn every_code_path_gives_the_same_bits() {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
-        let samples = random_station(&mut rng);
-        let station = Prepared::new(&samples);
-        let watches: Vec<Watch> = (0..13).map(|i| Watch::new(&std::array::from_fn(|_| rng.gen()), i != 5)).collect();
-        let mut fast = vec![Match { r: 0.0, lag: 0, flags: 0 }; watches.len()];
-        let mut portable = fast.clone();
-        correlate_minute(&station, &watches, &mut fast);
-        correlate_portable(&station, &watches, &mut portable);
-        for (a, b) in fast.iter().zip(&portable) {
-            assert_eq!((a.r.to_bits(), a.lag, a.flags), (b.r.to_bits(), b.lag, b.flags));
+        for _ in 0..3 {
+            let samples = random_station(&mut rng);
+            let station = Prepared::new(&samples);
+            let lg = log_energies(&samples);
+            let copy: [u8; WATCH_BLOCKS] =
+                std::array::from_fn(|k| (lg[LAGS - 1 + BLOCK_MS * k] / LG_SCALE * 2.0 - 150.0) as u8);
+            let mut watches: Vec<Watch> =
+                (0..13).map(|i| Watch::new(&std::array::from_fn(|_| rng.gen()), i != 5)).collect();
+            watches.push(Watch::new(&copy, true));
+            let mut portable = vec![Match { r: 0.0, lag: 0, flags: 0 }; watches.len()];
+            correlate_on(Path::Portable, &station, &watches, &mut portable);
+            assert_eq!(portable[5].flags, FLAG_INVALID);
+            assert_eq!(usize::from(portable[13].lag), LAGS - 1, "{:?}", portable[13]);
+            for path in Path::available() {
+                let mut fast = vec![Match { r: 0.0, lag: 0, flags: 9 }; watches.len()];
+                correlate_on(path, &station, &watches, &mut fast);
+                for (a, b) in fast.iter().zip(&portable) {
+                    assert_eq!((a.r.to_bits(), a.lag, a.flags), (b.r.to_bits(), b.lag, b.flags), "{path:?}");
+                }
+            }
         }
-        assert_eq!(fast[5].flags, FLAG_INVALID);
+    }
+
+    /// The dispatch offers each vectorised path wherever the CPU has its features, so the
+    /// test above runs it there (the AVX2 one on any x86-64 CPU of the last decade).
+    #[test]
+    fn the_cpu_features_select_the_paths() {
+        let paths = Path::available();
+        assert_eq!(paths.last(), Some(&Path::Portable));
+        #[cfg(target_arch = "x86_64")]
+        {
+            let avx2 = std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma");
+            assert_eq!(paths.contains(&Path::Avx2), avx2);
+            let vnni = std::arch::is_x86_feature_detected!("avx512vnni")
+                && std::arch::is_x86_feature_detected!("avx512bw")
+                && std::arch::is_x86_feature_detected!("avx512f");
+            assert_eq!(paths.contains(&Path::Avx512Vnni), vnni);
+        }
+        assert_eq!(Path::detect(), paths[0]);
     }
 
     fn naive_at(q: &[u8; WATCH_BLOCKS], lg: &[f64], tau: u16) -> f64 {

@@ -26,7 +26,7 @@ pub(crate) fn available() -> bool {
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
 pub(crate) unsafe fn correlate_tile(station: &Prepared, tile: &[Watch; W]) -> [(f64, u32); W] {
     const { assert!(TILE_LAGS == 32 && W == 6) };
-    let pairs = &station.pairs[..];
+    let pairs = station.pairs();
     assert_eq!(pairs.len(), K_PAIRS * LAGS_PADDED * 2, "the interleaved station values");
     // Per watch and pair of k: x[2p] in the low half of an i32, x[2p+1] in the high half.
     let xs: [[i32; K_PAIRS]; W] = std::array::from_fn(|w| {

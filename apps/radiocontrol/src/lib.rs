@@ -15,7 +15,10 @@ pub mod fft;
 pub mod generate;
 pub mod graph;
 pub mod job;
+mod karatsuba;
 pub mod kernel;
+#[cfg(target_arch = "x86_64")]
+mod kernel_avx2;
 #[cfg(target_arch = "x86_64")]
 mod kernel_avx512;
 pub mod record;

@@ -176,9 +176,9 @@ pub fn run(args: &Args) -> Result<()> {
                 println!("{}", serde_json::to_string(&s)?);
             } else {
                 println!(
-                    "direct {:.2} µs, FFT {:.2} µs per correlation on one core ({:.0}/s direct); \
+                    "direct ({}) {:.2} µs, FFT {:.2} µs per correlation on one core ({:.0}/s direct); \
                      paper-scale day on 2 cores: {:.1} min",
-                    s.direct_us, s.fft_us, s.direct_per_s, s.paper_day_minutes_2_cores
+                    s.direct_path, s.direct_us, s.fft_us, s.direct_per_s, s.paper_day_minutes_2_cores
                 );
             }
             Ok(())
