@@ -205,6 +205,14 @@ fn check_input(r: &RunArgs, rank: usize) -> Result<DataSet> {
         bad_input!("--out {}: cannot write {}: {e}", out.display(), pid_file.display());
     }
     let path = results::path_in(out);
+    if path.is_dir() {
+        bad_input!("--out {}: {} is a directory, so no result file can be kept there", out.display(), path.display());
+    }
+    if r.check.verify {
+        // Read now as well as at the end: a malformed truth file is bad input, found before
+        // hours of correlation, not after them.
+        generate::read_truth(&data.dir).map_err(|e| dps_harness::BadInput::new(format!("--verify: {e:#}")))?;
+    }
     if r.fresh && rank == 0 {
         if let Err(e) = std::fs::remove_file(&path) {
             if e.kind() != std::io::ErrorKind::NotFound {

@@ -99,6 +99,10 @@ fn check_direct(args: &[String], code: i32, words: &[&str]) -> Option<String> {
 fn every_bad_input_is_one_clear_line_and_leaves_results_valid() {
     let s = setup();
     let other_results = std::fs::read(results(&s.root.join("other-out"))).unwrap();
+    // Issue 27: found only after the run before; bad input (exit 2) before any work now.
+    std::fs::create_dir_all(s.root.join("dir-out/results.bin")).unwrap();
+    copy_dir(&s.root.join("data"), &s.root.join("bad-truth"));
+    std::fs::write(s.root.join("bad-truth/truth.csv"), "watch,minute,kind,station,lag\n0,x,listen,1,2\n").unwrap();
     let run = |data: &str, out: &str| -> Vec<String> {
         ["run", &s.p(data), "--out", &s.p(out), "--serial"].iter().map(|w| w.to_string()).collect()
     };
@@ -116,6 +120,8 @@ fn every_bad_input_is_one_clear_line_and_leaves_results_valid() {
         (run("data", "a_file/out"), 2, vec!["--out".into(), "a_file".into()]),
         (run("data", "other-out"), 2, vec!["another data set".into(), "refusing to resume".into()]),
         (run("data", "garbage-out"), 2, vec!["not a dps-radiocontrol result file".into()]),
+        (run("data", "dir-out"), 2, vec!["results.bin".into(), "is a directory".into()]),
+        (with(run("bad-truth", "o8"), &["--verify"]), 2, vec!["--verify".into(), "truth.csv".into()]),
         (run("data", "full-out"), 1, vec!["results.bin".into(), "No space left on device".into()]),
         (run("data", "full-summary"), 1, vec!["summary.csv".into(), "No space left on device".into()]),
         (with(run("data", "o2"), &["--pipeline-depth", "0"]), 2, vec!["--pipeline-depth".into()]),
