@@ -103,6 +103,11 @@ fn every_bad_input_is_one_clear_line_and_leaves_results_valid() {
     std::fs::create_dir_all(s.root.join("dir-out/results.bin")).unwrap();
     copy_dir(&s.root.join("data"), &s.root.join("bad-truth"));
     std::fs::write(s.root.join("bad-truth/truth.csv"), "watch,minute,kind,station,lag\n0,x,listen,1,2\n").unwrap();
+    copy_dir(&s.root.join("data"), &s.root.join("wrong-minute"));
+    let watch = s.root.join("wrong-minute/watches/W0001.bin");
+    let mut bytes = std::fs::read(&watch).unwrap();
+    bytes[5 * 95] = 77; // record 5's minute (a u16 at the record's start) reads 77
+    std::fs::write(&watch, bytes).unwrap();
     let run = |data: &str, out: &str| -> Vec<String> {
         ["run", &s.p(data), "--out", &s.p(out), "--serial"].iter().map(|w| w.to_string()).collect()
     };
@@ -121,6 +126,7 @@ fn every_bad_input_is_one_clear_line_and_leaves_results_valid() {
         (run("data", "other-out"), 2, vec!["another data set".into(), "refusing to resume".into()]),
         (run("data", "garbage-out"), 2, vec!["not a dps-radiocontrol result file".into()]),
         (run("data", "dir-out"), 2, vec!["results.bin".into(), "is a directory".into()]),
+        (run("wrong-minute", "o9"), 2, vec!["W0001.bin".into(), "record 5 says it is minute 77".into()]),
         (with(run("bad-truth", "o8"), &["--verify"]), 2, vec!["--verify".into(), "truth.csv".into()]),
         (run("data", "full-out"), 1, vec!["results.bin".into(), "No space left on device".into()]),
         (run("data", "full-summary"), 1, vec!["summary.csv".into(), "No space left on device".into()]),
