@@ -38,9 +38,10 @@ if [[ -n $py ]]; then
   tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
   "$py" -c 'import cv2, numpy as np, sys
 cv2.imwrite(sys.argv[1], np.random.default_rng(26).integers(0, 256, (523, 601), dtype=np.uint8))' "$tmp/in.png"
-  "$bin" store "$tmp/in.png" --tiles 128 --disks 5 --dir "$tmp" >/dev/null
-  scripts/mpirun -n 2 "$bin" median --dir "$tmp" --verify >/dev/null
-  "$bin" load "$tmp" --name image-median -o "$tmp/out.png" >/dev/null
+  mkdir "$tmp/store"  # outputs go beside the store: dps-filter refuses to write inside one
+  "$bin" store "$tmp/in.png" --tiles 128 --disks 5 --dir "$tmp/store" >/dev/null
+  scripts/mpirun -n 2 "$bin" median --dir "$tmp/store" --verify >/dev/null
+  "$bin" load "$tmp/store" --name image-median -o "$tmp/out.png" >/dev/null
   "$py" - "$tmp/in.png" "$tmp/out.png" <<'PY'
 import sys, cv2, numpy as np
 img = cv2.imread(sys.argv[1], cv2.IMREAD_UNCHANGED)
