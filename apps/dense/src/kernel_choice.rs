@@ -82,7 +82,7 @@ pub fn cpu_vectors() -> Vectors {
 
 /// Whether this is an AMD CPU (`/proc/cpuinfo`'s vendor): AVX2 AMD CPUs get OpenBLAS's `Zen`
 /// kernels, Intel ones `Haswell`.
-fn amd() -> bool {
+pub fn amd() -> bool {
     std::fs::read_to_string("/proc/cpuinfo").is_ok_and(|c| c.lines().any(|l| l.contains("AuthenticAMD")))
 }
 

@@ -2,7 +2,7 @@
 //! tests/blas_kernels.rs): a generic core, forced as a dps process on another CPU would pass
 //! it on, is replaced by the CPU's best, and the factorisation still verifies.
 
-use dps_dense::kernel_choice::{best_core, cpu_vectors, Vectors, CORETYPE, SET_BY_DPS};
+use dps_dense::kernel_choice::{amd, best_core, cpu_vectors, Vectors, CORETYPE, SET_BY_DPS};
 use dps_harness::launch::{json_record as json, mpirun_env};
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-lu");
@@ -13,7 +13,6 @@ fn a_generic_core_is_corrected_and_the_factorisation_verifies() {
     if cpu == Vectors::Sse {
         return; // nothing wider than the generic kernels to ask for
     }
-    let amd = std::fs::read_to_string("/proc/cpuinfo").unwrap().contains("AuthenticAMD");
     let forced = [(CORETYPE, "Prescott"), (SET_BY_DPS, "Prescott")];
     for ranks in [1, 2] {
         for variant in ["stream", "merge-split"] {
@@ -22,7 +21,7 @@ fn a_generic_core_is_corrected_and_the_factorisation_verifies() {
             assert!(job.status.success(), "{variant} on {ranks} ranks: {}", job.stderr);
             let r = json(&job.stdout);
             assert_eq!(r["verified"], true, "{r}");
-            assert_eq!(r["blas_core"], best_core(cpu, amd), "{r}");
+            assert_eq!(r["blas_core"], best_core(cpu, amd()), "{r}");
             assert_eq!(r["blas_core_chosen_by"], "dps over the library's Prescott", "{r}");
         }
     }

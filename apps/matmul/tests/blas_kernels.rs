@@ -7,14 +7,10 @@
 //! process on another CPU passes its choice on (`OPENBLAS_CORETYPE` marked by
 //! `DPS_BLAS_CORETYPE`), which the correction must override like the library's own choice.
 
-use dps_dense::kernel_choice::{best_core, cpu_vectors, vectors_of_core, Vectors, CORETYPE, SET_BY_DPS};
+use dps_dense::kernel_choice::{amd, best_core, cpu_vectors, vectors_of_core, Vectors, CORETYPE, SET_BY_DPS};
 use dps_harness::launch::{json_record as json, mpirun_env};
 
 const MATMUL: &str = env!("CARGO_BIN_EXE_dps-matmul");
-
-fn amd() -> bool {
-    std::fs::read_to_string("/proc/cpuinfo").unwrap().contains("AuthenticAMD")
-}
 
 /// The record of `program args` on `ranks` ranks with `env`, which must succeed and verify.
 fn verified_record(ranks: usize, env: &[(&str, &str)], program: &std::path::Path, args: &[&str]) -> serde_json::Value {
