@@ -1,9 +1,9 @@
 //! Self-launch: runs this executable's hidden worker subcommand under `scripts/mpirun`, inside
-//! a `timeout` ([`dps_harness::launch::Job::stream`]), and hands each JSON line rank 0 prints
+//! a `timeout` ([`dps_launch::Job::stream`]), and hands each JSON line rank 0 prints
 //! to the caller.
 
 use anyhow::{Context, Result};
-use dps_harness::launch::{Job, Launcher};
+use dps_launch::{Job, Launcher};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 

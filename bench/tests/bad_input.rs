@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use dps_harness::bad_input::{case, case_on, check_table};
+use dps_launch::bad_input::{case, case_on, check_table};
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-bench");
 

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use dps_harness::bad_input::{case, check_table};
+use dps_launch::bad_input::{case, check_table};
 use dps_model::fit::Segment;
 use dps_model::platform::{Carrier, Header, Link, PathKind, Platform};
 

@@ -14,7 +14,7 @@ fn pus_of<'a>(stdout: &'a str, rank: usize, thread: &str) -> Option<&'a str> {
 
 #[test]
 fn one_rank_prints_the_machine_and_its_binding() {
-    let job = dps_harness::launch::mpirun(1, Path::new(BIN), &["topology"]);
+    let job = dps_launch::mpirun(1, Path::new(BIN), &["topology"]);
     assert!(job.status.success(), "{}\n{}", job.stdout, job.stderr);
     let cores = std::thread::available_parallelism().unwrap().get();
     for line in
@@ -33,12 +33,12 @@ fn one_rank_prints_the_machine_and_its_binding() {
 
 #[test]
 fn two_ranks_report_their_bindings_gathered_on_rank_0() {
-    let unbound = dps_harness::launch::mpirun(2, Path::new(BIN), &["topology", "--ranks"]);
+    let unbound = dps_launch::mpirun(2, Path::new(BIN), &["topology", "--ranks"]);
     assert!(unbound.status.success(), "{}\n{}", unbound.stdout, unbound.stderr);
     assert_eq!(unbound.stdout.matches("machine: ").count(), 1, "only rank 0 prints:\n{}", unbound.stdout);
     assert_eq!(unbound.stdout.matches("binding none").count(), 2, "{}", unbound.stdout);
 
-    let bound = dps_harness::launch::mpirun(2, Path::new(BIN), &["topology", "--ranks", "--bind", "cores"]);
+    let bound = dps_launch::mpirun(2, Path::new(BIN), &["topology", "--ranks", "--bind", "cores"]);
     assert!(bound.status.success(), "{}\n{}", bound.stdout, bound.stderr);
     for rank in 0..2 {
         assert!(bound.stdout.contains(&format!("rank {rank} of 2 on this node")), "{}", bound.stdout);
@@ -51,7 +51,7 @@ fn two_ranks_report_their_bindings_gathered_on_rank_0() {
 
 #[test]
 fn a_bad_bind_value_is_refused_before_any_work() {
-    let job = dps_harness::launch::mpirun(1, Path::new(BIN), &["topology", "--bind", "sockets"]);
+    let job = dps_launch::mpirun(1, Path::new(BIN), &["topology", "--bind", "sockets"]);
     assert_eq!(job.status.code(), Some(2), "{}\n{}", job.stdout, job.stderr);
     assert!(job.stderr.contains("sockets") && job.stderr.contains("cores"), "{}", job.stderr);
     assert!(!job.stdout.contains("machine:"), "{}", job.stdout);

@@ -13,15 +13,10 @@
 //!   node has, with the figures, before anything is allocated.
 //! - [`record`]: the fields every app's `--json` record shares ([`Common`]), numbers
 //!   written as text when not finite ([`FiniteOrText`]), and [`print_record`].
-//! - [`launch`]: every job that is started under `mpirun`, `srun` or alone, always inside
-//!   `timeout`: tests, benchmarks and sweeps.
-//! - [`bad_input`](mod@bad_input): the bad-input table that each program's tests run.
 
-pub mod bad_input;
 mod cli;
 pub mod disk_space;
 pub mod exit;
-pub mod launch;
 pub mod memory;
 pub mod options;
 pub mod output;

@@ -6,7 +6,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use dps::{route, MergeFn, Node, Runtime};
-use dps_harness::launch as common;
+use dps_launch as common;
 
 /// Runs `scenario` of this binary on `ranks` ranks with `DPS_BIND=bind` (unset if `None`).
 fn run_on(ranks: usize, bind: Option<&str>, scenario: &str) -> common::Finished {

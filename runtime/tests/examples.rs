@@ -1,7 +1,7 @@
 //! The examples under `mpirun` on 1, 2 and 4 ranks, and the errors they must report.
 
 use common::{example, mpirun, mpirun_env};
-use dps_harness::launch as common;
+use dps_launch as common;
 
 #[test]
 fn uppercase_tutorial_on_1_2_4_ranks() {

@@ -5,7 +5,7 @@
 //! matching normal test relaunches this binary under `mpirun`.
 
 use dps::{route, Bulk, ErrorKind, MergeFn, Node, Runtime};
-use dps_harness::launch::scenario_passes_on_1_2_4 as passes_on_1_2_4;
+use dps_launch::scenario_passes_on_1_2_4 as passes_on_1_2_4;
 use serde::{Deserialize, Serialize};
 
 /// A moving thread's state: what it has handled, and a large payload that must survive

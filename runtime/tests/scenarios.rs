@@ -1,7 +1,7 @@
 //! Runtime scenarios on 1, 2 and 4 ranks. Each `scenario_*` test is `#[ignore]`d: the
 //! matching normal test relaunches this test binary under `mpirun` to run it on every rank.
 
-use dps_harness::launch::{self as common, scenario_args as only, scenario_passes_on_1_2_4 as passes_on_1_2_4};
+use dps_launch::{self as common, scenario_args as only, scenario_passes_on_1_2_4 as passes_on_1_2_4};
 
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! job that computes for a while is left alone. Each `scenario_*` test is `#[ignore]`d: the
 //! matching normal test relaunches this test binary under `mpirun`.
 
-use dps_harness::launch as common;
+use dps_launch as common;
 
 use std::time::{Duration, Instant};
 

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use dps_harness::bad_input::{case, case_on, check_table};
+use dps_launch::bad_input::{case, case_on, check_table};
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-filter");
 
@@ -316,7 +316,7 @@ fn an_output_rank_0_cannot_write_ends_a_2_rank_job_within_seconds() {
         (vec!["gather", "--dir", &s8, "-o", &nowhere], "does not exist"),
         (vec!["median", "--dir", &s8], "is a directory"),
     ] {
-        let job = dps_harness::launch::mpirun(2, BIN.as_ref(), &args);
+        let job = dps_launch::mpirun(2, BIN.as_ref(), &args);
         assert_eq!(job.status.code(), Some(2), "{args:?}: {}", job.stderr);
         assert!(job.stderr.contains(words), "{args:?}: {}", job.stderr);
         assert!(job.elapsed.as_secs_f64() < 5.0, "{args:?} took {:?}", job.elapsed);

@@ -8,8 +8,8 @@ use std::path::Path;
 
 use dps_filter::median::median_image;
 use dps_filter::store::open;
-use dps_harness::launch::json_record as json;
-use dps_harness::launch::mpirun;
+use dps_launch::json_record as json;
+use dps_launch::mpirun;
 use rand::{Rng, SeedableRng};
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-filter");

@@ -13,7 +13,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use dps_harness::launch::Job;
+use dps_launch::Job;
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-filter");
 

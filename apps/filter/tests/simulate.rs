@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use dps_harness::launch::json_record;
+use dps_launch::json_record;
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-filter");
 
@@ -25,7 +25,7 @@ fn simulated(args: &[&str], ranks: &str, platform: &str) -> serde_json::Value {
 
 /// A real run on one rank, under the launcher's timeout.
 fn real(args: &[&str]) {
-    let job = dps_harness::launch::mpirun(1, Path::new(BIN), args);
+    let job = dps_launch::mpirun(1, Path::new(BIN), args);
     assert_eq!(job.status.code(), Some(0), "{args:?}: {}", job.stderr);
 }
 

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use dps_harness::bad_input::{case, case_on, check_table};
+use dps_launch::bad_input::{case, case_on, check_table};
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-life");
 const MAX: &str = "18446744073709551615"; // u64::MAX
@@ -161,7 +161,7 @@ fn bad_input_table() {
 }
 
 /// What `dps-life args` must never do, on one process without mpirun: what
-/// `dps_harness::bad_input::check_table` checks, for the sweep below.
+/// `dps_launch::bad_input::check_table` checks, for the sweep below.
 fn problems(args: &[&str], code: i32, words: &[&str]) -> Option<String> {
     let out = Command::new(BIN).args(args).env("RUST_BACKTRACE", "1").output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -327,7 +327,7 @@ fn a_full_disk_fails_the_run_and_leaves_no_file() {
 #[test]
 fn bad_input_seen_only_by_another_rank_is_printed_by_it() {
     let rank_0 = [BIN, "--random", "64", "64", "--generations", "1", ":", "-n", "1"];
-    let job = dps_harness::launch::Job::new(BIN)
+    let job = dps_launch::Job::new(BIN)
         .ranks(1)
         .launcher_options(rank_0)
         .args(["--random", "10000000", "10000000"])

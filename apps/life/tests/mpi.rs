@@ -4,8 +4,8 @@
 
 use std::path::PathBuf;
 
-use dps_harness::launch::json_record as json;
-use dps_harness::launch::mpirun;
+use dps_launch::json_record as json;
+use dps_launch::mpirun;
 use dps_life::rle::{self, Pattern};
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-life");

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use dps_harness::launch::json_record;
+use dps_launch::json_record;
 use dps_life::kernel::{advance, Geometry, Scratch, Sweep};
 use dps_model::platform::{Kernel, KernelPoint};
 

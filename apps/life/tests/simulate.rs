@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use dps_harness::launch::json_record;
+use dps_launch::json_record;
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-life");
 

@@ -3,7 +3,7 @@
 //! it on, is replaced by the CPU's best, and the factorisation still verifies.
 
 use dps_dense::kernel_choice::{amd, best_core, cpu_vectors, Vectors, CORETYPE, SET_BY_DPS};
-use dps_harness::launch::{json_record as json, mpirun_env};
+use dps_launch::{json_record as json, mpirun_env};
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-lu");
 

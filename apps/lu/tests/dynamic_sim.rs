@@ -5,8 +5,8 @@
 use std::path::Path;
 use std::process::Command;
 
-use dps_harness::bad_input::{case, check_table};
-use dps_harness::launch::json_record;
+use dps_launch::bad_input::{case, check_table};
+use dps_launch::json_record;
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-lu");
 

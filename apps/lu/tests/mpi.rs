@@ -2,8 +2,8 @@
 //! dgetrf's) on 1, 2 and 4 ranks for orders the block size does not divide; a singular
 //! matrix gives a clear error (bad input: tests/bad_input.rs).
 
-use dps_harness::launch::json_record as json;
-use dps_harness::launch::mpirun;
+use dps_launch::json_record as json;
+use dps_launch::mpirun;
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-lu");
 

@@ -4,7 +4,7 @@
 //! workers' concurrent calls of a threaded dgetrf crashed most runs (a segfault in
 //! `dgetrf_parallel`) and one gave a factorization that --verify refused.
 
-use dps_harness::launch::{json_record, Job, Launcher};
+use dps_launch::{json_record, Job, Launcher};
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-lu");
 

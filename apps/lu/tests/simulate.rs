@@ -3,8 +3,8 @@
 
 use std::process::Command;
 
-use dps_harness::launch::json_record;
 use dps_harness::simulate::{platform_with_rates, typical};
+use dps_launch::json_record;
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-lu");
 

@@ -8,7 +8,7 @@
 //! `DPS_BLAS_CORETYPE`), which the correction must override like the library's own choice.
 
 use dps_dense::kernel_choice::{amd, best_core, cpu_vectors, vectors_of_core, Vectors, CORETYPE, SET_BY_DPS};
-use dps_harness::launch::{json_record as json, mpirun_env};
+use dps_launch::{json_record as json, mpirun_env};
 
 const MATMUL: &str = env!("CARGO_BIN_EXE_dps-matmul");
 

@@ -1,8 +1,8 @@
 //! `dps-matmul` under mpirun: every variant equals the serial dgemm (to rounding) on 1, 2 and
 //! 4 ranks, for orders the block size does not divide (bad options: tests/bad_input.rs).
 
-use dps_harness::launch::json_record as json;
-use dps_harness::launch::mpirun;
+use dps_launch::json_record as json;
+use dps_launch::mpirun;
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-matmul");
 

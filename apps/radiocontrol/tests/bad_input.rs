@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{generate, results, serial, BIN};
-use dps_harness::bad_input::{case, case_on, check_table};
+use dps_launch::bad_input::{case, case_on, check_table};
 
 struct Setup {
     _tmp: tempfile::TempDir,

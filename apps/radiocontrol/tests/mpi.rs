@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::{generate, results, serial, BIN};
-use dps_harness::launch::{json_record as record, mpirun};
+use dps_launch::{json_record as record, mpirun};
 
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
@@ -78,10 +78,7 @@ fn the_farm_writes_the_serial_bytes_on_1_2_and_4_ranks_and_resumes_torn_files() 
         let line = if ranks == 0 {
             format!("ulimit -f 20; exec {BIN} {run} --serial")
         } else {
-            format!(
-                "exec timeout -k 5 60 {} -n {ranks} {BIN} {run} --file-size-limit 20480",
-                dps_harness::launch::MPIRUN
-            )
+            format!("exec timeout -k 5 60 {} -n {ranks} {BIN} {run} --file-size-limit 20480", dps_launch::MPIRUN)
         };
         let done = Command::new("bash").args(["-c", &line]).output().unwrap();
         let stderr = String::from_utf8_lossy(&done.stderr);

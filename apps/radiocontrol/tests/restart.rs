@@ -32,7 +32,7 @@ fn rank_pid(out: &Path, rank: usize) -> Option<i32> {
 /// written, and returns the watchdog's standard error after checking the bytes.
 fn supervise_and_signal(data: &Path, out: &Path, reference: &[u8], signal: &str, stall_seconds: &str) -> String {
     let (b, d, o) = (BIN, data.to_str().unwrap(), out.to_str().unwrap());
-    let mpirun = dps_harness::launch::MPIRUN;
+    let mpirun = dps_launch::MPIRUN;
     let args = ["-k", "5", "90", b, "supervise", "--stall-seconds", stall_seconds, "--poll-ms", "50", "--"];
     let job = [mpirun, "-n", "3", b, "run", d, "--out", o, "--throttle-ms", "700"];
     let child = Command::new("timeout")

@@ -7,7 +7,7 @@ mod common;
 use std::process::Command;
 
 use common::{generate, results, serial, BIN};
-use dps_harness::launch::json_record;
+use dps_launch::json_record;
 
 #[test]
 fn simulated_farms_write_the_serial_bytes() {

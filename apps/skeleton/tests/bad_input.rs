@@ -5,8 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use dps_harness::bad_input::{case, case_on, check_table};
-use dps_harness::launch::mpirun;
+use dps_launch::bad_input::{case, case_on, check_table};
+use dps_launch::mpirun;
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-skeleton");
 

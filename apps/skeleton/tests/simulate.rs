@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use dps_harness::launch::json_record;
+use dps_launch::json_record;
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-skeleton");
 
@@ -16,7 +16,7 @@ fn simulated_skeletons_equal_a_real_runs() {
     let [platform, ..] = dps_harness::simulate::test_platforms(dir.path());
     let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
     let image = ["--generate", "skewed", "300", "200", "--cell", "32", "--seed", "4"];
-    let real = dps_harness::launch::mpirun(1, Path::new(BIN), &[&image[..], &["--out", &path("real.png")]].concat());
+    let real = dps_launch::mpirun(1, Path::new(BIN), &[&image[..], &["--out", &path("real.png")]].concat());
     assert_eq!(real.status.code(), Some(0), "{}", real.stderr);
     let want = std::fs::read(path("real.png")).unwrap();
     for ranks in ["2", "3"] {

@@ -1,7 +1,7 @@
 //! `dps-tsp bench`: every instance of a directory (and optional random ones) solved with
 //! `--verify` (variant `fast` unless `--extra` says otherwise) on 1 and on 2 ranks, each run
 //! launched as this executable under `scripts/mpirun` inside a `timeout`
-//! ([`dps_harness::launch`]), one after the
+//! ([`dps_launch`]), one after the
 //! other in the same invocation (`--repeat` times, median kept); writes a markdown table
 //! with nodes, seconds, proven optimality and the speedup of the last rank count over the
 //! first. Times include the first tour (local search), which runs on rank 0 alone.
@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use clap::Parser;
-use dps_harness::launch::Job;
 use dps_harness::{BadInput, OutputFile};
+use dps_launch::Job;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::cli::{check_options, run_bytes, Cli, Variant};

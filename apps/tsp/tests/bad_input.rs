@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use dps_harness::bad_input::{case, case_on, check_table};
-use dps_harness::launch::{Job, Launcher};
+use dps_launch::bad_input::{case, case_on, check_table};
+use dps_launch::{Job, Launcher};
 
 fn exe() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_dps-tsp"))
@@ -189,7 +189,7 @@ fn bad_input_table() {
 /// used to run to the end (9.7 s for 1 s on 200 cities).
 #[test]
 fn the_time_limit_holds_from_the_start() {
-    let job = dps_harness::launch::mpirun(1, exe(), &["--random", "200", "--time-limit", "1", "--json"]);
+    let job = dps_launch::mpirun(1, exe(), &["--random", "200", "--time-limit", "1", "--json"]);
     assert_eq!(job.status.code(), Some(0), "{}", job.stderr);
     let line = job.stdout.lines().find(|l| l.starts_with('{')).expect("a JSON line");
     let r: serde_json::Value = serde_json::from_str(line).unwrap();
@@ -207,7 +207,7 @@ fn the_time_limit_holds_from_the_start() {
 fn a_failed_output_leaves_no_file() {
     let f = Files::new();
     let tour = f.path("t.tour");
-    let job = dps_harness::launch::mpirun(2, exe(), &["--random", "10", "--tour-out", &tour, "--plot", "/dev/full"]);
+    let job = dps_launch::mpirun(2, exe(), &["--random", "10", "--tour-out", &tour, "--plot", "/dev/full"]);
     assert_eq!(job.status.code(), Some(1), "{}", job.stderr);
     assert!(job.stderr.contains("/dev/full"), "{}", job.stderr);
     let left: Vec<PathBuf> = std::fs::read_dir(f.dir.path()).unwrap().map(|e| e.unwrap().path()).collect();
@@ -243,7 +243,7 @@ fn the_bench_reports_a_failed_run_and_writes_no_table() {
     let start = Instant::now();
     let bench = ["bench", "--dir", &empty, "--random", "3000", "--ranks", "1", "--repeat", "1", "--timeout", "1"];
     let job = Job::new(exe()).launcher(Launcher::None).args(bench).args(["--out", &table]).timeout_s(60);
-    let out = dps_harness::launch::test_job(job);
+    let out = dps_launch::test_job(job);
     let stderr = &out.stderr;
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("random3000 seed 1 on 1 ranks timed out after 1 s (--timeout)"), "{stderr}");

@@ -4,12 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
-use dps_harness::launch::Finished;
+use dps_launch::Finished;
 use dps_tsp::{dp, tsplib::Instance};
 
 /// `dps-tsp args` on `ranks` ranks (through the harness's launcher, under its timeout).
 fn mpirun(ranks: usize, args: &[&str]) -> Finished {
-    dps_harness::launch::mpirun(ranks, Path::new(env!("CARGO_BIN_EXE_dps-tsp")), args)
+    dps_launch::mpirun(ranks, Path::new(env!("CARGO_BIN_EXE_dps-tsp")), args)
 }
 
 /// The JSON record of a successful run.

@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use dps_harness::launch::json_record;
+use dps_launch::json_record;
 use dps_tsp::{dp, tsplib::Instance};
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-tsp");
@@ -22,8 +22,7 @@ fn simulated_searches_find_the_serial_references_optimum() {
     let bays29 = concat!(env!("CARGO_MANIFEST_DIR"), "/data/bays29.tsp");
     let (opt11, _) = dp::solve(&Instance::random(11, 5)).unwrap();
     // A real run on one rank: the optimum of 30 random cities.
-    let real30 =
-        dps_harness::launch::mpirun(1, std::path::Path::new(BIN), &["--random", "30", "--kicks", "0", "--json"]);
+    let real30 = dps_launch::mpirun(1, std::path::Path::new(BIN), &["--random", "30", "--kicks", "0", "--json"]);
     assert_eq!(real30.status.code(), Some(0), "{}", real30.stderr);
     let opt30 = json_record(&real30.stdout)["length"].as_i64().unwrap();
     // Tiny budgets and cut-offs: many jobs, re-queues, idle tokens and (thesis) job splits.

@@ -23,8 +23,8 @@ use std::time::Duration;
 
 use anyhow::{anyhow, Context, Result};
 use clap::Args;
-use dps_harness::launch::Launcher;
 use dps_harness::OutputFile;
+use dps_launch::Launcher;
 use dps_model::platform::{
     Carrier, Header, Link, Machine, Overheads, PathKind, Platform, TransferCost, DPS_VERSION, FORMAT,
 };

@@ -22,7 +22,7 @@ mod table1;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use dps_harness::launch::{Job, Launcher};
+use dps_launch::{Job, Launcher};
 use dps_model::platform::Platform;
 
 /// Options of `sim-accuracy`.

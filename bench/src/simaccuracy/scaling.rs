@@ -14,7 +14,7 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use dps_harness::launch::{Job, Launcher};
+use dps_launch::{Job, Launcher};
 
 /// Published numbers at one P: what the source measured, and its model.
 #[derive(Clone, Copy)]

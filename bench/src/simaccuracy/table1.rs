@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use dps_harness::launch::{Job, Launcher};
+use dps_launch::{Job, Launcher};
 
 /// The paper's matrix order and block.
 const N: usize = 2592;

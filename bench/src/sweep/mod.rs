@@ -16,8 +16,8 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use dps_harness::launch::{Job, Launcher};
 use dps_harness::{BadInput, OutputFile};
+use dps_launch::{Job, Launcher};
 use serde::Serialize;
 
 use config::{Experiment, Experiments, Point};

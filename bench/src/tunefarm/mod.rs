@@ -22,8 +22,8 @@ use std::path::PathBuf;
 
 use anyhow::{anyhow, Result};
 use clap::Args;
-use dps_harness::launch::Launcher;
 use dps_harness::simulate::Mode;
+use dps_launch::Launcher;
 use dps_model::p3l::{self, Bsp, Farm};
 use dps_model::platform::{Carrier, Machine, PathKind, Platform};
 use serde::{Deserialize, Serialize};

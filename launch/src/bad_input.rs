@@ -34,7 +34,7 @@ pub fn check_table(program: &Path, cases: &[Case<'_>]) {
     let failures: Vec<String> = cases
         .iter()
         .filter_map(|case| {
-            let job = crate::launch::mpirun_env(case.ranks, &environment(case.ranks), program, case.args);
+            let job = crate::mpirun_env(case.ranks, &environment(case.ranks), program, case.args);
             let problems = problems(case, &name, job.status.code(), &job.stderr);
             (!problems.is_empty()).then(|| {
                 format!(

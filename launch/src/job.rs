@@ -14,15 +14,15 @@
 //! only slow each other down and make their timings meaningless.
 //!
 //! ```no_run
-//! use dps_harness::launch::Job;
+//! use dps_launch::Job;
 //! let done = Job::new("target/release/dps-lu").ranks(2).args(["--n", "512", "--json"]).timeout_s(60).output()?;
 //! assert!(done.status.success() && !done.timed_out());
-//! # Ok::<(), dps_harness::launch::LaunchError>(())
+//! # Ok::<(), dps_launch::LaunchError>(())
 //! ```
 
 use std::ffi::OsString;
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, ExitStatus, Stdio};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -80,42 +80,8 @@ pub struct Job {
     launcher_options: Vec<OsString>,
     program: PathBuf,
     args: Vec<OsString>,
-    env: Vec<(OsString, OsString)>,
-    timeout_s: u64,
-}
-
-/// The test harness's arguments that run only the ignored test `scenario` of a test binary
-/// (the scenarios a test launches under mpirun, every rank running the same binary).
-pub fn scenario_args(scenario: &str) -> [&str; 5] {
-    ["--ignored", "--exact", scenario, "--nocapture", "--test-threads=1"]
-}
-
-/// Runs the ignored test `scenario` of the calling test binary on 1, 2 and 4 ranks; each
-/// rank's output goes to a file of its own (the merged stream interleaves lines), where the
-/// test harness must report that it passed. Panics otherwise.
-pub fn scenario_passes_on_1_2_4(scenario: &str) {
-    for ranks in [1, 2, 4] {
-        let dir = std::env::temp_dir().join(format!("dps-{scenario}-{ranks}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let exe = std::env::current_exe().unwrap();
-        let job = mpirun_with(ranks, &["--output-filename", dir.to_str().unwrap()], &exe, &scenario_args(scenario));
-        assert!(job.status.success(), "{scenario} on {ranks} ranks failed:\n{}\n{}", job.stdout, job.stderr);
-        for rank in 0..ranks {
-            let out = std::fs::read_to_string(dir.join(format!("1/rank.{rank}/stdout"))).unwrap_or_default();
-            assert!(
-                out.contains("test result: ok. 1 passed"),
-                "{scenario} on {ranks} ranks: rank {rank} did not run it:\n{out}"
-            );
-        }
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-}
-
-/// The JSON record a run printed (its first line starting with `{`), for tests: panics,
-/// showing the output, when there is none or it does not parse.
-pub fn json_record(stdout: &str) -> serde_json::Value {
-    let line = stdout.lines().find(|l| l.starts_with('{')).unwrap_or_else(|| panic!("no JSON line in:\n{stdout}"));
-    serde_json::from_str(line).unwrap_or_else(|e| panic!("{e} in the JSON line {line:?}"))
+    pub(crate) env: Vec<(OsString, OsString)>,
+    pub(crate) timeout_s: u64,
 }
 
 /// How a captured job ended, what it printed and how long it took.
@@ -318,52 +284,6 @@ impl Job {
             Err(LaunchError::Failed { status })
         }
     }
-}
-
-/// Runs `program args` on `ranks` ranks through `scripts/mpirun` under [`TEST_TIMEOUT_S`],
-/// with `RUST_BACKTRACE=0`.
-///
-/// # Panics
-/// If the job cannot be started or times out (a hang fails the test).
-pub fn mpirun(ranks: usize, program: &Path, args: &[&str]) -> Finished {
-    test_job(Job::new(program).ranks(ranks).args(args))
-}
-
-/// As [`mpirun`], with options for mpirun itself.
-///
-/// # Panics
-/// As [`mpirun`].
-pub fn mpirun_with(ranks: usize, mpirun_options: &[&str], program: &Path, args: &[&str]) -> Finished {
-    test_job(Job::new(program).ranks(ranks).launcher_options(mpirun_options).args(args))
-}
-
-/// As [`mpirun`], with environment variables for the job (set after `RUST_BACKTRACE=0`,
-/// so they may override it).
-///
-/// # Panics
-/// As [`mpirun`].
-pub fn mpirun_env(ranks: usize, env: &[(&str, &str)], program: &Path, args: &[&str]) -> Finished {
-    test_job(env.iter().fold(Job::new(program).ranks(ranks).args(args), |job, (k, v)| job.env(k, v)))
-}
-
-/// Runs a test's job: backtraces off unless the caller sets them, a hang is a failure.
-///
-/// # Panics
-/// If the job cannot be started or times out.
-pub fn test_job(job: Job) -> Finished {
-    let job = Job {
-        env: [(OsString::from("RUST_BACKTRACE"), OsString::from("0"))].into_iter().chain(job.env).collect(),
-        ..job
-    };
-    let done = job.output().unwrap_or_else(|e| panic!("{e}"));
-    assert!(!done.timed_out(), "job timed out after {} s (hang): {}\n{}", job.timeout_s, job.display(), done.stderr);
-    done
-}
-
-/// Path of an example binary built by `cargo test` next to the running test binary.
-pub fn example(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    exe.parent().and_then(Path::parent).expect("target/<profile>/deps").join("examples").join(name)
 }
 
 #[cfg(test)]
