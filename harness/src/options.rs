@@ -120,36 +120,73 @@ pub fn check_trace(runtime: &dps::RuntimeArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The options every application has, flattened once (`#[command(flatten)] pub standard:
+/// Standard`): [`Check`] (`--verify`), [`Output`] (`--json`), the runtime's own
+/// (`dps::RuntimeArgs`: `--trace`, `--stall-timeout`) and the simulator's
+/// ([`Simulate`](crate::simulate::Simulate): `--simulate P`, `--sim-mode`, `--platform`,
+/// `--sim-cores`).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct Standard {
+    /// `--verify`.
+    #[command(flatten)]
+    pub check: Check,
+    /// `--json`.
+    #[command(flatten)]
+    pub output: Output,
+    /// `--trace`, `--stall-timeout`.
+    #[command(flatten)]
+    pub runtime: dps::RuntimeArgs,
+    /// `--simulate P` and its options.
+    #[command(flatten)]
+    pub sim: crate::simulate::Simulate,
+}
+
+impl Standard {
+    /// Whether the result is checked against the serial reference (`--verify`).
+    pub fn verify(&self) -> bool {
+        self.check.verify
+    }
+
+    /// Whether the record is printed as JSON (`--json`).
+    pub fn json(&self) -> bool {
+        self.output.json
+    }
+
+    /// The virtual ranks of a simulated run (`--simulate P`), `None` for a real one.
+    pub fn simulated_ranks(&self) -> Option<usize> {
+        self.sim.simulate
+    }
+
+    /// Checks what these options name before any work: the trace file can be written
+    /// ([`check_trace`]).
+    ///
+    /// # Errors
+    /// A [`BadInput`] naming the option.
+    pub fn check(&self) -> anyhow::Result<()> {
+        check_trace(&self.runtime)
+    }
+}
+
 /// The options of a program that times repeated runs of its parallel variants against a
 /// serial BLAS one and checks the result (dps-matmul, dps-lu): [`Map`], [`Repeat`], [`Blas`],
-/// [`Seed`] with the program's default, [`Check`], [`Output`], and the runtime's own options
-/// (`--trace`, `--stall-timeout`).
+/// [`Seed`] with the program's default, and the [`Standard`] options.
 #[derive(clap::Args, Debug, Clone)]
 pub struct Timed<const SEED: u64> {
+    /// `--map`.
     #[command(flatten)]
-    #[allow(missing_docs)]
     pub map: Map,
+    /// `--reps`, `--warmup`.
     #[command(flatten)]
-    #[allow(missing_docs)]
     pub repeat: Repeat,
+    /// `--blas-threads`.
     #[command(flatten)]
-    #[allow(missing_docs)]
     pub blas: Blas,
+    /// `--seed`.
     #[command(flatten)]
-    #[allow(missing_docs)]
     pub seed: Seed<SEED>,
+    /// `--verify`, `--json`, the runtime's and the simulator's options.
     #[command(flatten)]
-    #[allow(missing_docs)]
-    pub check: Check,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub output: Output,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub runtime: dps::RuntimeArgs,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub sim: crate::simulate::Simulate,
+    pub standard: Standard,
 }
 
 impl<const SEED: u64> Timed<SEED> {
@@ -189,11 +226,17 @@ mod tests {
     #[test]
     fn groups_keep_their_names_and_defaults() {
         let Demo { run: d } = Demo::try_parse_from(["demo"]).unwrap();
-        assert_eq!((d.output.json, d.check.verify, d.seed.seed, d.map.map.as_str()), (false, false, 42, "all"));
+        assert_eq!(
+            (d.standard.output.json, d.standard.check.verify, d.seed.seed, d.map.map.as_str()),
+            (false, false, 42, "all")
+        );
         assert_eq!((d.repeat.reps, d.repeat.warmup, d.blas.blas_threads), (1, 0, 1));
         let line = ["demo", "--json", "--verify", "--seed", "7", "--map", "0 1", "--reps", "3", "--warmup", "2"];
         let Demo { run: d } = Demo::try_parse_from(line.into_iter().chain(["--blas-threads", "4"])).unwrap();
-        assert_eq!((d.output.json, d.check.verify, d.seed.seed, d.map.map.as_str()), (true, true, 7, "0 1"));
+        assert_eq!(
+            (d.standard.output.json, d.standard.check.verify, d.seed.seed, d.map.map.as_str()),
+            (true, true, 7, "0 1")
+        );
         assert_eq!(
             (d.repeat.runs(), d.repeat.is_timed(1), d.repeat.is_timed(2), d.blas.blas_threads),
             (5, false, true, 4)

@@ -49,16 +49,16 @@ pub fn run(args: &Args, n: usize, choice: &Choice, src: Source) -> Result<()> {
     let nb = n.div_ceil(r);
     let alloc = args.alloc.unwrap_or(Alloc::All);
     alloc.check(nb).map_err(BadInput::new)?;
-    let simulated = args.run.sim.simulate.is_some();
-    if simulated && args.run.sim.mode() != dps::SimMode::De {
+    let simulated = args.run.standard.sim.simulate.is_some();
+    if simulated && args.run.standard.sim.mode() != dps::SimMode::De {
         bad_input!(
             "--sim-mode {}: the dynamic variant's kernels are not marked for skipping (its prediction would \
              charge them nothing); use --sim-mode de",
-            args.run.sim.mode().name()
+            args.run.standard.sim.mode().name()
         );
     }
     dps_dense::blas::one_thread_per_worker();
-    let rt = args.run.sim.start(&args.run.runtime, &crate::run::SIMULATION)?;
+    let rt = args.run.standard.sim.start(&args.run.standard.runtime, &crate::run::SIMULATION)?;
     let kept = kept_ranks(rt.ranks());
     let owners: Vec<String> = (0..kept).map(|rank| rank.to_string()).collect();
     let main = rt.collection("main", "0", |_| ())?;
@@ -107,8 +107,8 @@ pub fn run(args: &Args, n: usize, choice: &Choice, src: Source) -> Result<()> {
             record.first_iteration_share = rows.first().map(|r| r.seconds / total);
             record.iterations = Some(rows);
         }
-        outcome = conclude(&rt, &graphs.gather, (&src, n), (&ipiv, info), args.run.check.verify, &mut record);
-        outcome = outcome.and(dps_harness::print_record(&record, args.run.output.json));
+        outcome = conclude(&rt, &graphs.gather, (&src, n), (&ipiv, info), args.run.standard.check.verify, &mut record);
+        outcome = outcome.and(dps_harness::print_record(&record, args.run.standard.output.json));
     }
     rt.shutdown()?;
     outcome

@@ -101,7 +101,7 @@ fn block_width(args: &Args, n: usize, file_bytes: u64) -> Result<Choice> {
 
 /// The ranks of the run: launched, or simulated (`--simulate P`).
 fn ranks(args: &Args) -> u64 {
-    args.run.sim.simulate.map_or_else(footprint::launched_ranks, |p| p.max(1) as u64)
+    args.run.standard.sim.simulate.map_or_else(footprint::launched_ranks, |p| p.max(1) as u64)
 }
 
 /// What the simulator supports of the `dynamic` variant: direct execution only.
@@ -125,14 +125,14 @@ const STAGED_SIMULATION: dps_harness::simulate::Support = dps_harness::simulate:
 
 /// Refusals of simulation options that do not depend on the matrix.
 fn check_simulation(args: &Args) -> Result<()> {
-    if args.run.sim.simulate.is_none() {
+    if args.run.standard.sim.simulate.is_none() {
         return Ok(());
     }
     if args.variant == Variant::Serial {
         bad_input!("--simulate: the serial variant runs no DPS graph to simulate");
     }
-    let mode = args.run.sim.mode();
-    if args.run.check.verify && mode != SimMode::De {
+    let mode = args.run.standard.sim.mode();
+    if args.run.standard.check.verify && mode != SimMode::De {
         bad_input!(
             "--verify: --sim-mode {} skips the factorization (identity pivots), so there is no result to verify; \
              use --sim-mode de",
@@ -167,7 +167,7 @@ fn memory_need(args: &Args, n: usize, r: usize, file_bytes: u64) -> (u64, u64) {
     let other = source.saturating_add(owned).saturating_add(panels);
     // --verify on rank 0: the gathered factors (with the copies of its own blocks), the
     // matrix again, and the factors of the reference dgetrf.
-    let verify = if args.run.check.verify { m.saturating_mul(3).saturating_add(owned) } else { 0 };
+    let verify = if args.run.standard.check.verify { m.saturating_mul(3).saturating_add(owned) } else { 0 };
     // --per-iteration: the serial blocked reference's copy of the matrix, on rank 0.
     let serial = if args.per_iteration { m } else { 0 };
     (other.saturating_add(verify).saturating_add(serial), other)
@@ -176,7 +176,7 @@ fn memory_need(args: &Args, n: usize, r: usize, file_bytes: u64) -> (u64, u64) {
 /// Reads or describes the matrix after checking the options and the memory it needs.
 fn source(args: &Args) -> Result<(usize, Choice, Source)> {
     check_options(args)?;
-    dps_harness::options::check_trace(&args.run.runtime)?;
+    dps_harness::options::check_trace(&args.run.standard.runtime)?;
     let file = match &args.file {
         Some(path) => Some(MatrixFile::open(path).map_err(|e| BadInput::new(format!("--file {e}")))?),
         None => None,
@@ -189,7 +189,7 @@ fn source(args: &Args) -> Result<(usize, Choice, Source)> {
         Some(path) => format!("--file {} (n = {n})", path.display()),
         None => format!("--n {n}"),
     };
-    if !args.run.sim.noalloc() {
+    if !args.run.standard.sim.noalloc() {
         dps_harness::check_memory(&what, rank0, other)?;
     }
     let src = match file {
@@ -275,14 +275,17 @@ pub fn run(args: &Args) -> Result<()> {
         }
         let common =
             Common::new("lu", &variant, 1, args.run.blas.blas_threads, median(&times[args.run.repeat.warmup..]), None);
-        return dps_harness::print_record(&Record::new(common, n, &choice, args.run.repeat.reps), args.run.output.json);
+        return dps_harness::print_record(
+            &Record::new(common, n, &choice, args.run.repeat.reps),
+            args.run.standard.output.json,
+        );
     }
     if args.variant == Variant::Dynamic {
         return crate::dynamic_run::run(args, n, &choice, src);
     }
     let how = if args.variant == Variant::Stream { Pipelining::Stream } else { Pipelining::MergeSplit };
     dps_dense::blas::one_thread_per_worker();
-    let rt = args.run.sim.start(&args.run.runtime, &STAGED_SIMULATION)?;
+    let rt = args.run.standard.sim.start(&args.run.standard.runtime, &STAGED_SIMULATION)?;
     let main = rt.collection("main", "0", |_| ())?;
     let threads = rt.threads_in(&args.run.map.map)?;
     let columns = rt.collection("columns", &args.run.map.map, |t| Columns::new(n, r, src.clone(), t, threads))?;
@@ -306,8 +309,8 @@ pub fn run(args: &Args) -> Result<()> {
             .bound_by(&rt);
         let mut record = Record::new(common, n, &choice, args.run.repeat.reps);
         record.first_call_s = times.first().copied();
-        outcome = conclude(&rt, &graphs.gather, (&src, n), (&ipiv, info), args.run.check.verify, &mut record);
-        let printed = dps_harness::print_record(&record, args.run.output.json);
+        outcome = conclude(&rt, &graphs.gather, (&src, n), (&ipiv, info), args.run.standard.check.verify, &mut record);
+        let printed = dps_harness::print_record(&record, args.run.standard.output.json);
         outcome = outcome.and(printed);
     }
     rt.shutdown()?;

@@ -6,7 +6,7 @@
 use std::process::Command;
 
 use clap::Parser;
-use dps_matmul::run::Args;
+use dps_matmul::cli::Args;
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-matmul");
 
@@ -35,10 +35,8 @@ fn the_simulations_memory_estimate_is_within_0_5_to_4_times_its_peak() {
         let out = Command::new(BIN).args(&all).output().unwrap();
         assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
         let parsed = Args::parse_from(std::iter::once("dps-matmul").chain(all.iter().copied()));
-        let tiling = parsed.block_size().unwrap();
         let p: usize = args[3].parse().unwrap();
-        let estimate =
-            parsed.simulated_memory_need(tiling.rows, tiling.cols) + dps_harness::simulate::simulator_bytes(p);
+        let estimate = parsed.plan().unwrap().simulated_memory_need() + dps_harness::simulate::simulator_bytes(p);
         let peak = children_peak_rss();
         let ratio = estimate as f64 / peak as f64;
         assert!((0.5..=4.0).contains(&ratio), "{args:?}: estimate {estimate} B, peak {peak} B: {ratio:.2}");
