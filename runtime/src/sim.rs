@@ -20,7 +20,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use crate::engine::{Engine, Header, Payload, SimPost, ThreadCell};
+use crate::engine::{Engine, Header, Outlet, Payload, SimPost, ThreadCell};
 use crate::failure;
 use crate::simclock::{self, KernelCost, SimMode};
 use crate::simtime::{self, add};
@@ -204,7 +204,7 @@ impl Simulator {
             let engines: Vec<Arc<Engine>> = (0..ranks)
                 .map(|r| {
                     let e = Arc::new(Engine::new(r, ranks, hosts.clone()));
-                    e.set_sim(me.clone() as Weak<dyn SimPost>);
+                    e.connect(Outlet::Simulated(me.clone() as Weak<dyn SimPost>));
                     e
                 })
                 .collect();

@@ -24,7 +24,7 @@ mod registry;
 mod schedule;
 mod thread;
 
-use std::sync::{Arc, OnceLock, RwLock, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 
 pub(crate) use calls::CallResult;
 pub(crate) use messages::{Control, Ctx, Header, InstanceId, Payload, ThreadAddr};
@@ -69,10 +69,19 @@ pub(crate) struct Engine {
     scheduler: Scheduler<Envelope, ThreadBody>,
     /// The workers' activity, read by the transport's back-off (see `activity`).
     pub(crate) activity: Arc<Activity>,
-    transport: RwLock<Option<Arc<dyn Transport>>>,
     pub(crate) tracer: Tracer,
-    /// Under simulation, where posts go instead of the queues and the transport.
-    sim: OnceLock<Weak<dyn SimPost>>,
+    /// Where posts for other ranks go; unset: nowhere (one rank). Set once as the run starts.
+    outlet: OnceLock<Outlet>,
+}
+
+/// Where an engine's posts go beside its own queues: one kind per run, chosen as it starts.
+pub(crate) enum Outlet {
+    /// A rank of a real job: messages for other ranks go through the transport. The runtime
+    /// owns it (and ends it before MPI ends); the engine only borrows it for each send.
+    Transport(Weak<dyn Transport>),
+    /// A virtual rank of a simulation: every post, even to this rank, goes to the simulator,
+    /// which delivers it in simulated time.
+    Simulated(Weak<dyn SimPost>),
 }
 
 /// The simulator as an engine sees it (see `sim`): it takes every message an engine posts
@@ -94,30 +103,27 @@ impl Engine {
             codecs: Codecs::default(),
             scheduler: Scheduler::new(),
             activity: Arc::default(),
-            transport: RwLock::new(None),
             tracer: Tracer::default(),
-            sim: OnceLock::new(),
+            outlet: OnceLock::new(),
         }
     }
 
-    /// Makes this engine a virtual rank of a simulation: its posts go to `sim`.
-    pub(crate) fn set_sim(&self, sim: Weak<dyn SimPost>) {
-        let _ = self.sim.set(sim);
-    }
-
-    pub(crate) fn set_transport(&self, t: Option<Arc<dyn Transport>>) {
-        *self.transport.write().unwrap() = t;
-    }
-
-    pub(crate) fn transport(&self) -> Option<Arc<dyn Transport>> {
-        self.transport.read().unwrap().clone()
+    /// Connects this engine to the other ranks of its run, once, before any message for
+    /// them (a transport needs the engine to deliver to, so it comes second).
+    pub(crate) fn connect(&self, outlet: Outlet) {
+        assert!(self.outlet.set(outlet).is_ok(), "dps: an engine is connected once");
     }
 
     /// Sends a message to `rank`: moved into a local queue, or encoded for the transport.
     pub(crate) fn post(&self, rank: usize, header: Header, payload: Option<(AnyToken, Encoder)>) {
-        if let Some(sim) = self.sim.get().and_then(Weak::upgrade) {
-            return self.post_simulated(&*sim, rank, header, payload);
-        }
+        let transport = match self.outlet.get() {
+            Some(Outlet::Simulated(sim)) => {
+                let sim = sim.upgrade().expect("dps simulator: the simulation ended");
+                return self.post_simulated(&*sim, rank, header, payload);
+            }
+            Some(Outlet::Transport(transport)) => Some(transport),
+            None => None,
+        };
         if rank == self.rank {
             self.dispatch(header, payload.map(|(t, _)| Payload::Local(t)), false);
             return;
@@ -129,7 +135,7 @@ impl Engine {
             bytes.len()
                 + token.as_ref().map_or(0, |t| t.bytes.len() + t.bulks_out.iter().map(|b| b.len).sum::<usize>()),
         );
-        match self.transport() {
+        match transport.and_then(Weak::upgrade) {
             Some(t) => t.send(rank, bytes, token),
             None => panic!("dps: no transport to reach rank {rank}"),
         }
@@ -251,8 +257,10 @@ impl Engine {
 /// A worker: runs scheduled cells until it is stopped (`Engine::stop_one_worker`).
 pub(crate) fn worker_loop(engine: Arc<Engine>) {
     let wake = || {
-        if let Some(transport) = engine.transport() {
-            transport.wake();
+        if let Some(Outlet::Transport(transport)) = engine.outlet.get() {
+            if let Some(transport) = transport.upgrade() {
+                transport.wake();
+            }
         }
     };
     engine.scheduler.work(&engine.activity, |body, env| engine.run(body, env), wake);
