@@ -60,7 +60,7 @@ pub struct Runtime {
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Runtime(rank {} of {})", self.engine.rank, self.engine.ranks)
+        write!(f, "Runtime(rank {} of {})", self.engine.rank(), self.engine.ranks())
     }
 }
 
@@ -160,7 +160,7 @@ impl Runtime {
             });
             let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
             let share = CoreShare {
-                activity: rt.engine.activity.clone(),
+                activity: rt.engine.activity().clone(),
                 cores: (cores / ranks_on_node).max(1),
                 binding: rt.binding.clone(),
             };
@@ -253,7 +253,7 @@ impl Runtime {
         if let Mode::Simulated(_) = self.mode {
             return;
         }
-        let wanted = self.engine.registry.local_threads().max(threads).min(max_workers());
+        let wanted = self.engine.registry().local_threads().max(threads).min(max_workers());
         let mut workers = self.workers.lock().unwrap();
         while workers.len() < wanted {
             let engine = self.engine.clone();
@@ -268,12 +268,12 @@ impl Runtime {
 
     /// This rank's number.
     pub fn rank(&self) -> usize {
-        self.engine.rank
+        self.engine.rank()
     }
 
     /// Number of ranks in the job.
     pub fn ranks(&self) -> usize {
-        self.engine.ranks
+        self.engine.ranks()
     }
 
     /// Where this rank's workers and progress thread run: `"none"` (the OS places them), or
@@ -289,7 +289,7 @@ impl Runtime {
 
     /// True on rank 0.
     pub fn is_root(&self) -> bool {
-        self.engine.rank == 0
+        self.engine.rank() == 0
     }
 
     /// Records operation spans and messages; rank 0 writes them all to `path` (Chrome trace
@@ -311,7 +311,7 @@ impl Runtime {
             let file = TraceFile::prepare(path)
                 .map_err(|e| Error::new(ErrorKind::Io, format!("{label} {}: {e}", path.display())))?;
             for engine in sim.engines() {
-                engine.tracer.enable(engine.rank);
+                engine.tracer().enable(engine.rank());
             }
             self.trace = Some(file);
             return Ok(());
@@ -325,7 +325,7 @@ impl Runtime {
         if let Some(e) = error {
             return Err(Error::new(ErrorKind::Io, e));
         }
-        self.engine.tracer.enable(self.engine.rank);
+        self.engine.tracer().enable(self.engine.rank());
         self.trace = file.and_then(Result::ok);
         Ok(())
     }
@@ -342,19 +342,19 @@ impl Runtime {
         mapping: &str,
         init: impl Fn(usize) -> S,
     ) -> Result<Collection<S>, Error> {
-        let ranks = mapping::parse(mapping, &self.engine.hosts)
+        let ranks = mapping::parse(mapping, self.engine.hosts())
             .map_err(|e| Error::mapping(format!("collection \"{name}\": {e}")))?;
-        let id = self.engine.registry.collections();
+        let id = self.engine.registry().collections();
         let info = Arc::new(CollInfo::new(id, name.to_string(), mapping.to_string(), ranks));
         for engine in self.engines() {
             // Each virtual rank of a simulation has its own view of where the threads live,
             // as a real rank has: a shared one would send messages to a thread's new rank
             // before its state got there (rank 0's is the program's).
-            let view = match engine.rank == self.engine.rank {
+            let view = match engine.rank() == self.engine.rank() {
                 true => info.clone(),
                 false => Arc::new(CollInfo::new(id, info.name.clone(), info.mapping.clone(), info.ranks.clone())),
             };
-            engine.registry.add_collection(engine.rank, view, |i| Box::new(init(i)));
+            engine.registry().add_collection(engine.rank(), view, |i| Box::new(init(i)));
         }
         self.add_workers();
         Ok(Collection::new(info))
@@ -384,7 +384,7 @@ impl Runtime {
         let coll = self.collection(name, mapping, init)?;
         let codec = StateCodec { encode: crate::wire::encode::<S>, decode: crate::wire::decode::<S> };
         for engine in self.engines() {
-            engine.codecs.register(coll.info.id as u32, codec);
+            engine.codecs().register(coll.info.id as u32, codec);
         }
         self.add_workers_at_least(coll.len());
         Ok(coll)
@@ -445,7 +445,7 @@ impl Runtime {
     /// move ([`ErrorKind::Usage`]); as [`Runtime::migrate`] otherwise.
     pub fn remap<S>(&self, coll: &Collection<S>, mapping: &str) -> Result<(), Error> {
         let name = coll.name();
-        let ranks = mapping::parse(mapping, &self.engine.hosts)
+        let ranks = mapping::parse(mapping, self.engine.hosts())
             .map_err(|e| Error::mapping(format!("remap of collection \"{name}\": {e}")))?;
         if ranks.len() != coll.len() {
             return Err(Error::mapping(format!(
@@ -463,7 +463,7 @@ impl Runtime {
     /// # Errors
     /// If the mapping string is malformed or names a rank or host that does not exist.
     pub fn threads_in(&self, mapping: &str) -> Result<usize, Error> {
-        Ok(mapping::parse(mapping, &self.engine.hosts)?.len())
+        Ok(mapping::parse(mapping, self.engine.hosts())?.len())
     }
 
     /// Builds and validates a graph from a path of nodes. Collective: every rank must build
@@ -474,11 +474,11 @@ impl Runtime {
     /// If the graph does not validate (a merge without a split, a split never merged, a
     /// node with two successors) or the ranks disagree.
     pub fn graph<I: Token, O: Token>(&self, name: &str, path: impl Into<Path<I, O>>) -> Result<Graph<I, O>, Error> {
-        let id = self.engine.registry.graph_count();
+        let id = self.engine.registry().graph_count();
         let imp = Arc::new(graph::build(id, name, path.into())?);
         // Registered before agreeing: once rank 0 has agreed, tokens may arrive at once.
         for engine in self.engines() {
-            engine.registry.add_graph(imp.clone());
+            engine.registry().add_graph(imp.clone());
         }
         // The virtual ranks of a simulation share the one graph built here.
         if let Mode::Single | Mode::Mpi { .. } = self.mode {
@@ -498,8 +498,8 @@ impl Runtime {
     /// Starts `graph` on `input` without waiting; several calls may run at once.
     pub fn start<I: Token, O: Token>(&self, graph: &Graph<I, O>, input: I) -> Pending<O> {
         let g = &graph.imp;
-        let (call, rx) = self.engine.calls.new_call();
-        let ctx = Ctx { call_rank: self.engine.rank as u32, call, frames: Vec::new() };
+        let (call, rx) = self.engine.calls().new_call();
+        let ctx = Ctx { call_rank: self.engine.rank() as u32, call, frames: Vec::new() };
         let entry: &Entry<usize> = &g.entry;
         self.engine.forward(g, Some(entry), Box::new(input), ctx);
         self.mode.pending(rx, g.decode_out)
@@ -524,9 +524,9 @@ impl Runtime {
             // by the call it ended.
             let _ = sim.run(|| false);
             self.finished = true;
-            let all: Vec<String> = sim.engines().iter().map(|e| e.tracer.take()).collect();
+            let all: Vec<String> = sim.engines().iter().map(|e| e.tracer().take()).collect();
             return match self.trace.take() {
-                Some(file) if self.engine.tracer.is_enabled() => {
+                Some(file) if self.engine.tracer().is_enabled() => {
                     file.write(&all).map_err(|e| Error::new(ErrorKind::Io, format!("dps: trace: {e}")))
                 }
                 _ => Ok(()),
@@ -551,10 +551,10 @@ impl Runtime {
     }
 
     fn collect_trace(&mut self) -> Result<(), Error> {
-        if !self.engine.tracer.is_enabled() {
+        if !self.engine.tracer().is_enabled() {
             return Ok(());
         }
-        let Some(all) = collectives::gather_traces(&self.engine, self.engine.tracer.take()) else { return Ok(()) };
+        let Some(all) = collectives::gather_traces(&self.engine, self.engine.tracer().take()) else { return Ok(()) };
         match self.trace.take() {
             Some(file) => file.write(&all).map_err(|e| Error::new(ErrorKind::Io, format!("dps: trace: {e}"))),
             None => Ok(()),
@@ -585,7 +585,7 @@ impl Drop for Runtime {
             // The shutdown itself went well: report, there is nobody to wait for.
             Err(e) if e.kind() == ErrorKind::Io => eprintln!("{e}"),
             Err(_) => {
-                let rank = self.engine.rank;
+                let rank = self.engine.rank();
                 let code = match failure::take_last_words() {
                     Some((words, code)) => {
                         eprintln!("dps: rank {rank}: {words}");

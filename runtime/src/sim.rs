@@ -289,7 +289,7 @@ impl Simulator {
 
     /// The most operations `rank` runs at once.
     fn cores(&self, rank: usize) -> usize {
-        let workers = self.engines[rank].registry.local_threads().max(1);
+        let workers = self.engines[rank].registry().local_threads().max(1);
         self.opts.cores_per_rank.map_or(workers, |c| c.min(workers)).max(1)
     }
 

@@ -58,18 +58,18 @@ pub(crate) type ThreadCell = Cell<Envelope, ThreadBody>;
 
 /// One rank's engine: the parts below, and the delivery of messages between them.
 pub(crate) struct Engine {
-    pub(crate) rank: usize,
-    pub(crate) ranks: usize,
-    pub(crate) hosts: Vec<String>,
-    pub(crate) registry: Registry,
-    pub(crate) calls: Calls,
-    pub(crate) control: ControlQueue,
+    rank: usize,
+    ranks: usize,
+    hosts: Vec<String>,
+    registry: Registry,
+    calls: Calls,
+    control: ControlQueue,
     /// How to move the state of each movable collection (see `migration`).
-    pub(crate) codecs: Codecs,
+    codecs: Codecs,
     scheduler: Scheduler<Envelope, ThreadBody>,
     /// The workers' activity, read by the transport's back-off (see `activity`).
-    pub(crate) activity: Arc<Activity>,
-    pub(crate) tracer: Tracer,
+    activity: Arc<Activity>,
+    tracer: Tracer,
     /// Where posts for other ranks go; unset: nowhere (one rank). Set once as the run starts.
     outlet: OnceLock<Outlet>,
 }
@@ -106,6 +106,51 @@ impl Engine {
             tracer: Tracer::default(),
             outlet: OnceLock::new(),
         }
+    }
+
+    /// This rank's number.
+    pub(crate) fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// The number of ranks in the job.
+    pub(crate) fn ranks(&self) -> usize {
+        self.ranks
+    }
+
+    /// Every rank's host name, by rank.
+    pub(crate) fn hosts(&self) -> &[String] {
+        &self.hosts
+    }
+
+    /// The collections, the threads this rank hosts, the graphs.
+    pub(crate) fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// The calls started on this rank.
+    pub(crate) fn calls(&self) -> &Calls {
+        &self.calls
+    }
+
+    /// The control messages the collective protocols wait on.
+    pub(crate) fn control(&self) -> &ControlQueue {
+        &self.control
+    }
+
+    /// How to move the state of each movable collection.
+    pub(crate) fn codecs(&self) -> &Codecs {
+        &self.codecs
+    }
+
+    /// The workers' activity, which the transport's back-off reads.
+    pub(crate) fn activity(&self) -> &Arc<Activity> {
+        &self.activity
+    }
+
+    /// This rank's trace events.
+    pub(crate) fn tracer(&self) -> &Tracer {
+        &self.tracer
     }
 
     /// Connects this engine to the other ranks of its run, once, before any message for
