@@ -12,12 +12,12 @@ use mpi::topology::Communicator;
 use crate::binding::{Bind, Binding};
 use crate::collection::{CollInfo, Collection};
 use crate::collectives;
-use crate::engine::{self, Ctx, Engine, Outlet, StateCodec};
+use crate::engine::{self, Engine, Outlet, StateCodec};
 use crate::error::ErrorKind;
 use crate::failure;
 use crate::graph::{self, Graph};
 use crate::mode::{Mode, Pending, Stopwatch};
-use crate::node::{Entry, Path};
+use crate::node::Path;
 use crate::sim::{SimOptions, SimReport, Simulator};
 use crate::trace::TraceFile;
 use crate::transport::mpi::{CoreShare, MpiTransport};
@@ -497,12 +497,8 @@ impl Runtime {
 
     /// Starts `graph` on `input` without waiting; several calls may run at once.
     pub fn start<I: Token, O: Token>(&self, graph: &Graph<I, O>, input: I) -> Pending<O> {
-        let g = &graph.imp;
-        let (call, rx) = self.engine.calls().new_call();
-        let ctx = Ctx { call_rank: self.engine.rank() as u32, call, frames: Vec::new() };
-        let entry: &Entry<usize> = &g.entry;
-        self.engine.forward(g, Some(entry), Box::new(input), ctx);
-        self.mode.pending(rx, g.decode_out)
+        let rx = self.engine.start_call(&graph.imp, Box::new(input));
+        self.mode.pending(rx, graph.imp.decode_out)
     }
 
     /// Ends the runtime on this rank. Collective: each rank calls it once its own calls are

@@ -27,7 +27,8 @@ mod thread;
 use std::sync::{Arc, OnceLock, Weak};
 
 pub(crate) use calls::CallResult;
-pub(crate) use messages::{Control, Ctx, Header, InstanceId, Payload, ThreadAddr};
+pub(crate) use messages::{Control, Header, Payload};
+use messages::{Ctx, InstanceId, ThreadAddr};
 pub(crate) use migration::StateCodec;
 pub(crate) use schedule::recv_eagerly;
 
@@ -49,8 +50,8 @@ use crate::wire::WireToken;
 const RUN_HERE_NS: u64 = 5_000;
 
 pub(crate) struct Envelope {
-    pub(crate) header: Header,
-    pub(crate) payload: Option<Payload>,
+    header: Header,
+    payload: Option<Payload>,
 }
 
 /// A DPS thread as the workers see it.
@@ -128,11 +129,6 @@ impl Engine {
         &self.registry
     }
 
-    /// The calls started on this rank.
-    pub(crate) fn calls(&self) -> &Calls {
-        &self.calls
-    }
-
     /// The control messages the collective protocols wait on.
     pub(crate) fn control(&self) -> &ControlQueue {
         &self.control
@@ -160,7 +156,7 @@ impl Engine {
     }
 
     /// Sends a message to `rank`: moved into a local queue, or encoded for the transport.
-    pub(crate) fn post(&self, rank: usize, header: Header, payload: Option<(AnyToken, Encoder)>) {
+    fn post(&self, rank: usize, header: Header, payload: Option<(AnyToken, Encoder)>) {
         let transport = match self.outlet.get() {
             Some(Outlet::Simulated(sim)) => {
                 let sim = sim.upgrade().expect("dps simulator: the simulation ended");
