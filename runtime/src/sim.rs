@@ -20,7 +20,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use crate::engine::{Engine, Header, Outlet, Payload, SimPost, ThreadCell};
+use crate::engine::{Engine, Header, Outlet, Payload, SimCell, SimPost};
 use crate::failure;
 use crate::simclock::{self, KernelCost, SimMode};
 use crate::simtime::{self, add};
@@ -145,7 +145,7 @@ enum Event {
     /// The reception job of a message is over: its operation can see it.
     Received { message: Message },
     /// The operation running on `cell` of `rank` ends.
-    Done { rank: usize, cell: Arc<ThreadCell> },
+    Done { rank: usize, cell: SimCell },
 }
 
 #[derive(Default)]

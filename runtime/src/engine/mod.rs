@@ -49,13 +49,17 @@ use crate::wire::WireToken;
 /// Tokens for leaves that take at most this long (on average) may run on the progress thread.
 const RUN_HERE_NS: u64 = 5_000;
 
-pub(crate) struct Envelope {
+struct Envelope {
     header: Header,
     payload: Option<Payload>,
 }
 
 /// A DPS thread as the workers see it.
-pub(crate) type ThreadCell = Cell<Envelope, ThreadBody>;
+type ThreadCell = Cell<Envelope, ThreadBody>;
+
+/// A DPS thread with an operation the simulator runs ([`Engine::sim_take`]); what it holds
+/// stays the engine's business.
+pub(crate) struct SimCell(Arc<ThreadCell>);
 
 /// One rank's engine: the parts below, and the delivery of messages between them.
 pub(crate) struct Engine {
@@ -204,15 +208,15 @@ impl Engine {
     }
 
     /// Simulation: a cell ready to run, if any.
-    pub(crate) fn sim_take(&self) -> Option<Arc<ThreadCell>> {
-        self.scheduler.try_take()
+    pub(crate) fn sim_take(&self) -> Option<SimCell> {
+        self.scheduler.try_take().map(SimCell)
     }
 
     /// Simulation: runs one message of `cell` (from [`Engine::sim_take`]), which stays
     /// scheduled until [`Engine::sim_release`]; a panic is returned as its description.
-    pub(crate) fn sim_run(&self, cell: &Arc<ThreadCell>) -> Result<(), String> {
+    pub(crate) fn sim_run(&self, cell: &SimCell) -> Result<(), String> {
         let mut failed = Ok(());
-        self.scheduler.run_one(cell, |body, env| {
+        self.scheduler.run_one(&cell.0, |body, env| {
             let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body.handle(self, env)));
             if let Err(payload) = run {
                 let described = failure::take_last_panic();
@@ -223,8 +227,8 @@ impl Engine {
     }
 
     /// Simulation: the operation on `cell` is over (in simulated time).
-    pub(crate) fn sim_release(&self, cell: &Arc<ThreadCell>) {
-        self.scheduler.release(cell);
+    pub(crate) fn sim_release(&self, cell: &SimCell) {
+        self.scheduler.release(&cell.0);
     }
 
     /// Called by the transport for every frame received.

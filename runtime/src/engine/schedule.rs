@@ -30,7 +30,7 @@ const EAGER_POLLS: u32 = 200;
 
 /// One DPS thread: its input queue and the body that handles the messages, one at a time.
 #[derive(Debug)]
-pub(crate) struct Cell<M, B> {
+pub(super) struct Cell<M, B> {
     queue: Mutex<VecDeque<M>>,
     /// True from the moment the cell is sent to the ready queue (or run on the spot) until
     /// its runner released it with an empty queue.
