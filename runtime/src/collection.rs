@@ -15,7 +15,7 @@ pub(crate) struct CollInfo {
     /// Where this rank believes each thread lives now: `epoch << 32 | rank`, where `epoch`
     /// counts the thread's moves (see `engine::migration`); a view is only replaced by a
     /// newer one.
-    pub(crate) owners: Vec<AtomicU64>,
+    owners: Vec<AtomicU64>,
 }
 
 impl CollInfo {

@@ -48,14 +48,14 @@ fn host_name() -> String {
 /// Checks that every rank built graph `id` with the same `description`; on every rank, the
 /// same verdict.
 pub(crate) fn agree_on_graph(engine: &Engine, id: u32, description: &str) -> Result<(), Error> {
-    if engine.ranks == 1 {
+    if engine.ranks() == 1 {
         return Ok(());
     }
     let timeout = Some(GRAPH_AGREEMENT_TIMEOUT);
-    if engine.rank != 0 {
-        let from = engine.rank as u32;
+    if engine.rank() != 0 {
+        let from = engine.rank() as u32;
         engine.send_control(0, Control::Fingerprint { graph: id, from, description: description.to_string() });
-        let verdict = engine.control.wait(timeout, |c| match c {
+        let verdict = engine.control().wait(timeout, |c| match c {
             Control::Verdict { graph, error } if *graph == id => Some(error.clone()),
             _ => None,
         });
@@ -66,8 +66,8 @@ pub(crate) fn agree_on_graph(engine: &Engine, id: u32, description: &str) -> Res
         };
     }
     let mut error = None;
-    for _ in 1..engine.ranks {
-        let got = engine.control.wait(timeout, |c| match c {
+    for _ in 1..engine.ranks() {
+        let got = engine.control().wait(timeout, |c| match c {
             Control::Fingerprint { graph, from, description } if *graph == id => Some((*from, description.clone())),
             _ => None,
         });
@@ -85,7 +85,7 @@ pub(crate) fn agree_on_graph(engine: &Engine, id: u32, description: &str) -> Res
             }
         }
     }
-    for r in 1..engine.ranks {
+    for r in 1..engine.ranks() {
         engine.send_control(r, Control::Verdict { graph: id, error: error.clone() });
     }
     error.map_or(Ok(()), |e| Err(Error::graph(e)))
@@ -93,14 +93,14 @@ pub(crate) fn agree_on_graph(engine: &Engine, id: u32, description: &str) -> Res
 
 /// Rank 0's `verdict` on the trace file, on every rank (`None`: rank 0 can write it).
 pub(crate) fn agree_on_trace_file(engine: &Engine, verdict: Option<String>) -> Option<String> {
-    if engine.rank == 0 {
-        for r in 1..engine.ranks {
+    if engine.rank() == 0 {
+        for r in 1..engine.ranks() {
             engine.send_control(r, Control::TraceReady { error: verdict.clone() });
         }
         return verdict;
     }
     let timeout = Some(GRAPH_AGREEMENT_TIMEOUT);
-    let answer = engine.control.wait(timeout, |c| match c {
+    let answer = engine.control().wait(timeout, |c| match c {
         Control::TraceReady { error } => Some(error.clone()),
         _ => None,
     });
@@ -109,7 +109,7 @@ pub(crate) fn agree_on_trace_file(engine: &Engine, verdict: Option<String>) -> O
 
 /// Returns once every rank has called it; with a `timeout`, gives up if the others do not.
 pub(crate) fn shut_down_together(engine: &Engine, timeout: Option<Duration>) -> Result<(), Error> {
-    let (rank, ranks) = (engine.rank, engine.ranks);
+    let (rank, ranks) = (engine.rank(), engine.ranks());
     if ranks == 1 {
         return Ok(());
     }
@@ -118,14 +118,14 @@ pub(crate) fn shut_down_together(engine: &Engine, timeout: Option<Duration>) -> 
     };
     if rank == 0 {
         for _ in 1..ranks {
-            engine.control.wait(timeout, |c| matches!(c, Control::Done { .. }).then_some(())).ok_or_else(gave_up)?;
+            engine.control().wait(timeout, |c| matches!(c, Control::Done { .. }).then_some(())).ok_or_else(gave_up)?;
         }
         for r in 1..ranks {
             engine.send_control(r, Control::Shutdown);
         }
     } else {
         engine.send_control(0, Control::Done { from: rank as u32 });
-        engine.control.wait(timeout, |c| matches!(c, Control::Shutdown).then_some(())).ok_or_else(gave_up)?;
+        engine.control().wait(timeout, |c| matches!(c, Control::Shutdown).then_some(())).ok_or_else(gave_up)?;
     }
     Ok(())
 }
@@ -133,13 +133,13 @@ pub(crate) fn shut_down_together(engine: &Engine, timeout: Option<Duration>) -> 
 /// Gathers every rank's trace events (`mine` on this rank) on rank 0: `Some` there, with the
 /// ranks that answered within `TRACE_TIMEOUT`; `None` on the others.
 pub(crate) fn gather_traces(engine: &Engine, mine: String) -> Option<Vec<String>> {
-    if engine.rank != 0 {
-        engine.send_control(0, Control::Trace { from: engine.rank as u32, events: mine });
+    if engine.rank() != 0 {
+        engine.send_control(0, Control::Trace { from: engine.rank() as u32, events: mine });
         return None;
     }
     let mut all = vec![mine];
-    for _ in 1..engine.ranks {
-        match engine.control.wait(Some(TRACE_TIMEOUT), |c| match c {
+    for _ in 1..engine.ranks() {
+        match engine.control().wait(Some(TRACE_TIMEOUT), |c| match c {
             Control::Trace { events, .. } => Some(events.clone()),
             _ => None,
         }) {

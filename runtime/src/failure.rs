@@ -42,7 +42,7 @@ pub(crate) fn take_last_words() -> Option<(String, i32)> {
 }
 
 /// Exit code of a job ended by a panic.
-pub(crate) const PANIC_EXIT_CODE: i32 = 101;
+const PANIC_EXIT_CODE: i32 = 101;
 
 /// Installs the panic hook (once per process). With `abort_job`, a panic ends the MPI job.
 pub(crate) fn install_hook(rank: usize, abort_job: bool) {

@@ -10,7 +10,7 @@ use crate::Error;
 
 /// The most threads a collection may have: far more than any machine runs usefully, and a
 /// mistyped count (`"all*1000000000"`) is rejected instead of exhausting memory.
-pub(crate) const MAX_THREADS: usize = 1 << 20;
+const MAX_THREADS: usize = 1 << 20;
 
 /// Parses `mapping` for a job of `hosts.len()` ranks, where `hosts[r]` is rank r's host name.
 /// Returns the rank of each thread.

@@ -98,7 +98,7 @@ pub(crate) struct NodeImpl {
     /// For splits and streams: the node that closes their instances.
     pub(crate) closer: Option<usize>,
     /// Running average of the time to handle one token, in ns (`u64::MAX`: not measured yet).
-    pub(crate) cost_ns: AtomicU64,
+    cost_ns: AtomicU64,
 }
 
 impl NodeImpl {
@@ -309,7 +309,7 @@ pub struct Path<I, O> {
     pub(crate) nodes: Vec<Arc<NodeCell>>,
     pub(crate) links: Vec<(u64, Entry<u64>)>,
     pub(crate) entry: Entry<u64>,
-    pub(crate) exits: Vec<u64>,
+    exits: Vec<u64>,
     _types: PhantomData<fn(I) -> O>,
 }
 

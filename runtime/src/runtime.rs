@@ -7,17 +7,17 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crossbeam_channel::Receiver;
 use mpi::topology::Communicator;
 
 use crate::binding::{Bind, Binding};
 use crate::collection::{CollInfo, Collection};
 use crate::collectives;
-use crate::engine::{self, CallResult, Ctx, Engine, StateCodec};
+use crate::engine::{self, Engine, Outlet, StateCodec};
 use crate::error::ErrorKind;
 use crate::failure;
 use crate::graph::{self, Graph};
-use crate::node::{AnyToken, Entry, Path};
+use crate::mode::{Mode, Pending, Stopwatch};
+use crate::node::Path;
 use crate::sim::{SimOptions, SimReport, Simulator};
 use crate::trace::TraceFile;
 use crate::transport::mpi::{CoreShare, MpiTransport};
@@ -51,91 +51,16 @@ pub struct Runtime {
     workers: Mutex<Vec<JoinHandle<()>>>,
     /// Where the workers and the progress thread run (`--bind`, `DPS_BIND`).
     binding: Arc<Binding>,
-    transport: Option<Arc<dyn Transport>>,
-    universe: Option<mpi::environment::Universe>,
+    /// One rank, MPI or simulated.
+    mode: Mode,
     /// Where rank 0 writes the trace, if tracing.
     trace: Option<TraceFile>,
     finished: bool,
-    /// Under simulation ([`Runtime::simulate`]): every virtual rank; `engine` is rank 0's.
-    sim: Option<Arc<Simulator>>,
 }
 
 impl std::fmt::Debug for Runtime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Runtime(rank {} of {})", self.engine.rank, self.engine.ranks)
-    }
-}
-
-/// A call started with [`Runtime::start`]; [`wait`](Pending::wait) for its output.
-#[must_use = "a started call must be waited for"]
-pub struct Pending<O> {
-    rx: Receiver<CallResult>,
-    /// Driven by the waiting caller (`transport::recv_helping`); `None` on one rank.
-    transport: Option<Arc<dyn Transport>>,
-    /// Driven by the waiting caller under simulation.
-    sim: Option<Arc<Simulator>>,
-    decode: fn(crate::wire::WireToken) -> AnyToken,
-    _out: std::marker::PhantomData<fn() -> O>,
-}
-
-impl<O> std::fmt::Debug for Pending<O> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Pending")
-    }
-}
-
-impl<O: Token> Pending<O> {
-    /// Blocks until the graph's output arrives.
-    ///
-    /// # Errors
-    /// If an operation failed (on a one-rank job; on more ranks a failure aborts the job).
-    pub fn wait(self) -> Result<O, Error> {
-        // Polls briefly before sleeping: waking a sleeping caller would add microseconds to
-        // every short call. Meanwhile the caller runs the transport itself, which saves a
-        // round trip two hops between threads.
-        let result = match (&self.sim, &self.transport) {
-            (Some(sim), _) => simulated_wait(sim, &self.rx)?,
-            (None, Some(t)) => crate::transport::recv_helping(&**t, &self.rx),
-            (None, None) => engine::recv_eagerly(&self.rx),
-        }
-        .ok_or_else(|| Error::new(ErrorKind::Failed, "dps: the runtime stopped before the call finished"))?;
-        let payload = result.map_err(|m| Error::new(ErrorKind::Failed, m))?;
-        Ok(*payload.into_token(self.decode).downcast::<O>().expect("dps: graph output type"))
-    }
-}
-
-/// Runs the simulation until the call's output is in `rx`.
-fn simulated_wait(sim: &Simulator, rx: &Receiver<CallResult>) -> Result<Option<CallResult>, Error> {
-    match sim.run(|| !rx.is_empty()) {
-        Ok(true) => Ok(rx.try_recv().ok()),
-        Ok(false) => Err(Error::new(
-            ErrorKind::Failed,
-            "dps simulator: no event is left and the call has not returned: the graph is stuck \
-             (a merge waiting for tokens that never come, or a program waiting for another rank)",
-        )),
-        Err(e) => Err(Error::new(ErrorKind::Failed, format!("dps simulator: {e}"))),
-    }
-}
-
-/// Measures the time of a program's work: the wall clock, or under simulation the
-/// simulated clock ([`Runtime::stopwatch`]).
-#[derive(Debug)]
-pub struct Stopwatch {
-    start: std::time::Instant,
-    sim: Option<(Arc<Simulator>, u64)>,
-}
-
-impl Stopwatch {
-    /// Seconds since the stopwatch was started. Under simulation the clock stops at the
-    /// end of its range (584 years), and [`SimReport::clock_saturated`] says it got there:
-    /// the reading is then the whole range, not a prediction (never the difference of two
-    /// stopped times, which would read 0 for a stopwatch started after the clock stopped).
-    pub fn seconds(&self) -> f64 {
-        match &self.sim {
-            Some((sim, _)) if sim.now_ns() == crate::simtime::BEYOND => crate::simtime::seconds(crate::simtime::BEYOND),
-            Some((sim, start)) => crate::simtime::seconds(sim.now_ns() - start),
-            None => self.start.elapsed().as_secs_f64(),
-        }
+        write!(f, "Runtime(rank {} of {})", self.engine.rank(), self.engine.ranks())
     }
 }
 
@@ -224,7 +149,8 @@ impl Runtime {
         failure::install_hook(rank, ranks > 1);
         let mut rt = Runtime::start_engine(rank, ranks, hosts);
         rt.binding = binding;
-        if ranks > 1 {
+        // A one-rank job has nobody to talk to.
+        let transport = (ranks > 1).then(|| {
             let comm = world.duplicate();
             let weak = Arc::downgrade(&rt.engine);
             let deliver = Arc::new(move |header: &[u8], token| {
@@ -234,15 +160,15 @@ impl Runtime {
             });
             let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
             let share = CoreShare {
-                activity: rt.engine.activity.clone(),
+                activity: rt.engine.activity().clone(),
                 cores: (cores / ranks_on_node).max(1),
                 binding: rt.binding.clone(),
             };
             let transport: Arc<dyn Transport> = Arc::new(MpiTransport::start(comm, deliver, share, stall_timeout));
-            rt.engine.set_transport(Some(transport.clone()));
-            rt.transport = Some(transport);
-        }
-        rt.universe = Some(universe);
+            rt.engine.connect(Outlet::Transport(Arc::downgrade(&transport)));
+            transport
+        });
+        rt.mode = Mode::Mpi { universe, transport };
         Ok(rt)
     }
 
@@ -281,20 +207,23 @@ impl Runtime {
         failure::install_hook(0, false);
         let sim = Simulator::new(ranks, &this_host(), opts);
         let mut rt = Runtime::from_engine(sim.engines()[0].clone());
-        rt.sim = Some(sim);
+        rt.mode = Mode::Simulated(sim);
         Ok(rt)
     }
 
     /// Under simulation, what the simulation measured so far; `None` on a real run.
     pub fn simulation(&self) -> Option<SimReport> {
-        self.sim.as_ref().map(|s| s.report())
+        match &self.mode {
+            Mode::Simulated(sim) => Some(sim.report()),
+            Mode::Single | Mode::Mpi { .. } => None,
+        }
     }
 
     /// A stopwatch started now: it reads the simulated clock under simulation, the wall
     /// clock otherwise. Programs time their work with it so that a simulated run reports
     /// its prediction where a real run reports its measurement.
     pub fn stopwatch(&self) -> Stopwatch {
-        Stopwatch { start: std::time::Instant::now(), sim: self.sim.as_ref().map(|s| (s.clone(), s.now_ns())) }
+        self.mode.stopwatch()
     }
 
     fn start_engine(rank: usize, ranks: usize, hosts: Vec<String>) -> Runtime {
@@ -306,11 +235,9 @@ impl Runtime {
             engine,
             workers: Mutex::default(),
             binding: Arc::new(Binding::none()),
-            transport: None,
-            universe: None,
+            mode: Mode::Single,
             trace: None,
             finished: false,
-            sim: None,
         }
     }
 
@@ -322,10 +249,11 @@ impl Runtime {
     /// As `add_workers`, with at least `threads` workers (up to `max_workers()`): a rank may
     /// come to host every thread of a movable collection.
     fn add_workers_at_least(&self, threads: usize) {
-        if self.sim.is_some() {
+        // A simulation runs every operation on the thread that waits for a call.
+        if let Mode::Simulated(_) = self.mode {
             return;
         }
-        let wanted = self.engine.registry.local_threads().max(threads).min(max_workers());
+        let wanted = self.engine.registry().local_threads().max(threads).min(max_workers());
         let mut workers = self.workers.lock().unwrap();
         while workers.len() < wanted {
             let engine = self.engine.clone();
@@ -340,12 +268,12 @@ impl Runtime {
 
     /// This rank's number.
     pub fn rank(&self) -> usize {
-        self.engine.rank
+        self.engine.rank()
     }
 
     /// Number of ranks in the job.
     pub fn ranks(&self) -> usize {
-        self.engine.ranks
+        self.engine.ranks()
     }
 
     /// Where this rank's workers and progress thread run: `"none"` (the OS places them), or
@@ -361,7 +289,7 @@ impl Runtime {
 
     /// True on rank 0.
     pub fn is_root(&self) -> bool {
-        self.engine.rank == 0
+        self.engine.rank() == 0
     }
 
     /// Records operation spans and messages; rank 0 writes them all to `path` (Chrome trace
@@ -379,11 +307,11 @@ impl Runtime {
     /// [`Runtime::trace_to`], with errors starting with `label` (the option that gave the
     /// path) and the path.
     pub(crate) fn trace_as(&mut self, path: &std::path::Path, label: &str) -> Result<(), Error> {
-        if let Some(sim) = &self.sim {
+        if let Mode::Simulated(sim) = &self.mode {
             let file = TraceFile::prepare(path)
                 .map_err(|e| Error::new(ErrorKind::Io, format!("{label} {}: {e}", path.display())))?;
             for engine in sim.engines() {
-                engine.tracer.enable(engine.rank);
+                engine.tracer().enable(engine.rank());
             }
             self.trace = Some(file);
             return Ok(());
@@ -397,7 +325,7 @@ impl Runtime {
         if let Some(e) = error {
             return Err(Error::new(ErrorKind::Io, e));
         }
-        self.engine.tracer.enable(self.engine.rank);
+        self.engine.tracer().enable(self.engine.rank());
         self.trace = file.and_then(Result::ok);
         Ok(())
     }
@@ -414,19 +342,19 @@ impl Runtime {
         mapping: &str,
         init: impl Fn(usize) -> S,
     ) -> Result<Collection<S>, Error> {
-        let ranks = mapping::parse(mapping, &self.engine.hosts)
+        let ranks = mapping::parse(mapping, self.engine.hosts())
             .map_err(|e| Error::mapping(format!("collection \"{name}\": {e}")))?;
-        let id = self.engine.registry.collections();
+        let id = self.engine.registry().collections();
         let info = Arc::new(CollInfo::new(id, name.to_string(), mapping.to_string(), ranks));
         for engine in self.engines() {
             // Each virtual rank of a simulation has its own view of where the threads live,
             // as a real rank has: a shared one would send messages to a thread's new rank
             // before its state got there (rank 0's is the program's).
-            let view = match self.sim.is_some() && engine.rank != self.engine.rank {
-                false => info.clone(),
-                true => Arc::new(CollInfo::new(id, info.name.clone(), info.mapping.clone(), info.ranks.clone())),
+            let view = match engine.rank() == self.engine.rank() {
+                true => info.clone(),
+                false => Arc::new(CollInfo::new(id, info.name.clone(), info.mapping.clone(), info.ranks.clone())),
             };
-            engine.registry.add_collection(engine.rank, view, |i| Box::new(init(i)));
+            engine.registry().add_collection(engine.rank(), view, |i| Box::new(init(i)));
         }
         self.add_workers();
         Ok(Collection::new(info))
@@ -456,7 +384,7 @@ impl Runtime {
         let coll = self.collection(name, mapping, init)?;
         let codec = StateCodec { encode: crate::wire::encode::<S>, decode: crate::wire::decode::<S> };
         for engine in self.engines() {
-            engine.codecs.register(coll.info.id as u32, codec);
+            engine.codecs().register(coll.info.id as u32, codec);
         }
         self.add_workers_at_least(coll.len());
         Ok(coll)
@@ -484,7 +412,7 @@ impl Runtime {
     /// # Errors
     /// As [`Runtime::migrate`], for any of the moves; nothing moves if one is refused.
     pub fn migrate_each<S>(&self, coll: &Collection<S>, moves: &[(usize, usize)]) -> Result<(), Error> {
-        let Some(sim) = &self.sim else { return self.engine.move_threads(&coll.info, moves) };
+        let Mode::Simulated(sim) = &self.mode else { return self.engine.move_threads(&coll.info, moves) };
         // Simulated: the moves are messages like any other, delivered in simulated time
         // while this thread drives the simulation until every thread has arrived.
         let mut waiting = self.engine.request_moves(&coll.info, moves)?;
@@ -517,7 +445,7 @@ impl Runtime {
     /// move ([`ErrorKind::Usage`]); as [`Runtime::migrate`] otherwise.
     pub fn remap<S>(&self, coll: &Collection<S>, mapping: &str) -> Result<(), Error> {
         let name = coll.name();
-        let ranks = mapping::parse(mapping, &self.engine.hosts)
+        let ranks = mapping::parse(mapping, self.engine.hosts())
             .map_err(|e| Error::mapping(format!("remap of collection \"{name}\": {e}")))?;
         if ranks.len() != coll.len() {
             return Err(Error::mapping(format!(
@@ -535,7 +463,7 @@ impl Runtime {
     /// # Errors
     /// If the mapping string is malformed or names a rank or host that does not exist.
     pub fn threads_in(&self, mapping: &str) -> Result<usize, Error> {
-        Ok(mapping::parse(mapping, &self.engine.hosts)?.len())
+        Ok(mapping::parse(mapping, self.engine.hosts())?.len())
     }
 
     /// Builds and validates a graph from a path of nodes. Collective: every rank must build
@@ -546,14 +474,14 @@ impl Runtime {
     /// If the graph does not validate (a merge without a split, a split never merged, a
     /// node with two successors) or the ranks disagree.
     pub fn graph<I: Token, O: Token>(&self, name: &str, path: impl Into<Path<I, O>>) -> Result<Graph<I, O>, Error> {
-        let id = self.engine.registry.graph_count();
+        let id = self.engine.registry().graph_count();
         let imp = Arc::new(graph::build(id, name, path.into())?);
         // Registered before agreeing: once rank 0 has agreed, tokens may arrive at once.
         for engine in self.engines() {
-            engine.registry.add_graph(imp.clone());
+            engine.registry().add_graph(imp.clone());
         }
         // The virtual ranks of a simulation share the one graph built here.
-        if self.sim.is_none() {
+        if let Mode::Single | Mode::Mpi { .. } = self.mode {
             collectives::agree_on_graph(&self.engine, id as u32, &imp.description)?;
         }
         Ok(Graph::new(imp))
@@ -569,18 +497,8 @@ impl Runtime {
 
     /// Starts `graph` on `input` without waiting; several calls may run at once.
     pub fn start<I: Token, O: Token>(&self, graph: &Graph<I, O>, input: I) -> Pending<O> {
-        let g = &graph.imp;
-        let (call, rx) = self.engine.calls.new_call();
-        let ctx = Ctx { call_rank: self.engine.rank as u32, call, frames: Vec::new() };
-        let entry: &Entry<usize> = &g.entry;
-        self.engine.forward(g, Some(entry), Box::new(input), ctx);
-        Pending {
-            rx,
-            transport: self.engine.transport(),
-            sim: self.sim.clone(),
-            decode: g.decode_out,
-            _out: std::marker::PhantomData,
-        }
+        let rx = self.engine.start_call(&graph.imp, Box::new(input));
+        self.mode.pending(rx, graph.imp.decode_out)
     }
 
     /// Ends the runtime on this rank. Collective: each rank calls it once its own calls are
@@ -597,14 +515,14 @@ impl Runtime {
         if self.finished {
             return Ok(());
         }
-        if let Some(sim) = &self.sim {
+        if let Mode::Simulated(sim) = &self.mode {
             // What is still in flight (credits, closes) completes; a failure was reported
             // by the call it ended.
             let _ = sim.run(|| false);
             self.finished = true;
-            let all: Vec<String> = sim.engines().iter().map(|e| e.tracer.take()).collect();
+            let all: Vec<String> = sim.engines().iter().map(|e| e.tracer().take()).collect();
             return match self.trace.take() {
-                Some(file) if self.engine.tracer.is_enabled() => {
+                Some(file) if self.engine.tracer().is_enabled() => {
                     file.write(&all).map_err(|e| Error::new(ErrorKind::Io, format!("dps: trace: {e}")))
                 }
                 _ => Ok(()),
@@ -614,28 +532,25 @@ impl Runtime {
         self.finished = true;
         let trace_result = self.collect_trace();
         self.stop_workers();
-        if let Some(t) = self.transport.take() {
-            t.finish();
-        }
-        self.engine.set_transport(None);
-        failure::disarm();
-        drop(self.universe.take());
+        // Nothing of the run is left to drive: what remains of the runtime only waits to be
+        // dropped.
+        std::mem::replace(&mut self.mode, Mode::Single).end();
         trace_result
     }
 
     /// Every engine of this process: the virtual ranks of a simulation, or this rank's.
     fn engines(&self) -> &[Arc<Engine>] {
-        match &self.sim {
-            Some(sim) => sim.engines(),
-            None => std::slice::from_ref(&self.engine),
+        match &self.mode {
+            Mode::Simulated(sim) => sim.engines(),
+            Mode::Single | Mode::Mpi { .. } => std::slice::from_ref(&self.engine),
         }
     }
 
     fn collect_trace(&mut self) -> Result<(), Error> {
-        if !self.engine.tracer.is_enabled() {
+        if !self.engine.tracer().is_enabled() {
             return Ok(());
         }
-        let Some(all) = collectives::gather_traces(&self.engine, self.engine.tracer.take()) else { return Ok(()) };
+        let Some(all) = collectives::gather_traces(&self.engine, self.engine.tracer().take()) else { return Ok(()) };
         match self.trace.take() {
             Some(file) => file.write(&all).map_err(|e| Error::new(ErrorKind::Io, format!("dps: trace: {e}"))),
             None => Ok(()),
@@ -666,7 +581,7 @@ impl Drop for Runtime {
             // The shutdown itself went well: report, there is nobody to wait for.
             Err(e) if e.kind() == ErrorKind::Io => eprintln!("{e}"),
             Err(_) => {
-                let rank = self.engine.rank;
+                let rank = self.engine.rank();
                 let code = match failure::take_last_words() {
                     Some((words, code)) => {
                         eprintln!("dps: rank {rank}: {words}");

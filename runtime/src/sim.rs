@@ -20,7 +20,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
-use crate::engine::{Engine, Header, Payload, SimPost, ThreadCell};
+use crate::engine::{Engine, Header, Outlet, Payload, SimCell, SimPost};
 use crate::failure;
 use crate::simclock::{self, KernelCost, SimMode};
 use crate::simtime::{self, add};
@@ -145,7 +145,7 @@ enum Event {
     /// The reception job of a message is over: its operation can see it.
     Received { message: Message },
     /// The operation running on `cell` of `rank` ends.
-    Done { rank: usize, cell: Arc<ThreadCell> },
+    Done { rank: usize, cell: SimCell },
 }
 
 #[derive(Default)]
@@ -204,7 +204,7 @@ impl Simulator {
             let engines: Vec<Arc<Engine>> = (0..ranks)
                 .map(|r| {
                     let e = Arc::new(Engine::new(r, ranks, hosts.clone()));
-                    e.set_sim(me.clone() as Weak<dyn SimPost>);
+                    e.connect(Outlet::Simulated(me.clone() as Weak<dyn SimPost>));
                     e
                 })
                 .collect();
@@ -289,7 +289,7 @@ impl Simulator {
 
     /// The most operations `rank` runs at once.
     fn cores(&self, rank: usize) -> usize {
-        let workers = self.engines[rank].registry.local_threads().max(1);
+        let workers = self.engines[rank].registry().local_threads().max(1);
         self.opts.cores_per_rank.map_or(workers, |c| c.min(workers)).max(1)
     }
 

@@ -33,7 +33,7 @@ struct TraceData {
 
 /// One Chrome trace event; absent fields are left out of the JSON.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
-pub(crate) struct Event {
+struct Event {
     ph: char,
     name: String,
     pid: usize,

@@ -16,7 +16,7 @@ use super::messages::{InstanceId, Payload};
 pub(crate) type CallResult = Result<Payload, String>;
 
 /// The calls of this rank and the counters that name calls and instances.
-pub(crate) struct Calls {
+pub(super) struct Calls {
     rank: u32,
     slots: Mutex<Slots>,
     next_call: AtomicU64,
@@ -30,7 +30,7 @@ struct Slots {
 }
 
 impl Calls {
-    pub(crate) fn new(rank: usize) -> Self {
+    pub(super) fn new(rank: usize) -> Self {
         Calls {
             rank: rank as u32,
             slots: Mutex::default(),
@@ -40,7 +40,7 @@ impl Calls {
     }
 
     /// Registers a call and returns its id and the receiver of its result.
-    pub(crate) fn new_call(&self) -> (u64, Receiver<CallResult>) {
+    pub(super) fn new_call(&self) -> (u64, Receiver<CallResult>) {
         let (tx, rx) = crossbeam_channel::bounded(1);
         let id = self.next_call.fetch_add(1, Ordering::Relaxed);
         let mut slots = self.slots.lock().unwrap();
@@ -56,14 +56,14 @@ impl Calls {
     }
 
     /// Delivers the output of call `call`.
-    pub(crate) fn reply(&self, call: u64, payload: Payload) {
+    pub(super) fn reply(&self, call: u64, payload: Payload) {
         if let Some(slot) = self.slots.lock().unwrap().waiting.remove(&call) {
             let _ = slot.send(Ok(payload));
         }
     }
 
     /// Records a failure (single-rank jobs): every pending and future call returns it.
-    pub(crate) fn fail(&self, message: String) {
+    pub(super) fn fail(&self, message: String) {
         let mut slots = self.slots.lock().unwrap();
         slots.failure.get_or_insert(message.clone());
         for (_, slot) in slots.waiting.drain() {
@@ -72,7 +72,7 @@ impl Calls {
     }
 
     /// A new split-merge instance id, unique in the job.
-    pub(crate) fn new_instance(&self) -> InstanceId {
+    pub(super) fn new_instance(&self) -> InstanceId {
         InstanceId { rank: self.rank, seq: self.next_instance.fetch_add(1, Ordering::Relaxed) }
     }
 }

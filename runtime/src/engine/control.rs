@@ -16,7 +16,7 @@ pub(crate) struct ControlQueue {
 }
 
 impl ControlQueue {
-    pub(crate) fn push(&self, c: Control) {
+    pub(super) fn push(&self, c: Control) {
         self.queue.lock().unwrap().push_back(c);
         self.arrived.notify_all();
     }

@@ -16,34 +16,34 @@ pub(crate) struct ThreadAddr {
 /// One split-merge instance, unique in the job: the opening rank and its counter.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct InstanceId {
-    pub(crate) rank: u32,
-    pub(crate) seq: u64,
+    pub(super) rank: u32,
+    pub(super) seq: u64,
 }
 
 /// No flow-control slot: the opener has no window.
-pub(crate) const NO_SLOT: u32 = u32::MAX;
+pub(super) const NO_SLOT: u32 = u32::MAX;
 
 /// What a token carries about one enclosing split instance.
 #[derive(Serialize, Deserialize, Clone, Debug)]
 pub(crate) struct Frame {
-    pub(crate) instance: InstanceId,
+    pub(super) instance: InstanceId,
     /// The split (or stream) thread, where credits return.
     pub(crate) opener: ThreadAddr,
     pub(crate) slot: u32,
     /// Index of the merge thread in the closing node's collection.
-    pub(crate) merge_thread: u32,
+    pub(super) merge_thread: u32,
 }
 
 /// A token's context: the call it belongs to and its stack of open instances.
 #[derive(Serialize, Deserialize, Clone, Debug)]
 pub(crate) struct Ctx {
-    pub(crate) call_rank: u32,
-    pub(crate) call: u64,
+    pub(super) call_rank: u32,
+    pub(super) call: u64,
     pub(crate) frames: Vec<Frame>,
 }
 
 impl Ctx {
-    pub(crate) fn slot(&self) -> Option<usize> {
+    pub(super) fn slot(&self) -> Option<usize> {
         self.frames.last().filter(|f| f.slot != NO_SLOT).map(|f| f.slot as usize)
     }
 }

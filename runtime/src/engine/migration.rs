@@ -63,7 +63,7 @@ impl Codecs {
 /// A thread's body's side of migration: whether the state is here, how often it moved, and
 /// the moves asked of it that wait for its instances to end.
 #[derive(Default)]
-pub(crate) struct Moving {
+pub(super) struct Moving {
     gone: bool,
     epoch: u32,
     pending: VecDeque<Order>,

@@ -24,10 +24,11 @@ mod registry;
 mod schedule;
 mod thread;
 
-use std::sync::{Arc, OnceLock, RwLock, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 
 pub(crate) use calls::CallResult;
-pub(crate) use messages::{Control, Ctx, Header, InstanceId, Payload, ThreadAddr};
+pub(crate) use messages::{Control, Header, Payload};
+use messages::{Ctx, InstanceId, ThreadAddr};
 pub(crate) use migration::StateCodec;
 pub(crate) use schedule::recv_eagerly;
 
@@ -48,31 +49,44 @@ use crate::wire::WireToken;
 /// Tokens for leaves that take at most this long (on average) may run on the progress thread.
 const RUN_HERE_NS: u64 = 5_000;
 
-pub(crate) struct Envelope {
-    pub(crate) header: Header,
-    pub(crate) payload: Option<Payload>,
+struct Envelope {
+    header: Header,
+    payload: Option<Payload>,
 }
 
 /// A DPS thread as the workers see it.
-pub(crate) type ThreadCell = Cell<Envelope, ThreadBody>;
+type ThreadCell = Cell<Envelope, ThreadBody>;
+
+/// A DPS thread with an operation the simulator runs ([`Engine::sim_take`]); what it holds
+/// stays the engine's business.
+pub(crate) struct SimCell(Arc<ThreadCell>);
 
 /// One rank's engine: the parts below, and the delivery of messages between them.
 pub(crate) struct Engine {
-    pub(crate) rank: usize,
-    pub(crate) ranks: usize,
-    pub(crate) hosts: Vec<String>,
-    pub(crate) registry: Registry,
-    pub(crate) calls: Calls,
-    pub(crate) control: ControlQueue,
+    rank: usize,
+    ranks: usize,
+    hosts: Vec<String>,
+    registry: Registry,
+    calls: Calls,
+    control: ControlQueue,
     /// How to move the state of each movable collection (see `migration`).
-    pub(crate) codecs: Codecs,
+    codecs: Codecs,
     scheduler: Scheduler<Envelope, ThreadBody>,
     /// The workers' activity, read by the transport's back-off (see `activity`).
-    pub(crate) activity: Arc<Activity>,
-    transport: RwLock<Option<Arc<dyn Transport>>>,
-    pub(crate) tracer: Tracer,
-    /// Under simulation, where posts go instead of the queues and the transport.
-    sim: OnceLock<Weak<dyn SimPost>>,
+    activity: Arc<Activity>,
+    tracer: Tracer,
+    /// Where posts for other ranks go; unset: nowhere (one rank). Set once as the run starts.
+    outlet: OnceLock<Outlet>,
+}
+
+/// Where an engine's posts go beside its own queues: one kind per run, chosen as it starts.
+pub(crate) enum Outlet {
+    /// A rank of a real job: messages for other ranks go through the transport. The runtime
+    /// owns it (and ends it before MPI ends); the engine only borrows it for each send.
+    Transport(Weak<dyn Transport>),
+    /// A virtual rank of a simulation: every post, even to this rank, goes to the simulator,
+    /// which delivers it in simulated time.
+    Simulated(Weak<dyn SimPost>),
 }
 
 /// The simulator as an engine sees it (see `sim`): it takes every message an engine posts
@@ -94,30 +108,67 @@ impl Engine {
             codecs: Codecs::default(),
             scheduler: Scheduler::new(),
             activity: Arc::default(),
-            transport: RwLock::new(None),
             tracer: Tracer::default(),
-            sim: OnceLock::new(),
+            outlet: OnceLock::new(),
         }
     }
 
-    /// Makes this engine a virtual rank of a simulation: its posts go to `sim`.
-    pub(crate) fn set_sim(&self, sim: Weak<dyn SimPost>) {
-        let _ = self.sim.set(sim);
+    /// This rank's number.
+    pub(crate) fn rank(&self) -> usize {
+        self.rank
     }
 
-    pub(crate) fn set_transport(&self, t: Option<Arc<dyn Transport>>) {
-        *self.transport.write().unwrap() = t;
+    /// The number of ranks in the job.
+    pub(crate) fn ranks(&self) -> usize {
+        self.ranks
     }
 
-    pub(crate) fn transport(&self) -> Option<Arc<dyn Transport>> {
-        self.transport.read().unwrap().clone()
+    /// Every rank's host name, by rank.
+    pub(crate) fn hosts(&self) -> &[String] {
+        &self.hosts
+    }
+
+    /// The collections, the threads this rank hosts, the graphs.
+    pub(crate) fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// The control messages the collective protocols wait on.
+    pub(crate) fn control(&self) -> &ControlQueue {
+        &self.control
+    }
+
+    /// How to move the state of each movable collection.
+    pub(crate) fn codecs(&self) -> &Codecs {
+        &self.codecs
+    }
+
+    /// The workers' activity, which the transport's back-off reads.
+    pub(crate) fn activity(&self) -> &Arc<Activity> {
+        &self.activity
+    }
+
+    /// This rank's trace events.
+    pub(crate) fn tracer(&self) -> &Tracer {
+        &self.tracer
+    }
+
+    /// Connects this engine to the other ranks of its run, once, before any message for
+    /// them (a transport needs the engine to deliver to, so it comes second).
+    pub(crate) fn connect(&self, outlet: Outlet) {
+        assert!(self.outlet.set(outlet).is_ok(), "dps: an engine is connected once");
     }
 
     /// Sends a message to `rank`: moved into a local queue, or encoded for the transport.
-    pub(crate) fn post(&self, rank: usize, header: Header, payload: Option<(AnyToken, Encoder)>) {
-        if let Some(sim) = self.sim.get().and_then(Weak::upgrade) {
-            return self.post_simulated(&*sim, rank, header, payload);
-        }
+    fn post(&self, rank: usize, header: Header, payload: Option<(AnyToken, Encoder)>) {
+        let transport = match self.outlet.get() {
+            Some(Outlet::Simulated(sim)) => {
+                let sim = sim.upgrade().expect("dps simulator: the simulation ended");
+                return self.post_simulated(&*sim, rank, header, payload);
+            }
+            Some(Outlet::Transport(transport)) => Some(transport),
+            None => None,
+        };
         if rank == self.rank {
             self.dispatch(header, payload.map(|(t, _)| Payload::Local(t)), false);
             return;
@@ -129,7 +180,7 @@ impl Engine {
             bytes.len()
                 + token.as_ref().map_or(0, |t| t.bytes.len() + t.bulks_out.iter().map(|b| b.len).sum::<usize>()),
         );
-        match self.transport() {
+        match transport.and_then(Weak::upgrade) {
             Some(t) => t.send(rank, bytes, token),
             None => panic!("dps: no transport to reach rank {rank}"),
         }
@@ -157,15 +208,15 @@ impl Engine {
     }
 
     /// Simulation: a cell ready to run, if any.
-    pub(crate) fn sim_take(&self) -> Option<Arc<ThreadCell>> {
-        self.scheduler.try_take()
+    pub(crate) fn sim_take(&self) -> Option<SimCell> {
+        self.scheduler.try_take().map(SimCell)
     }
 
     /// Simulation: runs one message of `cell` (from [`Engine::sim_take`]), which stays
     /// scheduled until [`Engine::sim_release`]; a panic is returned as its description.
-    pub(crate) fn sim_run(&self, cell: &Arc<ThreadCell>) -> Result<(), String> {
+    pub(crate) fn sim_run(&self, cell: &SimCell) -> Result<(), String> {
         let mut failed = Ok(());
-        self.scheduler.run_one(cell, |body, env| {
+        self.scheduler.run_one(&cell.0, |body, env| {
             let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body.handle(self, env)));
             if let Err(payload) = run {
                 let described = failure::take_last_panic();
@@ -176,8 +227,8 @@ impl Engine {
     }
 
     /// Simulation: the operation on `cell` is over (in simulated time).
-    pub(crate) fn sim_release(&self, cell: &Arc<ThreadCell>) {
-        self.scheduler.release(cell);
+    pub(crate) fn sim_release(&self, cell: &SimCell) {
+        self.scheduler.release(&cell.0);
     }
 
     /// Called by the transport for every frame received.
@@ -251,8 +302,10 @@ impl Engine {
 /// A worker: runs scheduled cells until it is stopped (`Engine::stop_one_worker`).
 pub(crate) fn worker_loop(engine: Arc<Engine>) {
     let wake = || {
-        if let Some(transport) = engine.transport() {
-            transport.wake();
+        if let Some(Outlet::Transport(transport)) = engine.outlet.get() {
+            if let Some(transport) = transport.upgrade() {
+                transport.wake();
+            }
         }
     };
     engine.scheduler.work(&engine.activity, |body, env| engine.run(body, env), wake);

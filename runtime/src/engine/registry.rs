@@ -49,7 +49,7 @@ impl Registry {
     }
 
     /// The cell of thread `addr`, if this rank hosts it.
-    pub(crate) fn cell(&self, addr: ThreadAddr) -> Option<Arc<ThreadCell>> {
+    pub(super) fn cell(&self, addr: ThreadAddr) -> Option<Arc<ThreadCell>> {
         self.cells.read().unwrap().get(&addr).cloned()
     }
 
@@ -65,7 +65,7 @@ impl Registry {
 
     /// The cell of thread `addr`, created with `make` if this rank never hosted it (a thread
     /// moving in for the first time).
-    pub(crate) fn cell_or_insert(&self, addr: ThreadAddr, make: impl FnOnce() -> ThreadBody) -> Arc<ThreadCell> {
+    pub(super) fn cell_or_insert(&self, addr: ThreadAddr, make: impl FnOnce() -> ThreadBody) -> Arc<ThreadCell> {
         if let Some(cell) = self.cell(addr) {
             return cell;
         }

@@ -30,7 +30,7 @@ const EAGER_POLLS: u32 = 200;
 
 /// One DPS thread: its input queue and the body that handles the messages, one at a time.
 #[derive(Debug)]
-pub(crate) struct Cell<M, B> {
+pub(super) struct Cell<M, B> {
     queue: Mutex<VecDeque<M>>,
     /// True from the moment the cell is sent to the ready queue (or run on the spot) until
     /// its runner released it with an empty queue.
@@ -62,19 +62,19 @@ type Ready<M, B> = Option<Arc<Cell<M, B>>>;
 
 /// The ready queue of a rank's workers.
 #[derive(Debug)]
-pub(crate) struct Scheduler<M, B> {
+pub(super) struct Scheduler<M, B> {
     tx: Sender<Ready<M, B>>,
     rx: Receiver<Ready<M, B>>,
 }
 
 impl<M, B> Scheduler<M, B> {
-    pub(crate) fn new() -> Self {
+    pub(super) fn new() -> Self {
         let (tx, rx) = crossbeam_channel::unbounded();
         Scheduler { tx, rx }
     }
 
     /// Queues `msg` for `cell`, scheduling the cell unless it already is.
-    pub(crate) fn enqueue(&self, cell: &Arc<Cell<M, B>>, msg: M) {
+    pub(super) fn enqueue(&self, cell: &Arc<Cell<M, B>>, msg: M) {
         cell.queue.lock().unwrap().push_back(msg);
         between_steps();
         if !cell.scheduled.swap(true, Ordering::AcqRel) {
@@ -84,7 +84,7 @@ impl<M, B> Scheduler<M, B> {
 
     /// Handles `msg` with `run` on the calling thread if `cell` is idle (nothing queued, not
     /// scheduled); gives it back otherwise.
-    pub(crate) fn try_run_here(&self, cell: &Arc<Cell<M, B>>, msg: M, run: impl FnOnce(&mut B, M)) -> Option<M> {
+    pub(super) fn try_run_here(&self, cell: &Arc<Cell<M, B>>, msg: M, run: impl FnOnce(&mut B, M)) -> Option<M> {
         let idle = cell.queue.lock().unwrap().is_empty();
         if !idle || cell.scheduled.swap(true, Ordering::AcqRel) {
             return Some(msg);
@@ -95,7 +95,7 @@ impl<M, B> Scheduler<M, B> {
     }
 
     /// Simulation: the next cell on the ready queue, without waiting.
-    pub(crate) fn try_take(&self) -> Option<Arc<Cell<M, B>>> {
+    pub(super) fn try_take(&self) -> Option<Arc<Cell<M, B>>> {
         loop {
             match self.rx.try_recv() {
                 Ok(Some(cell)) => return Some(cell),
@@ -107,7 +107,7 @@ impl<M, B> Scheduler<M, B> {
 
     /// Simulation: handles one message of `cell`, taken from the ready queue; the cell stays
     /// scheduled (its operation lasts until the simulator [`release`](Scheduler::release)s it).
-    pub(crate) fn run_one(&self, cell: &Arc<Cell<M, B>>, handle: impl FnOnce(&mut B, M)) {
+    pub(super) fn run_one(&self, cell: &Arc<Cell<M, B>>, handle: impl FnOnce(&mut B, M)) {
         let msg = cell.queue.lock().unwrap().pop_front();
         if let Some(msg) = msg {
             handle(&mut cell.body(), msg);
@@ -115,7 +115,7 @@ impl<M, B> Scheduler<M, B> {
     }
 
     /// Gives up `cell` after running it, scheduling it again if messages are waiting.
-    pub(crate) fn release(&self, cell: &Arc<Cell<M, B>>) {
+    pub(super) fn release(&self, cell: &Arc<Cell<M, B>>) {
         if !cell.queue.lock().unwrap().is_empty() {
             let _ = self.tx.send(Some(cell.clone()));
             return;
@@ -132,7 +132,7 @@ impl<M, B> Scheduler<M, B> {
     /// A worker's loop: runs scheduled cells, `handle` on each message, until it takes a
     /// `None` ([`Scheduler::stop_one_worker`]). Calls `wake` when it goes idle while the
     /// progress thread dozes (see `activity`).
-    pub(crate) fn work(&self, activity: &Activity, mut handle: impl FnMut(&mut B, M), wake: impl Fn()) {
+    pub(super) fn work(&self, activity: &Activity, mut handle: impl FnMut(&mut B, M), wake: impl Fn()) {
         while let Some(Some(cell)) = recv_eagerly(&self.rx) {
             activity.begin_op();
             {
@@ -150,7 +150,7 @@ impl<M, B> Scheduler<M, B> {
     }
 
     /// Makes one worker leave [`Scheduler::work`].
-    pub(crate) fn stop_one_worker(&self) {
+    pub(super) fn stop_one_worker(&self) {
         let _ = self.tx.send(None);
     }
 }

@@ -10,9 +10,11 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
+use crossbeam_channel::Receiver;
+
 use super::messages::{Frame, NO_SLOT};
 use super::migration::{self, Moving};
-use super::{Ctx, Engine, Envelope, Header, InstanceId, ThreadAddr};
+use super::{CallResult, Ctx, Engine, Envelope, Header, InstanceId, ThreadAddr};
 use crate::failure::in_op;
 use crate::graph::GraphImpl;
 use crate::node::{AnyState, AnyToken, Entry, OpImpl, SplitIter};
@@ -115,7 +117,7 @@ impl ThreadBody {
         self.opens.is_empty() && self.merges.is_empty()
     }
 
-    pub(crate) fn handle(&mut self, engine: &Engine, env: Envelope) {
+    pub(super) fn handle(&mut self, engine: &Engine, env: Envelope) {
         // A thread that moved away forwards; a move request or an arriving state is handled there.
         if let Some(env) = migration::arrive(self, engine, env) {
             self.handle_here(engine, env);
@@ -352,9 +354,17 @@ impl ThreadBody {
 }
 
 impl Engine {
+    /// Starts a call of `g` on `input` from this rank: its output comes on the receiver.
+    pub(crate) fn start_call(&self, g: &GraphImpl, input: AnyToken) -> Receiver<CallResult> {
+        let (call, rx) = self.calls.new_call();
+        let ctx = Ctx { call_rank: self.rank as u32, call, frames: Vec::new() };
+        self.forward(g, Some(&g.entry), input, ctx);
+        rx
+    }
+
     /// Sends `token`, produced with context `ctx`, to the successor `next` (or back to the
     /// caller if `next` is `None`). Runs on the producing thread, which evaluates the route.
-    pub(crate) fn forward(&self, g: &GraphImpl, next: Option<&Entry<usize>>, token: AnyToken, ctx: Ctx) {
+    fn forward(&self, g: &GraphImpl, next: Option<&Entry<usize>>, token: AnyToken, ctx: Ctx) {
         match next {
             None => {
                 let header = Header::Reply { graph: g.id as u32, call: ctx.call };

@@ -26,11 +26,11 @@ use std::time::{Duration, Instant};
 use crate::{Error, ErrorKind};
 
 /// The environment variable that sets the timeout, in seconds (`0` disables the watchdog).
-pub(crate) const STALL_TIMEOUT_VAR: &str = "DPS_STALL_TIMEOUT";
+const STALL_TIMEOUT_VAR: &str = "DPS_STALL_TIMEOUT";
 /// Long enough for 4 ranks oversubscribed on 2 cores under heavy compute, where a progress
 /// thread may wait for a core for a while, yet short enough that a hung job ends well before
 /// anyone would give up on it.
-pub(crate) const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(60);
+const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Reads `text` (seconds) as a stall timeout; `None` means disabled (0). The error says
 /// what is wrong, without the value (the caller names its source and value).
@@ -64,7 +64,7 @@ pub(crate) fn stall_timeout_from_env() -> Result<Option<Duration>, Error> {
 
 /// What the progress thread must do after a check.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Verdict {
+pub(super) enum Verdict {
     /// Nothing.
     Fine,
     /// Send a heartbeat to `Watchdog::next`.
@@ -74,12 +74,12 @@ pub(crate) enum Verdict {
 }
 
 #[derive(Debug)]
-pub(crate) struct Watchdog {
+pub(super) struct Watchdog {
     rank: usize,
     timeout: Duration,
     /// How often a heartbeat goes to `next`.
     period: Duration,
-    pub(crate) next: usize,
+    pub(super) next: usize,
     /// The rank watched; `None` once this rank stopped watching.
     prev: Option<usize>,
     /// Set on any message from `prev`; turned into `heard_at` at the next check (cheaper
@@ -96,7 +96,7 @@ pub(crate) struct Watchdog {
 impl Watchdog {
     /// A watchdog for `rank` of `ranks` (at least 2), starting its clock at `now`. The caller
     /// sends a first heartbeat at once.
-    pub(crate) fn new(rank: usize, ranks: usize, timeout: Duration, now: Instant) -> Self {
+    pub(super) fn new(rank: usize, ranks: usize, timeout: Duration, now: Instant) -> Self {
         Watchdog {
             rank,
             timeout,
@@ -112,26 +112,26 @@ impl Watchdog {
     }
 
     /// Records a message received from `src`.
-    pub(crate) fn heard_from(&mut self, src: usize) {
+    pub(super) fn heard_from(&mut self, src: usize) {
         if self.prev == Some(src) {
             self.heard = true;
         }
     }
 
     /// Records that a message went to `dest`.
-    pub(crate) fn sent_to(&mut self, dest: usize) {
+    pub(super) fn sent_to(&mut self, dest: usize) {
         if dest == self.next {
             self.sent = true;
         }
     }
 
     /// This rank entered its shutdown barrier: its neighbour may now leave at any time.
-    pub(crate) fn stop_watching(&mut self) {
+    pub(super) fn stop_watching(&mut self) {
         self.prev = None;
     }
 
     /// Checks the clock; call it at least every few milliseconds.
-    pub(crate) fn check(&mut self, now: Instant) -> Verdict {
+    pub(super) fn check(&mut self, now: Instant) -> Verdict {
         // This thread itself did not run for a while: the silence may be its own.
         if now.saturating_duration_since(self.checked_at) > self.period {
             self.heard = true;
