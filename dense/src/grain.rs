@@ -11,7 +11,8 @@
 //! 2048, LU n = 8192 about 62 GFLOP/s with blocks of 128 and 114 with 512; the models rank
 //! those the same way. For matmul the model also ranks non-square tilings of C
 //! ([`matmul_tiling`]): at n = 2048 on 2 ranks square blocks of 1024 made 0.86 (quiet) and
-//! strips of 1024 whole rows more (README, issue 15), the order the model gives them.
+//! strips of 1024 whole rows more (docs/measurements/2026-11-24-matmul-tiling.md), the order
+//! the model gives them.
 
 use std::fmt::Write as _;
 

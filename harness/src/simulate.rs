@@ -448,7 +448,7 @@ pub fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// A prediction within a factor of 4 of direct execution, judged on a host whose speed
-/// moves by up to 2x within seconds (bench/README): `ratio` times both afresh (the kernel
+/// moves by up to 2x within seconds (docs/measurements): `ratio` times both afresh (the kernel
 /// table measured in the test, then a DE run of the app) and returns prediction / DE. One
 /// of 3 rounds within the factor is enough. What it catches: the main kernel of dps-matmul
 /// or dps-life forgotten, which leaves a prediction under a tenth of DE in every round (the

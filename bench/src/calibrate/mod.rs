@@ -56,11 +56,12 @@ pub(crate) struct Options {
 /// The most ranks `--ranks` accepts.
 const MAX_RANKS: usize = 4096;
 
-/// Jobs that measure the links and the transfers' CPU costs; each size's time and each cost
-/// is the median of theirs. A job's transfer rate can be one of two, 4× apart, for the whole
-/// job (1 MiB one way in 120 or 500 µs on the 2-core VM of bench/README.md "What the traces
-/// show"); the apps' jobs meet either, so one job's ping-pong is a coin flip, and so are its
-/// CPU costs (0.12 to 0.30 ns per byte received in three quick calibrations of one hour).
+/// Jobs that measure the links and the transfers' CPU costs; each size's time and each cost is
+/// the median of theirs. A job's transfer rate can be one of two, 4× apart, for the whole job
+/// (1 MiB one way in 120 or 500 µs on the 2-core VM of
+/// docs/measurements/2026-11-24-simulator-accuracy.md, "What the traces show"); the apps' jobs
+/// meet either, so one job's ping-pong is a coin flip, and so are its CPU costs (0.12 to 0.30
+/// ns per byte received in three quick calibrations of one hour).
 const TRANSFER_JOBS: usize = 3;
 
 /// What the extra jobs measure: the links and the transfers' CPU costs.

@@ -118,7 +118,8 @@ struct Ran {
 /// a job. Unbound, the OS may queue one rank's progress thread behind the other rank's
 /// computation on one core while the second core idles: its yield there cost it a whole time
 /// slice (3.5-5 ms on this VM's kernel), and LU merge-split's panel reached the waiting rank
-/// that much later, in several steps of each run (bench/README, "Binding the real jobs").
+/// that much later, in several steps of each run (docs/measurements/
+/// 2026-11-24-simulator-accuracy.md, "Binding the real jobs").
 pub(super) fn bound_as_simulated(job: Job) -> Job {
     job.env("DPS_BIND", "cores")
 }
