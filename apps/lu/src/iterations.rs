@@ -102,6 +102,12 @@ pub fn medians(runs: &[Vec<f64>]) -> Vec<f64> {
     (0..len).map(|i| dps_harness::median(&runs.iter().map(|r| r[i]).collect::<Vec<_>>())).collect()
 }
 
+/// Block multiplications of iteration k (from 0) in the dynamic pipeline: one per tile
+/// (i, j), i, j > k.
+pub fn multiplications(nb: usize, k: usize) -> usize {
+    (nb - 1 - k).pow(2)
+}
+
 /// The iterations' rows: `allocation[i]` = (threads, ranks) of iteration i (from 0).
 pub fn rows(nb: usize, parallel: &[f64], serial: &[f64], allocation: &[(usize, usize)]) -> Vec<Iteration> {
     (0..nb)
@@ -109,7 +115,7 @@ pub fn rows(nb: usize, parallel: &[f64], serial: &[f64], allocation: &[(usize, u
             let (threads, ranks) = allocation[k];
             Iteration {
                 iteration: k + 1,
-                multiplications: crate::dynamic::multiplications(nb, k),
+                multiplications: multiplications(nb, k),
                 threads,
                 ranks,
                 seconds: parallel[k],

@@ -1,10 +1,12 @@
-//! Block LU factorization with partial pivoting on DPS: the kernel (panel factorization,
-//! panel application, serial reference, checks), the graph built to the problem size, and
-//! the runner the CLI calls.
+//! Block LU factorization with partial pivoting on DPS: the options checked into a plan
+//! ([`cli`]), the runner ([`run`]), the graphs of the staged (`stream`, `merge-split`) and
+//! dynamic pipelines around their shared column blocks ([`graph`]), the kernel (panel
+//! factorization, panel application, serial reference, checks), the dynamic variant's
+//! thread allocation ([`alloc`]) and per-iteration efficiency ([`iterations`]), and the
+//! record.
 
 pub mod alloc;
-pub mod dynamic;
-pub mod dynamic_run;
+pub mod cli;
 pub mod graph;
 pub mod iterations;
 pub mod kernel;

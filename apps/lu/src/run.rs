@@ -1,202 +1,217 @@
-//! Command-line options and the runner: loads or generates the matrix, builds the graphs,
-//! times the factorization, verifies it (HPL residual, pivots against dgetrf) and reports.
+//! The runner: executes a checked [`Plan`]: starts the runtime, builds the collections and
+//! the graphs of the variant's pipeline, times the factorizations, verifies them (HPL
+//! residual, pivots against dgetrf) and prints the record.
 
-use std::path::PathBuf;
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Result;
-use clap::{Parser, ValueEnum};
-use dps::SimMode;
-use dps_dense::footprint;
-use dps_dense::grain::{self, Choice};
-use dps_dense::market::MatrixFile;
-use dps_harness::options::Timed;
-use dps_harness::{bad_input, median, BadInput, Common, FiniteOrText};
+use dps::{Runtime, SimMode, Token};
+use dps_harness::simulate::Support;
+use dps_harness::{median, BadInput, Common, FiniteOrText};
 
-use crate::alloc::Alloc;
-use crate::graph::{Columns, Graphs, Pipelining};
-use crate::kernel::{self, Source};
+use crate::alloc::{kept_ranks, Members};
+use crate::cli::{Args, Plan, Variant};
+use crate::graph::dynamic::{self, Clock, Coordinator, MultCache};
+use crate::graph::staged::{self, Pipelining};
+use crate::graph::{Columns, Graphs};
+use crate::iterations::{self, SerialClock};
+use crate::kernel;
 use crate::record::Record;
-
-/// Which schedule runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Variant {
-    /// Streams: panel k+1 starts while the updates of step k go on (DPS paper, Fig. 12).
-    Stream,
-    /// A full merge, then a split, at every step (the paper's comparison).
-    MergeSplit,
-    /// LAPACK dgetrf in this process (`--blas-threads` threads), without DPS or MPI.
-    Serial,
-    /// Seed 003's basic graph with a separate multiplication collection whose membership
-    /// `--alloc` sets per iteration (the column blocks on the first half of the ranks).
-    Dynamic,
-}
-
-/// `dps-lu`: P·A = L·U with partial pivoting, by blocks of columns.
-#[derive(Parser, Debug)]
-#[command(name = "dps-lu", version, about)]
-#[command(mut_arg("map", |a| a.help("Mapping of the column collection (one thread per rank by default)")))]
-#[command(mut_arg("seed", |a| a.help("Seed of the random matrix (not with --file)").conflicts_with("file")))]
-#[command(mut_arg("verify", |a| a.help("Check the HPL scaled residual (< 16) and the pivots against a serial dgetrf")))]
-pub struct Args {
-    /// Matrix order (random matrix; not with --file).
-    #[arg(long, default_value_t = 1024, conflicts_with = "file")]
-    pub n: usize,
-    /// Block (column panel) width r [default: chosen by a cost model from n and the rank
-    /// count; the record's block_reason says why].
-    #[arg(long)]
-    pub block: Option<usize>,
-    /// Schedule.
-    #[arg(long, value_enum, default_value = "stream")]
-    pub variant: Variant,
-    /// A Matrix Market file (`array` or `coordinate`, `real general`, square) to factor.
-    #[arg(long)]
-    pub file: Option<PathBuf>,
-    /// `dynamic` variant: multiplication threads per iteration: `all` (P always), `half`
-    /// (the threads on the first half of the ranks, P/2 always), `half-after:K` (P for
-    /// iterations 1..=K, then P/2) [default: all].
-    #[arg(long, value_name = "all|half|half-after:K")]
-    pub alloc: Option<Alloc>,
-    /// `dynamic` variant: report each iteration's time beside the serial blocked
-    /// reference's (measured on rank 0 after each timed run) and its efficiency E_i.
-    #[arg(long)]
-    pub per_iteration: bool,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub run: Timed<42>,
-}
-
-/// Checks the options that do not depend on the matrix.
-fn check_options(args: &Args) -> Result<()> {
-    if args.file.is_none() && args.n == 0 {
-        bad_input!("--n 0: the matrix order must be at least 1");
-    }
-    if args.block == Some(0) {
-        bad_input!("--block 0: the block width must be at least 1");
-    }
-    args.run.check()?;
-    crate::dynamic_run::check_options(args)?;
-    Ok(())
-}
-
-/// The block width for order n and why: the cost model of `dps_dense::grain` (from n and
-/// the ranks launched, within half of the node's memory) unless --block gives it; an explicit
-/// width larger than n is refused, because the run would not measure the block the user
-/// asked for.
-fn block_width(args: &Args, n: usize, file_bytes: u64) -> Result<Choice> {
-    match args.block {
-        None => {
-            let on_node = dps_harness::memory::ranks_on_this_node();
-            let fits = |r| {
-                let (rank0, other) = memory_need(args, n, r, file_bytes);
-                grain::fits_in_half_the_node(rank0, other, on_node)
-            };
-            Ok(grain::lu_block(&grain::DEV_VM, n, ranks(args) as usize, fits))
-        }
-        Some(r) if r > n => bad_input!("--block {r} is larger than the matrix order n = {n}"),
-        Some(r) => Ok(Choice { block: r, reason: "--block".into() }),
-    }
-}
-
-/// The ranks of the run: launched, or simulated (`--simulate P`).
-fn ranks(args: &Args) -> u64 {
-    args.run.standard.sim.simulate.map_or_else(footprint::launched_ranks, |p| p.max(1) as u64)
-}
-
-/// What the simulator supports of the `dynamic` variant: direct execution only.
-pub(crate) const SIMULATION: dps_harness::simulate::Support = dps_harness::simulate::Support {
-    program: "dps-lu --variant dynamic",
-    modes: &[],
-    why_not: "its kernels are not marked for skipping (the stream and merge-split variants support pdexec and noalloc)",
-    kernels: &[],
-};
 
 /// What the simulator supports of the stream and merge-split variants: every mode. The
 /// graph's structure does not depend on the pivots, so PDEXEC charges getrf, trsm, gemm, the
 /// row swaps and the copies from the platform's tables and uses identity pivots; NOALLOC
 /// also leaves the matrix, the blocks and the panels out (tokens carry their sizes).
-const STAGED_SIMULATION: dps_harness::simulate::Support = dps_harness::simulate::Support {
+const STAGED_SIMULATION: Support = Support {
     program: "dps-lu",
     modes: &[SimMode::De, SimMode::Pdexec, SimMode::Noalloc],
     why_not: "",
     kernels: &["getrf", "trsm", "gemm", "laswp", "copy"],
 };
 
-/// Refusals of simulation options that do not depend on the matrix.
-fn check_simulation(args: &Args) -> Result<()> {
-    if args.run.standard.sim.simulate.is_none() {
-        return Ok(());
+/// What the simulator supports of the `dynamic` variant: direct execution only.
+const DYNAMIC_SIMULATION: Support = Support {
+    program: "dps-lu --variant dynamic",
+    modes: &[],
+    why_not: "its kernels are not marked for skipping (the stream and merge-split variants support pdexec and noalloc)",
+    kernels: &[],
+};
+
+/// The program: checks the options into a plan, then executes it.
+///
+/// # Errors
+/// Bad options or input (before any work), a singular matrix, or a failed check.
+pub fn run(args: &Args) -> Result<()> {
+    execute(&args.plan()?)
+}
+
+/// Executes a plan: the serial variant in this process, the others on the DPS runtime.
+///
+/// # Errors
+/// A bad `--map` (found by the runtime), a failed run, a singular matrix, or a failed check.
+pub fn execute(plan: &Plan) -> Result<()> {
+    match plan.variant {
+        Variant::Serial => run_serial(plan),
+        Variant::Stream => run_staged(plan, Pipelining::Stream),
+        Variant::MergeSplit => run_staged(plan, Pipelining::MergeSplit),
+        Variant::Dynamic => run_dynamic(plan),
     }
-    if args.variant == Variant::Serial {
-        bad_input!("--simulate: the serial variant runs no DPS graph to simulate");
+}
+
+/// LAPACK dgetrf on the whole matrix, `--blas-threads` threads, a fresh copy per run.
+fn run_serial(plan: &Plan) -> Result<()> {
+    let n = plan.n;
+    dps_dense::blas::set_threads(plan.blas_threads);
+    let mut times = Vec::new();
+    for _ in 0..plan.repeat.runs() {
+        let mut a = plan.source.matrix(n);
+        let t = Instant::now();
+        let (_, info) = kernel::serial(&mut a, n);
+        times.push(t.elapsed().as_secs_f64());
+        if info > 0 {
+            return Err(singular(info));
+        }
     }
-    let mode = args.run.standard.sim.mode();
-    if args.run.standard.check.verify && mode != SimMode::De {
-        bad_input!(
-            "--verify: --sim-mode {} skips the factorization (identity pivots), so there is no result to verify; \
-             use --sim-mode de",
-            mode.name()
-        );
+    let seconds = median(&times[plan.repeat.warmup..]);
+    let common = Common::new("lu", &plan.variant.name(), 1, plan.blas_threads, seconds, None);
+    dps_harness::print_record(&Record::new(common, n, &plan.block, plan.repeat.reps), plan.standard.json())
+}
+
+/// The stream and merge-split variants: the staged pipeline, the column blocks on the
+/// threads of `--map`, a collector thread on every rank.
+fn run_staged(plan: &Plan, how: Pipelining) -> Result<()> {
+    let (n, r) = (plan.n, plan.block.block);
+    dps_dense::blas::one_thread_per_worker();
+    let rt = plan.standard.sim.start(&plan.standard.runtime, &STAGED_SIMULATION)?;
+    let main = rt.collection("main", "0", |_| ())?;
+    let threads = rt.threads_in(&plan.map)?;
+    let columns = rt.collection("columns", &plan.map, |t| Columns::new(n, r, plan.source.clone(), t, threads))?;
+    let panels = rt.collection("panels", "all", |_| ())?;
+    let graphs = staged::build(&rt, (n, r), &main, &columns, &panels, how)?;
+    let mut outcome = Ok(());
+    if rt.is_root() {
+        let (mut record, pivots) = factorize(plan, &rt, &graphs, threads, |_, _| ())?;
+        outcome = conclude(plan, &rt, &graphs, pivots, &mut record);
+        outcome = outcome.and(dps_harness::print_record(&record, plan.standard.json()));
     }
-    if args.file.is_some() && mode == SimMode::Noalloc {
-        bad_input!("--file: --sim-mode noalloc leaves the matrix out; give its order with --n instead");
+    rt.shutdown()?;
+    outcome
+}
+
+/// The dynamic variant: the dynamic pipeline, the column blocks on the ranks `--alloc half`
+/// keeps, the multiplications on the threads of `--map`, each iteration on those `--alloc`
+/// gives it; with `--per-iteration`, each timed run is followed by the serial blocked
+/// reference on rank 0.
+fn run_dynamic(plan: &Plan) -> Result<()> {
+    let (n, r, nb, alloc) = (plan.n, plan.block.block, plan.blocks(), plan.alloc);
+    let simulated = plan.standard.simulated_ranks().is_some();
+    dps_dense::blas::one_thread_per_worker();
+    let rt = plan.standard.sim.start(&plan.standard.runtime, &DYNAMIC_SIMULATION)?;
+    let kept = kept_ranks(rt.ranks());
+    let owners: Vec<String> = (0..kept).map(|rank| rank.to_string()).collect();
+    let main = rt.collection("main", "0", |_| ())?;
+    let coordinator = rt.collection("coordinator", "0", |_| Coordinator::new(run_clock(&rt)))?;
+    let columns = rt.collection("columns", &owners.join(" "), |t| Columns::new(n, r, plan.source.clone(), t, kept))?;
+    let mults = rt.collection("mults", &plan.map, |_| MultCache::default())?;
+    let rank_of: Vec<usize> = (0..mults.len()).map(|t| mults.rank_of(t)).collect();
+    let members = Members::new(&rank_of, kept).map_err(|e| BadInput::new(format!("--map {:?}: {e}", plan.map)))?;
+    let graphs = dynamic::build(&rt, (n, r), &main, &coordinator, &columns, &mults, &members, alloc)?;
+    let mut outcome = Ok(());
+    if rt.is_root() {
+        let (mut parallel, mut serial) = (Vec::new(), Vec::new());
+        let (mut record, pivots) = factorize(plan, &rt, &graphs, mults.len(), |rep, stamps: Vec<f64>| {
+            if plan.per_iteration && plan.repeat.is_timed(rep) {
+                parallel.push(iterations::durations(&stamps));
+                serial.push(iterations::serial_iterations(&plan.source, n, r, SerialClock::of_run(simulated)));
+            }
+        })?;
+        record.alloc = Some(alloc.to_string());
+        if plan.per_iteration {
+            let allocation: Vec<(usize, usize)> = (0..nb)
+                .map(|k| {
+                    let threads = members.of(alloc, k);
+                    (threads.len(), threads.iter().map(|&t| rank_of[t]).collect::<BTreeSet<_>>().len())
+                })
+                .collect();
+            let rows =
+                iterations::rows(nb, &iterations::medians(&parallel), &iterations::medians(&serial), &allocation);
+            let total: f64 = rows.iter().map(|r| r.seconds).sum();
+            record.serial_seconds = Some(rows.iter().map(|r| r.serial_seconds).sum());
+            record.efficiency = Some(iterations::overall(&rows));
+            record.first_iteration_share = rows.first().map(|r| r.seconds / total);
+            record.iterations = Some(rows);
+        }
+        outcome = conclude(plan, &rt, &graphs, pivots, &mut record);
+        outcome = outcome.and(dps_harness::print_record(&record, plan.standard.json()));
+    }
+    rt.shutdown()?;
+    outcome
+}
+
+/// The run's clock: seconds since the coordinator was created, simulated under `--simulate`.
+fn run_clock(rt: &Runtime) -> Clock {
+    let watch = rt.stopwatch();
+    Arc::new(move || watch.seconds())
+}
+
+/// The warm-up and timed factorizations on rank 0, the matrix reloaded before each but the
+/// first, timed on the runtime's clock (simulated under `--simulate`); `after` gets each
+/// run's index and what the factorization returned, once its time is taken. Returns the
+/// record (the median of the timed runs and the first run's time) and the last run's
+/// global pivots and dgetrf-style `info`.
+fn factorize<T: Token>(
+    plan: &Plan,
+    rt: &Runtime,
+    graphs: &Graphs<T>,
+    threads: usize,
+    mut after: impl FnMut(usize, T),
+) -> Result<(Record, (Vec<i32>, i32))> {
+    let mut times = Vec::new();
+    let mut pivots = (Vec::new(), 0);
+    for rep in 0..plan.repeat.runs() {
+        if rep > 0 {
+            rt.call(&graphs.reload, ())?;
+        }
+        let t = rt.stopwatch();
+        let out = rt.call(&graphs.factor, ())?;
+        pivots = rt.call(&graphs.finish, ())?;
+        times.push(t.seconds());
+        after(rep, out);
+    }
+    let seconds = median(&times[plan.repeat.warmup..]);
+    let common = Common::new("lu", &plan.variant.name(), rt.ranks(), threads, seconds, None).bound_by(rt);
+    let mut record = Record::new(common, plan.n, &plan.block, plan.repeat.reps);
+    record.first_call_s = times.first().copied();
+    Ok((record, pivots))
+}
+
+/// The end of a factorization on rank 0, from the pivots and dgetrf-style `info` it
+/// returned: a singular matrix is an error; with `--verify`, the factors `gather` brings to
+/// rank 0 are checked against dgetrf's (the record says so) and a failed check is an error.
+fn conclude<T>(
+    plan: &Plan,
+    rt: &Runtime,
+    graphs: &Graphs<T>,
+    (ipiv, info): (Vec<i32>, i32),
+    record: &mut Record,
+) -> Result<()> {
+    if info > 0 {
+        return Err(singular(info));
+    }
+    if plan.standard.verify() {
+        let n = plan.n;
+        let lu = rt.call(&graphs.gather, ())?;
+        let check = kernel::check(&plan.source.matrix(n), n, &lu, &ipiv);
+        record.residual = Some(FiniteOrText(check.residual));
+        record.pivots_match = Some(check.pivots_match);
+        record.common.verified = Some(passes(&check));
+        if !passes(&check) {
+            return Err(anyhow::anyhow!(failure(&check)));
+        }
     }
     Ok(())
-}
-
-/// Bytes the run needs on rank 0 and on every other rank, from the options alone.
-/// `file_bytes` is what reading the file allocates (every rank reads it).
-fn memory_need(args: &Args, n: usize, r: usize, file_bytes: u64) -> (u64, u64) {
-    let m = footprint::matrix(n);
-    let given = if args.file.is_some() { m } else { 0 };
-    // Reading peaks at the parsed matrix plus the reader's own bookkeeping; the matrix stays.
-    let source = given.max(file_bytes);
-    if args.variant == Variant::Serial {
-        // The source, and a fresh copy factored in place per repetition.
-        return (source.saturating_add(m), 0);
-    }
-    let ranks = ranks(args);
-    // The dynamic variant keeps the blocks on the first half of the ranks.
-    let holders =
-        if args.variant == Variant::Dynamic { crate::alloc::kept_ranks(ranks as usize) as u64 } else { ranks };
-    let blocks = n.div_ceil(r) as u64;
-    // Column blocks owned by a rank, plus panels in flight (a few per rank).
-    let owned = footprint::block(n, r).saturating_mul(blocks.div_ceil(holders));
-    let panels = footprint::block(n, r).saturating_mul(4);
-    let other = source.saturating_add(owned).saturating_add(panels);
-    // --verify on rank 0: the gathered factors (with the copies of its own blocks), the
-    // matrix again, and the factors of the reference dgetrf.
-    let verify = if args.run.standard.check.verify { m.saturating_mul(3).saturating_add(owned) } else { 0 };
-    // --per-iteration: the serial blocked reference's copy of the matrix, on rank 0.
-    let serial = if args.per_iteration { m } else { 0 };
-    (other.saturating_add(verify).saturating_add(serial), other)
-}
-
-/// Reads or describes the matrix after checking the options and the memory it needs.
-fn source(args: &Args) -> Result<(usize, Choice, Source)> {
-    check_options(args)?;
-    dps_harness::options::check_trace(&args.run.standard.runtime)?;
-    let file = match &args.file {
-        Some(path) => Some(MatrixFile::open(path).map_err(|e| BadInput::new(format!("--file {e}")))?),
-        None => None,
-    };
-    let n = file.as_ref().map_or(args.n, MatrixFile::order);
-    let file_bytes = file.as_ref().map_or(0, MatrixFile::bytes_needed);
-    let choice = block_width(args, n, file_bytes)?;
-    let (rank0, other) = memory_need(args, n, choice.block, file_bytes);
-    let what = match &args.file {
-        Some(path) => format!("--file {} (n = {n})", path.display()),
-        None => format!("--n {n}"),
-    };
-    if !args.run.standard.sim.noalloc() {
-        dps_harness::check_memory(&what, rank0, other)?;
-    }
-    let src = match file {
-        Some(file) => Source::Given(Arc::new(file.read().map_err(|e| BadInput::new(format!("--file {e}")))?)),
-        None => Source::Random(args.run.seed.seed),
-    };
-    Ok((n, choice, src))
 }
 
 /// Whether a check passes: a finite residual below 16 and the pivots of dgetrf. A NaN or an
@@ -206,7 +221,7 @@ pub fn passes(check: &kernel::Check) -> bool {
 }
 
 /// Why a check failed.
-pub(crate) fn failure(check: &kernel::Check) -> String {
+fn failure(check: &kernel::Check) -> String {
     let mut why = Vec::new();
     if !check.residual.is_finite() {
         why.push(format!("the scaled residual is {} (a NaN or an overflow, not a number to trust)", check.residual));
@@ -221,98 +236,6 @@ pub(crate) fn failure(check: &kernel::Check) -> String {
 
 /// The error of a matrix without LU factorization (dgetrf's `info` > 0). It is a property of
 /// the matrix given, not a fault of the run, so it is reported as bad input.
-pub(crate) fn singular(info: i32) -> anyhow::Error {
+fn singular(info: i32) -> anyhow::Error {
     BadInput::new(format!("the matrix is singular: U({info},{info}) is exactly zero")).into()
-}
-
-/// The end of a factorization on rank 0, from the pivots and dgetrf-style `info` it
-/// returned: a singular matrix is an error; with `verify`, the factors `gather` brings to
-/// rank 0 are checked against dgetrf's (the record says so) and a failed check is an error.
-pub(crate) fn conclude(
-    rt: &dps::Runtime,
-    gather: &dps::Graph<(), dps::Bulk<f64>>,
-    (src, n): (&Source, usize),
-    (ipiv, info): (&[i32], i32),
-    verify: bool,
-    record: &mut Record,
-) -> Result<()> {
-    if info > 0 {
-        return Err(singular(info));
-    }
-    if verify {
-        let lu = rt.call(gather, ())?;
-        let check = kernel::check(&src.matrix(n), n, &lu, ipiv);
-        record.residual = Some(FiniteOrText(check.residual));
-        record.pivots_match = Some(check.pivots_match);
-        record.common.verified = Some(passes(&check));
-        if !passes(&check) {
-            return Err(anyhow::anyhow!(failure(&check)));
-        }
-    }
-    Ok(())
-}
-
-/// Runs the program.
-///
-/// # Errors
-/// Bad options or input (before any work), a singular matrix, or a failed check.
-pub fn run(args: &Args) -> Result<()> {
-    check_simulation(args)?;
-    let (n, choice, src) = source(args)?;
-    let r = choice.block;
-    let variant = args.variant.to_possible_value().expect("every variant has a name").get_name().to_string();
-    if args.variant == Variant::Serial {
-        dps_dense::blas::set_threads(args.run.blas.blas_threads);
-        let mut times = Vec::new();
-        for _ in 0..args.run.repeat.runs() {
-            let mut a = src.matrix(n);
-            let t = Instant::now();
-            let (_, info) = kernel::serial(&mut a, n);
-            times.push(t.elapsed().as_secs_f64());
-            if info > 0 {
-                return Err(singular(info));
-            }
-        }
-        let common =
-            Common::new("lu", &variant, 1, args.run.blas.blas_threads, median(&times[args.run.repeat.warmup..]), None);
-        return dps_harness::print_record(
-            &Record::new(common, n, &choice, args.run.repeat.reps),
-            args.run.standard.output.json,
-        );
-    }
-    if args.variant == Variant::Dynamic {
-        return crate::dynamic_run::run(args, n, &choice, src);
-    }
-    let how = if args.variant == Variant::Stream { Pipelining::Stream } else { Pipelining::MergeSplit };
-    dps_dense::blas::one_thread_per_worker();
-    let rt = args.run.standard.sim.start(&args.run.standard.runtime, &STAGED_SIMULATION)?;
-    let main = rt.collection("main", "0", |_| ())?;
-    let threads = rt.threads_in(&args.run.map.map)?;
-    let columns = rt.collection("columns", &args.run.map.map, |t| Columns::new(n, r, src.clone(), t, threads))?;
-    let panels = rt.collection("panels", "all", |_| ())?;
-    let graphs = Graphs::build(&rt, (n, r), &main, &columns, &panels, how)?;
-    let mut outcome = Ok(());
-    if rt.is_root() {
-        let mut times = Vec::new();
-        let mut info = 0;
-        let mut ipiv = Vec::new();
-        for rep in 0..args.run.repeat.runs() {
-            if rep > 0 {
-                rt.call(&graphs.reload, ())?;
-            }
-            let t = rt.stopwatch();
-            rt.call(&graphs.factor, ())?;
-            (ipiv, info) = rt.call(&graphs.finish, ())?;
-            times.push(t.seconds());
-        }
-        let common = Common::new("lu", &variant, rt.ranks(), threads, median(&times[args.run.repeat.warmup..]), None)
-            .bound_by(&rt);
-        let mut record = Record::new(common, n, &choice, args.run.repeat.reps);
-        record.first_call_s = times.first().copied();
-        outcome = conclude(&rt, &graphs.gather, (&src, n), (&ipiv, info), args.run.standard.check.verify, &mut record);
-        let printed = dps_harness::print_record(&record, args.run.standard.output.json);
-        outcome = outcome.and(printed);
-    }
-    rt.shutdown()?;
-    outcome
 }

@@ -1,4 +1,4 @@
-//! The `dynamic` variant: seed 003's basic LU graph (Fig. 5 with merge barriers between
+//! The dynamic pipeline of the `dynamic` variant: seed 003's basic LU graph (Fig. 5 with merge barriers between
 //! iterations) with a separate, stateless collection of multiplication threads whose
 //! membership `--alloc` sets per iteration (Fig. 12, "thread removal").
 //!
@@ -23,11 +23,11 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use dps::{route, Bulk, Collection, Graph, MergeFn, Node, Path, Posted, RouteCtx, Runtime, Stream};
+use dps::{route, Bulk, Collection, MergeFn, Node, Path, Posted, RouteCtx, Runtime, Stream};
 use serde::{Deserialize, Serialize};
 
+use super::{Columns, Graphs, Layout, PanelRef};
 use crate::alloc::{Alloc, Members};
-use crate::graph::{helper_graphs, Columns, PanelRef};
 use crate::kernel::{self, span, Panel};
 
 /// The clock the coordinator stamps iteration ends with, in seconds: real time in a real
@@ -169,54 +169,15 @@ pub struct Ready {
     next_panel: Option<Bulk<f64>>,
 }
 
-/// The graphs of the `dynamic` variant for one problem size and strategy.
-#[derive(Debug)]
-pub struct Graphs {
-    /// The factorization; returns the coordinator's stamps: the start, then each
-    /// iteration's end (seconds on its clock).
-    pub factor: Graph<(), Vec<f64>>,
-    /// Later interchanges on earlier blocks, global pivots.
-    pub finish: Graph<(), (Vec<i32>, i32)>,
-    /// The factors on rank 0.
-    pub gather: Graph<(), Bulk<f64>>,
-    /// The original matrix back in place.
-    pub reload: Graph<(), u64>,
-}
-
-#[derive(Clone, Copy, Debug)]
-struct Layout {
-    n: usize,
-    r: usize,
-    nb: usize,
-    owners: usize,
-}
-
-impl Layout {
-    fn owner(&self, j: usize) -> usize {
-        j % self.owners
-    }
-}
-
-/// Multiplications of iteration k (from 0): one per tile (i, j), i, j > k.
-pub fn multiplications(nb: usize, k: usize) -> usize {
-    (nb - 1 - k).pow(2)
-}
-
 /// The coordinator's split: factors panel k from its block, sends the block home and the
 /// solves to the later blocks (the next panel's block first: it is on the critical path).
 fn factor_panel(lay: Layout, k: usize, c: &mut Coordinator, step: Step) -> Vec<ColWork> {
     let mut block = step.block.into_inner();
     let panel = Arc::new(kernel::factor_panel(&mut block, lay.n, lay.r, k));
     let mut out = vec![ColWork::Store { k, col: Bulk(block), ipiv: panel.ipiv.clone(), info: panel.info }];
-    let mut sent = vec![false; lay.owners];
+    let mut sent_to = vec![false; lay.owners];
     for j in k + 1..lay.nb {
-        let t = lay.owner(j);
-        let panel = if std::mem::replace(&mut sent[t], true) {
-            PanelRef::Sent(k)
-        } else {
-            PanelRef::Here(panel.clone(), (k + 1..lay.nb).filter(|&b| lay.owner(b) == t).count())
-        };
-        out.push(ColWork::Solve { j, panel });
+        out.push(ColWork::Solve { j, panel: lay.panel_ref(&panel, j, &mut sent_to) });
     }
     c.panels.insert(k, panel);
     out
@@ -368,62 +329,58 @@ fn keep(_: &mut Coordinator, acc: &mut Option<Bulk<f64>>, r: Ready) {
     }
 }
 
-impl Graphs {
-    /// Builds the graphs for an n×n matrix in blocks of r (collective). `coordinator` and
-    /// `main` have one thread, on rank 0; `columns` holds block j on thread j % len;
-    /// `mults` is the multiplication collection, used at iteration k by the threads
-    /// `members.of(alloc, k)`.
-    #[allow(clippy::too_many_arguments)]
-    pub fn build(
-        rt: &Runtime,
-        (n, r): (usize, usize),
-        main: &Collection<()>,
-        coordinator: &Collection<Coordinator>,
-        columns: &Collection<Columns>,
-        mults: &Collection<MultCache>,
-        members: &Members,
-        alloc: Alloc,
-    ) -> anyhow::Result<Self> {
-        let lay = Layout { n, r, nb: n.div_ceil(r), owners: columns.len() };
-        let start =
-            Node::split("dyn_start", coordinator, route::fixed(0), |_: &mut Coordinator, _: ()| [Tile::Fetch { j: 0 }]);
-        let ready = Node::merge(
-            "dyn_ready",
-            coordinator,
-            MergeFn::new(|_: &mut Coordinator| None, keep, |c: &mut Coordinator, acc| close(c, None, acc)),
-        );
-        let mut path: Path<(), Step> = start >> subtract_leaf(columns, lay, None) >> ready;
-        for k in 0..lay.nb - 1 {
-            path = path >> iteration(lay, k, coordinator, columns, mults, members.of(alloc, k)) >> {
-                let merge = MergeFn::new(
-                    |_: &mut Coordinator| None,
-                    keep,
-                    move |c: &mut Coordinator, acc| close(c, Some(k), acc),
-                );
-                Node::merge(&format!("dyn_end{k}"), coordinator, merge)
-            };
-        }
-        let k = lay.nb - 1;
-        let last = Node::merge(
-            &format!("dyn_end{k}"),
-            coordinator,
-            MergeFn::new(
-                |_: &mut Coordinator| (),
-                |_, _: &mut (), _: Ready| {},
-                move |c: &mut Coordinator, ()| {
-                    c.marks.push((c.clock)());
-                    c.panels.remove(&k);
-                    std::mem::take(&mut c.marks)
-                },
-            ),
-        );
-        let factor = rt.graph(
-            "lu_dynamic",
-            path >> iteration(lay, k, coordinator, columns, mults, members.of(alloc, k)) >> last,
-        )?;
-        let (finish, gather, reload) = helper_graphs(rt, (n, r), main, columns)?;
-        Ok(Graphs { factor, finish, gather, reload })
+/// Builds the graphs of the dynamic pipeline for an n×n matrix in blocks of r (collective).
+/// `coordinator` and `main` have one thread, on rank 0; `columns` holds block j on thread
+/// j % len; `mults` is the multiplication collection, used at iteration k by the threads
+/// `members.of(alloc, k)`. The factorization returns the coordinator's stamps: the start,
+/// then each iteration's end (seconds on its clock).
+///
+/// # Errors
+/// The runtime refuses a graph.
+#[allow(clippy::too_many_arguments)]
+pub fn build(
+    rt: &Runtime,
+    (n, r): (usize, usize),
+    main: &Collection<()>,
+    coordinator: &Collection<Coordinator>,
+    columns: &Collection<Columns>,
+    mults: &Collection<MultCache>,
+    members: &Members,
+    alloc: Alloc,
+) -> anyhow::Result<Graphs<Vec<f64>>> {
+    let lay = Layout::of(n, r, columns);
+    let start =
+        Node::split("dyn_start", coordinator, route::fixed(0), |_: &mut Coordinator, _: ()| [Tile::Fetch { j: 0 }]);
+    let ready = Node::merge(
+        "dyn_ready",
+        coordinator,
+        MergeFn::new(|_: &mut Coordinator| None, keep, |c: &mut Coordinator, acc| close(c, None, acc)),
+    );
+    let mut path: Path<(), Step> = start >> subtract_leaf(columns, lay, None) >> ready;
+    for k in 0..lay.nb - 1 {
+        path = path >> iteration(lay, k, coordinator, columns, mults, members.of(alloc, k)) >> {
+            let merge =
+                MergeFn::new(|_: &mut Coordinator| None, keep, move |c: &mut Coordinator, acc| close(c, Some(k), acc));
+            Node::merge(&format!("dyn_end{k}"), coordinator, merge)
+        };
     }
+    let k = lay.nb - 1;
+    let last = Node::merge(
+        &format!("dyn_end{k}"),
+        coordinator,
+        MergeFn::new(
+            |_: &mut Coordinator| (),
+            |_, _: &mut (), _: Ready| {},
+            move |c: &mut Coordinator, ()| {
+                c.marks.push((c.clock)());
+                c.panels.remove(&k);
+                std::mem::take(&mut c.marks)
+            },
+        ),
+    );
+    let factor =
+        rt.graph("lu_dynamic", path >> iteration(lay, k, coordinator, columns, mults, members.of(alloc, k)) >> last)?;
+    Graphs::around(rt, lay, main, columns, factor)
 }
 
 /// Iteration k from the next panel's block to the owners' notifications.

@@ -1,0 +1,276 @@
+//! The DPS graphs of the block LU: what the two pipelines share. The matrix is split into
+//! column blocks of width r; column block j lives on thread `lay.owner(j)` = `j % T` of the
+//! `columns` collection ([`Columns`]), which keeps it, the pivots of its factored panels and
+//! the panels several of its blocks still need ([`PanelRef`]). Each pipeline builds its own
+//! factorization graph, one stage per block column, and the same three graphs around it
+//! ([`Graphs`]):
+//! * [`staged`]: the `stream` and `merge-split` variants (DPS paper, Figs. 12-13), each
+//!   stage an update of every later block and a collector that factors the next panel;
+//! * [`dynamic`]: the `dynamic` variant (seed 003), each iteration a split, a solve, a stream
+//!   of block multiplications on a separate collection whose membership changes, and a
+//!   merge.
+//!
+//! After the factorization, `finish` applies the later row interchanges to the earlier
+//! blocks and collects the pivots, `gather` brings the factors to rank 0 for `--verify`, and
+//! `reload` puts the original matrix back between timed runs.
+
+pub mod dynamic;
+pub mod staged;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use dps::{route, Bulk, Collection, Graph, MergeFn, Node, RouteCtx, Runtime, SimMode};
+use serde::{Deserialize, Serialize};
+
+use crate::kernel::{self, span, Panel, Source};
+
+/// The state of a `columns` thread: its column blocks and the pivots of its panels.
+#[derive(Debug)]
+pub struct Columns {
+    n: usize,
+    r: usize,
+    source: Source,
+    blocks: HashMap<usize, Vec<f64>>,
+    pivots: HashMap<usize, (Vec<i32>, i32)>,
+    /// Panels received once for several blocks, with the number of uses left.
+    panels: HashMap<usize, (Arc<Panel>, usize)>,
+    /// `dynamic` variant: the product tiles each block still waits for in this iteration.
+    tiles_left: HashMap<usize, usize>,
+}
+
+impl Columns {
+    /// Thread `t` of `threads`: owns blocks t, t + threads, ...
+    pub fn new(n: usize, r: usize, source: Source, t: usize, threads: usize) -> Self {
+        let mut c = Columns {
+            n,
+            r,
+            source,
+            blocks: HashMap::new(),
+            pivots: HashMap::new(),
+            panels: HashMap::new(),
+            tiles_left: HashMap::new(),
+        };
+        c.reload(t, threads);
+        c
+    }
+
+    fn reload(&mut self, t: usize, threads: usize) {
+        let nb = self.n.div_ceil(self.r);
+        // NOALLOC: the blocks are left out (empty); their sizes follow from n, r and j.
+        let block = |j| if noalloc() { Vec::new() } else { self.source.column_block(self.n, self.r, j) };
+        self.blocks = (t..nb).step_by(threads).map(|j| (j, block(j))).collect();
+        self.pivots.clear();
+        self.panels.clear();
+        self.tiles_left.clear();
+    }
+
+    /// The panel an update refers to.
+    fn panel(&mut self, p: PanelRef) -> Arc<Panel> {
+        match p {
+            PanelRef::Here(panel, uses) => {
+                if uses > 1 {
+                    self.panels.insert(panel.k, (panel.clone(), uses - 1));
+                }
+                panel
+            }
+            PanelRef::Sent(k) => {
+                let (panel, left) = self.panels.get_mut(&k).expect("the panel came with an earlier update");
+                let panel = panel.clone();
+                *left -= 1;
+                if *left == 0 {
+                    self.panels.remove(&k);
+                }
+                panel
+            }
+        }
+    }
+}
+
+/// How an update gets its panel: each column thread receives a panel once (with the number
+/// of its blocks that will use it) and later updates refer to it, so a panel crosses to
+/// another rank once per thread, not once per block. The collector sends every update of a
+/// thread from one place, in order, so the panel always arrives first.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum PanelRef {
+    /// The panel itself, and how many updates of this thread will use it.
+    Here(Arc<Panel>, usize),
+    /// Panel k, sent with an earlier update.
+    Sent(usize),
+}
+
+/// Whether this thread runs a NOALLOC simulation (blocks and panels left out).
+fn noalloc() -> bool {
+    dps::simulated() == Some(SimMode::Noalloc)
+}
+
+/// Where the column blocks are: n×n in blocks of r, block j on thread `owner(j)` of the
+/// `columns` collection.
+#[derive(Clone, Copy, Debug)]
+struct Layout {
+    n: usize,
+    r: usize,
+    /// Block columns (and steps).
+    nb: usize,
+    /// Threads of the `columns` collection.
+    owners: usize,
+}
+
+impl Layout {
+    /// Blocks of r columns of an n×n matrix on the threads of `columns`.
+    fn of(n: usize, r: usize, columns: &Collection<Columns>) -> Self {
+        Layout { n, r, nb: n.div_ceil(r), owners: columns.len() }
+    }
+
+    /// The `columns` thread that owns block j.
+    fn owner(&self, j: usize) -> usize {
+        j % self.owners
+    }
+
+    /// How the update of block j gets `panel`: the panel itself if the block's thread is not
+    /// yet in `sent_to` (with how many of its blocks will use it), else a reference to it.
+    fn panel_ref(&self, panel: &Arc<Panel>, j: usize, sent_to: &mut [bool]) -> PanelRef {
+        let t = self.owner(j);
+        if std::mem::replace(&mut sent_to[t], true) {
+            PanelRef::Sent(panel.k)
+        } else {
+            let uses = (panel.k + 1..self.nb).filter(|&b| self.owner(b) == t).count();
+            PanelRef::Here(panel.clone(), uses)
+        }
+    }
+}
+
+/// The graphs of one problem size, for either pipeline: the factorization (returning `T`:
+/// the count of blocks done in the staged pipeline, the iteration stamps in the dynamic one)
+/// and the three graphs around it.
+#[derive(Debug)]
+pub struct Graphs<T> {
+    /// The factorization proper.
+    pub factor: Graph<(), T>,
+    /// Applies later interchanges to earlier blocks and returns the global pivots.
+    pub finish: Graph<(), (Vec<i32>, i32)>,
+    /// Gathers the factors on rank 0 (column-major n × n).
+    pub gather: Graph<(), Bulk<f64>>,
+    /// Restores the original matrix (between timed repetitions).
+    pub reload: Graph<(), u64>,
+}
+
+impl<T> Graphs<T> {
+    /// The graphs around `factor` (collective, built after it): `finish`, `gather` and
+    /// `reload` for the column blocks of `columns`, laid out as `lay`.
+    fn around(
+        rt: &Runtime,
+        lay: Layout,
+        main: &Collection<()>,
+        columns: &Collection<Columns>,
+        factor: Graph<(), T>,
+    ) -> anyhow::Result<Self> {
+        let (n, r, threads) = (lay.n, lay.r, lay.owners);
+        let all_threads = move |_: &mut (), _: ()| 0..threads;
+        let pivots = Node::split("ask_pivots", main, route::fixed(0), all_threads);
+        let give = Node::leaf(
+            "give_pivots",
+            columns,
+            |t: &usize, _: &RouteCtx| *t,
+            |c: &mut Columns, _t: usize| {
+                c.pivots.iter().map(|(k, (p, info))| (*k, p.clone(), *info)).collect::<Vec<_>>()
+            },
+        );
+        let collect = Node::merge(
+            "global_pivots",
+            main,
+            MergeFn::new(
+                move |_: &mut ()| (vec![0i32; n], 0i32),
+                move |_, (ipiv, info): &mut (Vec<i32>, i32), panels: Vec<(usize, Vec<i32>, i32)>| {
+                    for (k, p, inf) in panels {
+                        let s = k * r;
+                        for (i, v) in p.iter().enumerate() {
+                            ipiv[s + i] = v + s as i32;
+                        }
+                        if inf > 0 && *info == 0 {
+                            *info = inf + s as i32;
+                        }
+                    }
+                },
+                |_, acc| acc,
+            ),
+        );
+        let spread =
+            Node::split("spread_pivots", main, route::fixed(0), move |_: &mut (), (ipiv, info): (Vec<i32>, i32)| {
+                let ipiv = Arc::new(ipiv);
+                (0..threads).map(move |t| (t, ipiv.clone(), info))
+            });
+        let swap = Node::leaf(
+            "swap_left",
+            columns,
+            |t: &(usize, Arc<Vec<i32>>, i32), _: &RouteCtx| t.0,
+            |c: &mut Columns, (_, ipiv, info): (usize, Arc<Vec<i32>>, i32)| {
+                let (n, r) = (c.n, c.r);
+                let nb = n.div_ceil(r);
+                for (&j, block) in c.blocks.iter_mut() {
+                    for k in j + 1..nb {
+                        let rows = span(n, r, k);
+                        // Charged, not made, under PDEXEC and NOALLOC (blocks empty in NOALLOC).
+                        if kernel::skip_swaps(rows.len(), span(n, r, j).len()) {
+                            continue;
+                        }
+                        let local: Vec<i32> = ipiv[rows.clone()].iter().map(|v| v - rows.start as i32).collect();
+                        let w = block.len() / n;
+                        dps_dense::blas::swap_rows(block, n, w, rows.start, &local);
+                    }
+                }
+                (ipiv, info)
+            },
+        );
+        let keep = Node::merge(
+            "pivots",
+            main,
+            MergeFn::new(
+                |_: &mut ()| None,
+                |_, acc: &mut Option<(Arc<Vec<i32>>, i32)>, x| *acc = Some(x),
+                |_, acc| {
+                    let (ipiv, info) = acc.expect("at least one column thread");
+                    (ipiv.to_vec(), info)
+                },
+            ),
+        );
+        let finish = rt.graph("finish", pivots >> give >> collect >> spread >> swap >> keep)?;
+
+        let ask = Node::split("ask_blocks", main, route::fixed(0), all_threads);
+        let give = Node::leaf(
+            "give_blocks",
+            columns,
+            |t: &usize, _: &RouteCtx| *t,
+            |c: &mut Columns, _t: usize| c.blocks.iter().map(|(j, b)| (*j, Bulk(b.clone()))).collect::<Vec<_>>(),
+        );
+        let assemble = Node::merge(
+            "assemble",
+            main,
+            MergeFn::new(
+                move |_: &mut ()| vec![0.0; n * n],
+                move |_, lu: &mut Vec<f64>, blocks: Vec<(usize, Bulk<f64>)>| {
+                    for (j, b) in blocks {
+                        lu[span(n, r, j).start * n..span(n, r, j).end * n].copy_from_slice(&b);
+                    }
+                },
+                |_, lu| Bulk(lu),
+            ),
+        );
+        let gather = rt.graph("gather", ask >> give >> assemble)?;
+
+        let ask = Node::split("ask_reload", main, route::fixed(0), all_threads);
+        let reload = Node::leaf(
+            "reload",
+            columns,
+            |t: &usize, _: &RouteCtx| *t,
+            move |c: &mut Columns, t: usize| {
+                c.reload(t, threads);
+                1u64
+            },
+        );
+        let count =
+            Node::merge("reloaded", main, MergeFn::new(|_: &mut ()| 0u64, |_, c: &mut u64, x: u64| *c += x, |_, c| c));
+        let reload = rt.graph("reload", ask >> reload >> count)?;
+        Ok(Graphs { factor, finish, gather, reload })
+    }
+}

@@ -1,0 +1,287 @@
+//! The staged pipeline of the `stream` and `merge-split` variants: the factorization graph
+//! built to the size of the problem (one stage per block column), after the DPS paper's
+//! Figures 12-13.
+//!
+//! Column block j lives on thread `j % T` of the `columns` collection. Each stage k is an
+//! `update` leaf (a column block applies panel k) followed by a collector on the `panels`
+//! thread of the rank that owns block k+1:
+//! * `stream` variant: the collector is a stream. As soon as block k+1 has applied panel k
+//!   it factors panel k+1 and posts its updates to every block that already applied panel
+//!   k; the others get theirs as their notifications arrive. Panel k+1 so overlaps the rest
+//!   of step k, and a block always applies panels in order.
+//! * `merge-split` variant: the collector is a merge (every block applies panel k) followed
+//!   by a split that factors panel k+1 and sends its updates: no overlap between steps.
+//!
+//! The factored block k goes back to its owner (`Store`), which keeps its pivots; the graphs
+//! around the factorization are the shared ones of [`Graphs`].
+
+use std::sync::Arc;
+
+use dps::{route, Bulk, Collection, MaybeBulk, MergeFn, Node, Path, Posted, RouteCtx, Runtime, Stream};
+use serde::{Deserialize, Serialize};
+
+use super::{noalloc, Columns, Graphs, Layout, PanelRef};
+use crate::kernel::{self, span, Panel};
+
+/// Which collector the stages use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pipelining {
+    /// Streams: the next panel starts while the current update goes on.
+    Stream,
+    /// A full merge, then a split, at every step.
+    MergeSplit,
+}
+
+/// Work for a column block. Step −1 is written `k = usize::MAX`.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Work {
+    /// Start: block 0 leaves to be factored.
+    Touch {
+        /// Block.
+        j: usize,
+    },
+    /// Apply a panel to block j.
+    Update {
+        /// Block.
+        j: usize,
+        /// The factored panel.
+        panel: PanelRef,
+    },
+    /// Block k, factored, returns to its owner with its pivots.
+    Store {
+        /// Block.
+        k: usize,
+        /// The factored block.
+        col: MaybeBulk<f64>,
+        /// Its pivots and LAPACK info.
+        ipiv: Vec<i32>,
+        /// LAPACK info.
+        info: i32,
+    },
+}
+
+/// Block j has applied the current panel; it carries the block itself if it is the next panel.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Done {
+    j: usize,
+    next_panel: Option<MaybeBulk<f64>>,
+}
+
+/// Column block j (n × w) as a token: absent under NOALLOC, where the block is empty.
+fn ship(block: Vec<f64>, n: usize, r: usize, j: usize) -> MaybeBulk<f64> {
+    if noalloc() {
+        MaybeBulk::Absent(n * span(n, r, j).len())
+    } else {
+        MaybeBulk::Data(Bulk(block))
+    }
+}
+
+/// The column block a token brought (empty when absent, under NOALLOC).
+fn unship(block: MaybeBulk<f64>) -> Vec<f64> {
+    block.into_data().map_or_else(Vec::new, Bulk::into_inner)
+}
+
+fn update_leaf(name: &str, columns: &Collection<Columns>, lay: Layout, k: Option<usize>) -> Node<Work, Done> {
+    let route = move |w: &Work, _: &RouteCtx| match w {
+        Work::Touch { j } | Work::Update { j, .. } => lay.owner(*j),
+        Work::Store { k, .. } => lay.owner(*k),
+    };
+    Node::leaf(name, columns, route, move |c: &mut Columns, w: Work| {
+        let next = k.map_or(0, |k| k + 1);
+        match w {
+            Work::Touch { j } if j != next => Done { j, next_panel: None },
+            Work::Touch { j } => {
+                let block = c.blocks.remove(&j).expect("the owner holds the block");
+                Done { j, next_panel: Some(ship(block, c.n, c.r, j)) }
+            }
+            Work::Update { j, panel } => {
+                let panel = c.panel(panel);
+                let mut block = c.blocks.remove(&j).expect("the owner holds the block");
+                kernel::apply_panel_to(&mut block, c.n, c.r, span(c.n, c.r, j).len(), &panel);
+                if j == next {
+                    Done { j, next_panel: Some(ship(block, c.n, c.r, j)) }
+                } else {
+                    c.blocks.insert(j, block);
+                    Done { j, next_panel: None }
+                }
+            }
+            Work::Store { k, col, ipiv, info } => {
+                c.blocks.insert(k, unship(col));
+                c.pivots.insert(k, (ipiv, info));
+                Done { j: k, next_panel: None }
+            }
+        }
+    })
+}
+
+/// Collects the notifications of step k (None: the start) and sends out step k+1.
+struct Collector {
+    lay: Layout,
+    next: usize,
+}
+
+/// A collector's accumulator: the next panel once factored, the blocks waiting for it, and
+/// the column threads that already have it.
+struct StepState {
+    panel: Option<Arc<Panel>>,
+    waiting: Vec<usize>,
+    sent_to: Vec<bool>,
+}
+
+impl StepState {
+    fn new(lay: Layout) -> Self {
+        StepState { panel: None, waiting: Vec::new(), sent_to: vec![false; lay.owners] }
+    }
+}
+
+impl Collector {
+    /// Factors the next panel from its block: the block goes home, waiting blocks get updates.
+    fn factor(&self, block: MaybeBulk<f64>, acc: &mut StepState, out: &mut Vec<Work>) {
+        let mut block = unship(block);
+        let (n, r) = (self.lay.n, self.lay.r);
+        let panel = Arc::new(kernel::factor_panel(&mut block, n, r, self.next));
+        let (ipiv, info) = (panel.ipiv.clone(), panel.info);
+        out.push(Work::Store { k: self.next, col: ship(block, n, r, self.next), ipiv, info });
+        // The block of the panel after this one first: it is on the critical path.
+        if let Some(pos) = acc.waiting.iter().position(|&j| j == self.next + 1) {
+            let j = acc.waiting.remove(pos);
+            acc.waiting.insert(0, j);
+        }
+        acc.panel = Some(panel);
+        for j in std::mem::take(&mut acc.waiting) {
+            out.push(self.update(j, acc));
+        }
+    }
+
+    /// The update of block j: with the panel if its thread does not have it yet.
+    fn update(&self, j: usize, acc: &mut StepState) -> Work {
+        let panel = acc.panel.as_ref().expect("factored");
+        Work::Update { j, panel: self.lay.panel_ref(panel, j, &mut acc.sent_to) }
+    }
+
+    fn notified(&self, done: Done, acc: &mut StepState, out: &mut Vec<Work>) {
+        match done.next_panel {
+            Some(block) => self.factor(block, acc, out),
+            None if done.j > self.next => match &acc.panel {
+                Some(_) => out.push(self.update(done.j, acc)),
+                None => acc.waiting.push(done.j),
+            },
+            None => {} // a block already done with, or the previous panel coming home
+        }
+    }
+
+    /// The collector thread of the stage after this one: on the rank owning block next + 1.
+    fn merge_index(&self, columns_rank: &[usize]) -> usize {
+        match self.next + 1 {
+            j if j < self.lay.nb => columns_rank[self.lay.owner(j)],
+            _ => 0, // the final merge, on rank 0's main thread
+        }
+    }
+}
+
+struct StreamCollector(Collector, Arc<Vec<usize>>);
+
+impl Stream<()> for StreamCollector {
+    type In = Done;
+    type Out = Work;
+    type Acc = StepState;
+    fn start(&self, _: &mut ()) -> StepState {
+        StepState::new(self.0.lay)
+    }
+    fn input(&self, _: &mut (), acc: &mut StepState, done: Done, out: &mut Posted<Work>) {
+        let mut work = Vec::new();
+        self.0.notified(done, acc, &mut work);
+        work.into_iter().for_each(|w| out.post(w));
+    }
+    fn finish(&self, _: &mut (), acc: StepState, _: &mut Posted<Work>) {
+        assert!(acc.waiting.is_empty() && acc.panel.is_some(), "step {}: the panel block never arrived", self.0.next);
+    }
+    fn merge_thread(&self, _: &StepState, _: usize) -> usize {
+        self.0.merge_index(&self.1)
+    }
+}
+
+/// Everything a merge-split collector carries from its merge to its split.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Step {
+    block: Option<MaybeBulk<f64>>,
+    ready: Vec<usize>,
+}
+
+fn collector(
+    lay: Layout,
+    k: Option<usize>,
+    panels: &Collection<()>,
+    columns_rank: &Arc<Vec<usize>>,
+    how: Pipelining,
+) -> Path<Done, Work> {
+    let next = k.map_or(0, |k| k + 1);
+    let name = format!("collect{}", k.map_or("_start".into(), |k| k.to_string()));
+    match how {
+        Pipelining::Stream => {
+            Node::stream(&name, panels, StreamCollector(Collector { lay, next }, columns_rank.clone())).into()
+        }
+        Pipelining::MergeSplit => {
+            let merge = Node::merge(
+                &name,
+                panels,
+                MergeFn::new(
+                    |_: &mut ()| Step { block: None, ready: Vec::new() },
+                    move |_, s: &mut Step, d: Done| match d.next_panel {
+                        Some(b) => s.block = Some(b),
+                        None if d.j > next => s.ready.push(d.j),
+                        None => {}
+                    },
+                    |_, s| s,
+                ),
+            );
+            let rank = columns_rank[lay.owner(next)];
+            let ranks = columns_rank.clone();
+            let split =
+                Node::split(&format!("split{next}"), panels, route::fixed(rank), move |_: &mut (), mut s: Step| {
+                    let c = Collector { lay, next };
+                    let mut acc = StepState::new(lay);
+                    acc.waiting = std::mem::take(&mut s.ready);
+                    let mut out = Vec::new();
+                    c.factor(s.block.take().expect("the panel block arrived"), &mut acc, &mut out);
+                    out
+                })
+                .merge_on(move |_, _| Collector { lay, next }.merge_index(&ranks));
+            merge >> split
+        }
+    }
+}
+
+/// Builds the graphs of the staged pipeline for an n×n matrix in blocks of r (collective).
+/// `panels` must have one thread per rank, thread i on rank i (mapping `"all"`). The
+/// factorization returns the count of the last stage's notifications.
+///
+/// # Errors
+/// The runtime refuses a graph.
+pub fn build(
+    rt: &Runtime,
+    (n, r): (usize, usize),
+    main: &Collection<()>,
+    columns: &Collection<Columns>,
+    panels: &Collection<()>,
+    how: Pipelining,
+) -> anyhow::Result<Graphs<u64>> {
+    let lay = Layout::of(n, r, columns);
+    let columns_rank: Arc<Vec<usize>> = Arc::new((0..columns.len()).map(|t| columns.rank_of(t)).collect());
+    let first = columns_rank[lay.owner(0)];
+    let start =
+        Node::split("start", main, route::fixed(0), move |_: &mut (), _: ()| (0..lay.nb).map(|j| Work::Touch { j }))
+            .merge_on(move |_, _| first)
+            .unbounded();
+    let mut path: Path<(), Work> =
+        start >> update_leaf("update_start", columns, lay, None) >> collector(lay, None, panels, &columns_rank, how);
+    for k in 0..lay.nb - 1 {
+        path = path
+            >> update_leaf(&format!("update{k}"), columns, lay, Some(k))
+            >> collector(lay, Some(k), panels, &columns_rank, how);
+    }
+    let last = update_leaf(&format!("update{}", lay.nb - 1), columns, lay, Some(lay.nb - 1));
+    let end = Node::merge("end", main, MergeFn::new(|_: &mut ()| 0u64, |_, c: &mut u64, _d: Done| *c += 1, |_, c| c));
+    let factor = rt.graph("lu", path >> last >> end)?;
+    Graphs::around(rt, lay, main, columns, factor)
+}
