@@ -127,7 +127,7 @@ enum Command {
         args: tunefarm::WorkerArgs,
     },
     /// The simulator against real runs on 1 and 2 ranks (matmul, LU, Life): the error of
-    /// each prediction and the fraction within ±4/±6/±12 % beside seed 003's.
+    /// each prediction and the fraction within ±4/±6/±12 % beside the simulator paper's.
     SimAccuracy(simaccuracy::Args),
     /// The double-precision peak of this machine's cores, measured with FMA loops on the
     /// widest vectors: what a BLAS rate is set against.

@@ -8,7 +8,7 @@
 //! by hwloc's logical index, hardware threads (PUs) by the OS's number, as `lstopo` does.
 //!
 //! NUMA nodes come from `hwlocality`; the older `hwloc2` crate panics on that query with
-//! hwloc 2.x (shared/spec/platform.md, pitfall 4), which is why this crate is not used.
+//! hwloc 2.x (it panics on NUMA queries), which is why this crate is not used.
 
 use std::fmt::Write as _;
 

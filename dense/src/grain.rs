@@ -1,8 +1,7 @@
 //! The default block sizes of `dps-matmul` and `dps-lu`, chosen by a cost model so that a user
 //! who never passes `--block` gets the fast setting.
 //!
-//! The models are in the style of the P3L farm and pipe models (shared/spec/
-//! simulation-scheduling.md §2): a run's time is predicted from the work per job, the number
+//! The models are in the style of the P3L farm and pipe models (the P3L paper, §3-4): a run's time is predicted from the work per job, the number
 //! of workers and the bytes moved, for each candidate block, and the fastest candidate whose
 //! memory fits wins. The machine enters through a few constants ([`Machine`]), measured on
 //! the development VM (2 cores, AVX-512 OpenBLAS, Open MPI over shared memory); only their

@@ -7,7 +7,7 @@
 //!   and one dps version;
 //! * [`fit`]: the least-squares fit of `t(s) = l + s/b` (piecewise when MPI's eager and
 //!   rendezvous protocols show);
-//! * [`p3l`]: the P3L cost models of the pipe and farm skeletons on BSP (seed 002) and the
+//! * [`p3l`]: the P3L cost models of the pipe and farm skeletons on BSP (the P3L paper) and the
 //!   rules that choose a farm's worker count and grain from them.
 
 pub mod fit;

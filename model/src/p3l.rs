@@ -1,5 +1,5 @@
-//! The P3L cost models of the `Pipe` and `Farm` skeletons on a BSP machine (seed 002, digested
-//! in shared/spec/simulation-scheduling.md §2), and the rules that choose a farm's worker
+//! The P3L cost models of the `Pipe` and `Farm` skeletons on a BSP machine (the P3L paper,
+//! §3-4), and the rules that choose a farm's worker
 //! count `n` and grain `k` (items per task) from them.
 //!
 //! Units: times in µs, sizes in bytes, `g∞` in µs per byte. The paper's formulas lost their
@@ -273,7 +273,7 @@ impl Pipe {
 
 #[cfg(test)]
 mod tests {
-    //! The worked examples of shared/spec/simulation-scheduling.md §2.5: g∞ = 1e-4 µs/B
+    //! Worked examples of the models: g∞ = 1e-4 µs/B
     //! (10 GB/s), N_{1/2} = 20 000 B (a 2 µs start-up), l = 10 µs.
     use super::*;
 

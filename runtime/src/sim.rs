@@ -1,5 +1,5 @@
 //! The simulator: P virtual ranks in one process, without MPI, the program's real graphs run
-//! one operation at a time in the order of simulated time (seed 003's direct execution).
+//! one operation at a time in the order of simulated time (the simulator paper's direct execution).
 //!
 //! Each virtual rank is an ordinary [`Engine`] whose posts come here ([`SimPost`]) instead
 //! of going to its queues or a transport. A post made during an operation is stamped with

@@ -144,7 +144,7 @@ impl<'de, T: BulkElem> Deserialize<'de> for Bulk<T> {
     }
 }
 
-/// A [`Bulk`], or in a NOALLOC simulation only its length (seed 003's NOALLOC: when only
+/// A [`Bulk`], or in a NOALLOC simulation only its length (the simulator paper's NOALLOC: when only
 /// the sizes of the tokens matter, the data is not allocated at all, so a simulation's
 /// memory does not grow with the problem). A present one crosses ranks exactly as a `Bulk`
 /// does (same encoding); an absent one is counted at its full size by the encoder, so the

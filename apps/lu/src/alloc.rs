@@ -1,5 +1,5 @@
 //! `--alloc`: how many multiplication threads each LU iteration of the `dynamic` variant
-//! may use (seed 003, §5 and Fig. 12, "thread removal"): all of them, the half on the first
+//! may use (the simulator paper, §8 and Fig. 12, "thread removal"): all of them, the half on the first
 //! half of the ranks, or all of them up to iteration K and the half afterwards.
 //!
 //! The half is counted in ranks, not threads: the threads kept are those on ranks

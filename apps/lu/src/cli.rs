@@ -26,7 +26,7 @@ pub enum Variant {
     MergeSplit,
     /// LAPACK dgetrf in this process (`--blas-threads` threads), without DPS or MPI.
     Serial,
-    /// Seed 003's basic graph with a separate multiplication collection whose membership
+    /// The simulator paper's basic graph with a separate multiplication collection whose membership
     /// `--alloc` sets per iteration (the column blocks on the first half of the ranks).
     Dynamic,
 }

@@ -1,4 +1,4 @@
-//! Dynamic efficiency (seed 003, §5.2 of the simulation notes): per LU iteration i,
+//! Dynamic efficiency (the simulator paper, §8): per LU iteration i,
 //! E_i = T_seq,i / (P_i · T_par,i), with T_par,i the iteration's wall time in the parallel
 //! run (between the coordinator's stamps), T_seq,i the same iteration of the serial blocked
 //! reference (same block width, one thread: panel factorization and the update of every

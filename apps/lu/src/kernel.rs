@@ -72,7 +72,7 @@ pub fn skip_swaps(swaps: usize, cols: usize) -> bool {
 ///
 /// Under PDEXEC and NOALLOC simulations dgetrf and the copy of the panel are charged, not
 /// run, and the pivots are the identity: the graph's structure does not depend on them
-/// (seed 003 §5.1). Under NOALLOC `col` is empty (the block is not allocated) and so is
+/// (the simulator paper, §5). Under NOALLOC `col` is empty (the block is not allocated) and so is
 /// the panel.
 pub fn factor_panel(col: &mut [f64], n: usize, r: usize, k: usize) -> Panel {
     let s = k * r;

@@ -1,12 +1,12 @@
 //! `dps-bench sim-accuracy --platform FILE`: the simulator against reality (issue 14,
-//! point 3; seed 003's validation). Each point (matmul pipelined and phased, LU stream and
+//! point 3; the simulator paper's validation). Each point (matmul pipelined and phased, LU stream and
 //! merge-split at several block sizes, Life) runs for real on 1 and 2 ranks under mpirun
 //! (bound, [`bound_as_simulated`]), then in the simulator on as many virtual ranks, in DE
 //! and, where the app supports it, PDEXEC; the error of a prediction is
-//! `(predicted − measured) / measured`. Then seed 003's Table 1 replica (`table1`: LU
+//! `(predicted − measured) / measured`. Then the simulator paper's Table 1 replica (`table1`: LU
 //! real, DE, PDEXEC, NOALLOC, with the simulator's wall time and memory) and the predicted
 //! speedups (`scaling`). Printed first: a markdown table per point, then the fraction of
-//! points within ±4 / ±6 / ±12 % beside seed 003's 71.4 / 81.6 / >95 % (168 runs), the
+//! points within ±4 / ±6 / ±12 % beside the simulator paper's 71.4 / 81.6 / >95 % (168 runs), the
 //! issue's floor (70 % of the 2-rank points within ±10 %), and whether the predictions
 //! rank the block sizes and variants as the measurements do.
 //!
@@ -308,7 +308,7 @@ fn report(rows: &[Row]) -> String {
         within(&pd, 0.12),
         within(&pd2, 0.10)
     );
-    out += "| seed 003 (168 runs) | 71.4 % | 81.6 % | > 95 % | |\n";
+    out += "| the simulator paper (168 runs) | 71.4 % | 81.6 % | > 95 % | |\n";
     out += &format!("\n{}\n\n{}\n", noise(rows), rankings(rows));
     out
 }

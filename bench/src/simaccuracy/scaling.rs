@@ -48,8 +48,8 @@ const CASES: [Case; 2] = [
         mode: "pdexec",
         ps: &[1, 2, 4, 8, 10, 16, 20, 32, 64],
         source: "Thesis Fig. 6.6 (SPARC 20 + FDDI, P workers + 1 master): measured 875 s serial, 46.6 s on 20 \
-                 (S(20) = 18.8); model (6-13) with the thesis's constants, as recomputed in \
-                 spec/linalg-imaging.md §1.4 (the thesis says 19.50 at 20).",
+                 (S(20) = 18.8); model (6-13) with the thesis's constants, recomputed \
+                 here (the thesis says 19.50 at 20).",
         published: &[
             at(1, None, Some(1.00)),
             at(2, None, Some(2.00)),
@@ -67,8 +67,8 @@ const CASES: [Case; 2] = [
         mode: "de",
         ps: &[1, 2, 4, 8, 10, 16, 32, 64],
         source: "Thesis Fig. 6.7 (SPARC 20 + FDDI, P workers + 1 master): measured 2095 s serial, 250 s on 10 \
-                 (S(10) = 8.38); model (6-30) with the thesis's constants, as recomputed in \
-                 spec/linalg-imaging.md §2.3 (the thesis says up to 8.75).",
+                 (S(10) = 8.38); model (6-30) with the thesis's constants, recomputed \
+                 here (the thesis says up to 8.75).",
         published: &[
             at(1, None, Some(1.00)),
             at(2, None, Some(2.00)),

@@ -1,4 +1,4 @@
-//! The Table 1 replica of `sim-accuracy` (seed 003, Table 1: LU of a 2592×2592 matrix,
+//! The Table 1 replica of `sim-accuracy` (the simulator paper, Table 1: LU of a 2592×2592 matrix,
 //! r = 216, basic graph, real on 8 nodes against DE, PDEXEC and PDEXEC+NOALLOC
 //! predictions, with the simulator's own running time and memory). Here: the same matrix
 //! and block, the merge-split graph (no overlap between steps: the basic graph), for real
@@ -109,11 +109,11 @@ pub(super) fn table1(bin: &Path, platform: &str, reps: usize) -> Result<String> 
     let published =
         ["193.0 s, 127 MB → 60.7 s (−2.6 %)", "9.1 s, 124 MB → 60.3 s (−3.2 %)", "6.5 s, 14 MB → 59.9 s (−3.9 %)"];
     let mut out = format!(
-        "\n### Table 1 replica: LU n = {N}, r = {BLOCK}, merge-split (seed 003's basic graph)\n\n\
+        "\n### Table 1 replica: LU n = {N}, r = {BLOCK}, merge-split (the simulator paper's basic graph)\n\n\
          Each row is one process, warm-up and {reps} repetitions; wall time and peak RSS of its \
          largest process measured from outside; \"timed\" is the record's median (measured, or \
          predicted by the simulator on 2 virtual ranks).\n\n\
-         | run | timed (s) | error vs real 2 ranks | process wall (s) | peak RSS (MiB) | seed 003 (UltraSparc II, 8 nodes): wall, memory → predicted (error) |\n\
+         | run | timed (s) | error vs real 2 ranks | process wall (s) | peak RSS (MiB) | the simulator paper (UltraSparc II, 8 nodes): wall, memory → predicted (error) |\n\
          |---|---:|---:|---:|---:|---|\n"
     );
     out += &format!(
@@ -140,9 +140,9 @@ pub(super) fn table1(bin: &Path, platform: &str, reps: usize) -> Result<String> 
     }
     let (de, noalloc) = (&sims[0], &sims[2]);
     out += &format!(
-        "\n- DE overhead against the 1-rank run (process wall): {} (seed 003: +4.3 %).\n\
-         - NOALLOC prediction against DE's: {} (seed 003: −1.3 %).\n\
-         - NOALLOC simulation against the real 2-rank run (process wall): {:.1}× faster (seed 003: 9.6×).\n",
+        "\n- DE overhead against the 1-rank run (process wall): {} (the simulator paper: +4.3 %).\n\
+         - NOALLOC prediction against DE's: {} (the simulator paper: −1.3 %).\n\
+         - NOALLOC simulation against the real 2-rank run (process wall): {:.1}× faster (the simulator paper: 9.6×).\n",
         pct(de.wall / real1.wall - 1.0),
         pct(noalloc.seconds / de.seconds - 1.0),
         real2.wall / noalloc.wall

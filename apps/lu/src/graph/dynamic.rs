@@ -1,4 +1,4 @@
-//! The dynamic pipeline of the `dynamic` variant: seed 003's basic LU graph (Fig. 5 with merge barriers between
+//! The dynamic pipeline of the `dynamic` variant: the simulator paper's basic LU graph (Fig. 5 with merge barriers between
 //! iterations) with a separate, stateless collection of multiplication threads whose
 //! membership `--alloc` sets per iteration (Fig. 12, "thread removal").
 //!

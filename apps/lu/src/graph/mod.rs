@@ -6,7 +6,7 @@
 //! ([`Graphs`]):
 //! * [`staged`]: the `stream` and `merge-split` variants (DPS paper, Figs. 12-13), each
 //!   stage an update of every later block and a collector that factors the next panel;
-//! * [`dynamic`]: the `dynamic` variant (seed 003), each iteration a split, a solve, a stream
+//! * [`dynamic`]: the `dynamic` variant (the simulator paper), each iteration a split, a solve, a stream
 //!   of block multiplications on a separate collection whose membership changes, and a
 //!   merge.
 //!
