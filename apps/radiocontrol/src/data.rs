@@ -1,4 +1,4 @@
-//! The data set on disk (§2.10) and its checks.
+//! The data set on disk (§2.10), its checks, and its ground truth (`truth.csv`) as `--verify` reads it.
 //!
 //! ```text
 //! DATA/radio.json              manifest: sizes, seed, data-set id (written last by `generate`)
@@ -154,6 +154,22 @@ pub fn truth_path(dir: &Path) -> PathBuf {
     dir.join("truth.csv")
 }
 
+/// What a watch minute heard.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Truth {
+    /// Not worn.
+    Off,
+    /// Ambient noise only.
+    Noise,
+    /// Station `station` at offset `lag` ms.
+    Listen {
+        /// The station.
+        station: usize,
+        /// τ0 in ms.
+        lag: usize,
+    },
+}
+
 /// An opened data set whose files were all checked.
 #[derive(Clone, Debug)]
 pub struct DataSet {
@@ -248,4 +264,35 @@ impl DataSet {
         }
         Ok(out)
     }
+}
+
+/// Reads `truth.csv`: (watch, minute of day, truth) per line.
+///
+/// # Errors
+/// A message naming the file and line.
+pub fn read_truth(dir: &Path) -> Result<Vec<(usize, usize, Truth)>> {
+    let path = truth_path(dir);
+    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    text.lines()
+        .enumerate()
+        .skip(1)
+        .map(|(i, line)| parse_truth_line(line).with_context(|| format!("{}:{}", path.display(), i + 1)))
+        .collect()
+}
+
+/// Parses one line of `truth.csv`.
+///
+/// # Errors
+/// A message saying what is wrong.
+pub fn parse_truth_line(line: &str) -> Result<(usize, usize, Truth)> {
+    let f: Vec<&str> = line.split(',').collect();
+    let [w, minute, kind, station, lag] = f[..] else { anyhow::bail!("expected 5 fields, found {}", f.len()) };
+    let (w, minute) = (w.parse()?, minute.parse()?);
+    let t = match kind {
+        "off" => Truth::Off,
+        "noise" => Truth::Noise,
+        "listen" => Truth::Listen { station: station.parse()?, lag: lag.parse()? },
+        other => anyhow::bail!("unknown kind {other:?}"),
+    };
+    Ok((w, minute, t))
 }

@@ -17,7 +17,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::data::{
-    manifest_path, station_path, truth_path, watch_path, Manifest, WatchRecord, DAY_MINUTES, FORMAT, MINUTES,
+    manifest_path, station_path, truth_path, watch_path, Manifest, Truth, WatchRecord, DAY_MINUTES, MINUTES,
     STATION_RECORD,
 };
 use crate::kernel::{BLOCK_MS, LAGS, STATION_SAMPLES, WATCH_BLOCKS, WATCH_NOISE_SIGMA};
@@ -28,22 +28,6 @@ pub const P_OFF: f64 = 0.03;
 pub const P_LISTEN: f64 = 0.7;
 /// Samples of a watch's 4 s at 3 kHz.
 const WATCH_SAMPLES: usize = WATCH_BLOCKS * BLOCK_MS * 3;
-
-/// What a watch minute heard.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Truth {
-    /// Not worn.
-    Off,
-    /// Ambient noise only.
-    Noise,
-    /// Station `station` at offset `lag` ms.
-    Listen {
-        /// The station.
-        station: usize,
-        /// τ0 in ms.
-        lag: usize,
-    },
-}
 
 fn rng(seed: u64, what: u64, index: u64) -> ChaCha8Rng {
     let mut r = ChaCha8Rng::seed_from_u64(seed);
@@ -125,30 +109,14 @@ pub fn dataset_id(seed: u64, watches: usize, stations: usize, hours: usize) -> u
     r.gen()
 }
 
-/// Writes a data set into `dir` (created if missing). The manifest is written last: a
+/// Writes the data set of `m` into `dir`, whose `stations/` and `watches/` exist and whose
+/// file system has room for it (see `cli::generate`). The manifest is written last: a
 /// directory without it is not a data set.
 ///
 /// # Errors
 /// A failed write, naming the file.
-pub fn generate(dir: &Path, watches: usize, stations: usize, hours: usize, seed: u64) -> Result<Manifest> {
-    let m = Manifest {
-        format: FORMAT.into(),
-        watches,
-        stations,
-        hours,
-        seed,
-        dataset_id: dataset_id(seed, watches, stations, hours),
-    };
-    m.check().map_err(|e| {
-        dps_harness::BadInput::new(
-            e.replace("watches", "--watches").replace("stations", "--stations").replace("hours", "--hours"),
-        )
-    })?;
-    for sub in ["stations", "watches"] {
-        let d = dir.join(sub);
-        std::fs::create_dir_all(&d).map_err(|e| dps_harness::BadInput::new(format!("--dir {}: {e}", d.display())))?;
-    }
-    check_room(dir, &m)?;
+pub fn generate(dir: &Path, m: &Manifest) -> Result<()> {
+    let (watches, stations, hours, seed) = (m.watches, m.stations, m.hours, m.seed);
     let _ = std::fs::remove_file(manifest_path(dir));
     // Every station hour in memory (S × H × 3.6 MB): the watches copy from them.
     let mut pcm = vec![Vec::with_capacity(hours); stations];
@@ -170,7 +138,7 @@ pub fn generate(dir: &Path, watches: usize, stations: usize, hours: usize, seed:
     for w in 0..watches {
         let mut bytes = Vec::with_capacity(crate::data::WATCH_FILE as usize);
         for minute in 0..DAY_MINUTES {
-            let (t, rec) = watch_minute(&m, &pcm, w, minute);
+            let (t, rec) = watch_minute(m, &pcm, w, minute);
             bytes.extend_from_slice(&rec.encode());
             match t {
                 Truth::Off if minute / MINUTES >= hours => {}
@@ -184,15 +152,18 @@ pub fn generate(dir: &Path, watches: usize, stations: usize, hours: usize, seed:
     }
     truth.flush().with_context(|| format!("cannot write {}", tpath.display()))?;
     let mpath = manifest_path(dir);
-    std::fs::write(&mpath, serde_json::to_string_pretty(&m)? + "\n")
+    std::fs::write(&mpath, serde_json::to_string_pretty(m)? + "\n")
         .with_context(|| format!("cannot write {}", mpath.display()))?;
-    Ok(m)
+    Ok(())
 }
 
 /// Refuses, before any file is written, a data set its file system cannot hold: the station
 /// and watch files at their exact sizes, and `truth.csv` at its longest line per watch minute
 /// (files of an earlier data set in `dir` that this one replaces count as free).
-fn check_room(dir: &Path, m: &Manifest) -> Result<()> {
+///
+/// # Errors
+/// A `dps_harness::BadInput` with the figures.
+pub fn check_room(dir: &Path, m: &Manifest) -> Result<()> {
     const TRUTH_LINE: u64 = 40; // "9999,1439,listen,99,6000\n" is 25 bytes
     let stations = (0..m.stations).flat_map(|s| (0..m.hours).map(move |h| station_path(dir, s, h)));
     let watches = (0..m.watches).map(|w| watch_path(dir, w));
@@ -205,40 +176,10 @@ fn check_room(dir: &Path, m: &Manifest) -> Result<()> {
     dps_harness::check_disk_space("generate --dir: the data set", dir, need, reclaimed)
 }
 
-/// Reads `truth.csv`: (watch, minute of day, truth) per line.
-///
-/// # Errors
-/// A message naming the file and line.
-pub fn read_truth(dir: &Path) -> Result<Vec<(usize, usize, Truth)>> {
-    let path = truth_path(dir);
-    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
-    text.lines()
-        .enumerate()
-        .skip(1)
-        .map(|(i, line)| parse_truth_line(line).with_context(|| format!("{}:{}", path.display(), i + 1)))
-        .collect()
-}
-
-/// Parses one line of `truth.csv`.
-///
-/// # Errors
-/// A message saying what is wrong.
-pub fn parse_truth_line(line: &str) -> Result<(usize, usize, Truth)> {
-    let f: Vec<&str> = line.split(',').collect();
-    let [w, minute, kind, station, lag] = f[..] else { anyhow::bail!("expected 5 fields, found {}", f.len()) };
-    let (w, minute) = (w.parse()?, minute.parse()?);
-    let t = match kind {
-        "off" => Truth::Off,
-        "noise" => Truth::Noise,
-        "listen" => Truth::Listen { station: station.parse()?, lag: lag.parse()? },
-        other => anyhow::bail!("unknown kind {other:?}"),
-    };
-    Ok((w, minute, t))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::data::FORMAT;
     use crate::kernel::{correlate_minute, log_energies, Match, Prepared, Watch, LG_SCALE};
     use crate::verify::LAG_TOLERANCE;
 

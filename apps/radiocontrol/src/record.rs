@@ -11,8 +11,8 @@ pub const THESIS_SERIAL_HOURS: f64 = 74.0;
 /// One `run`.
 #[derive(Serialize, Deserialize, Debug, Clone)]
 pub struct Record {
+    /// App, variant, ranks, threads (workers), seconds, verified.
     #[serde(flatten)]
-    #[allow(missing_docs)]
     pub common: Common,
     /// Watches, stations, hours of the data set.
     pub watches: usize,

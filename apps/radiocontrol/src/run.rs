@@ -1,108 +1,26 @@
-//! Command line and runners: `generate`, `run` (the farm on DPS, or `--serial`), `supervise`
-//! (the watchdog) and `bench-kernel`.
+//! The runner: executes a checked [`Plan`]: `generate` writes a data set, `run` correlates
+//! one (the farm on DPS, or `--serial`) and verifies it, `supervise` runs the watchdog and
+//! `bench-kernel` times the kernels.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
-use clap::{Parser, Subcommand};
-use dps_harness::options::{Check, Output};
-use dps_harness::simulate::{Simulate, Support};
+use dps_harness::simulate::Support;
 use dps_harness::{bad_input, Common, OutputFile};
 
-use crate::data::{DataSet, MINUTES};
-use crate::generate;
+use crate::cli::bench_kernel::BenchKernelPlan;
+use crate::cli::generate::GeneratePlan;
+use crate::cli::run::RunPlan;
+use crate::cli::{Args, Command, Plan};
+use crate::data::{read_truth, DataSet, MINUTES};
 use crate::graph::{Farm, Start};
-use crate::job::{correlate_job, WatchHour};
+use crate::job::serial;
+use crate::kernel::Match;
 use crate::record::{Record, THESIS_SERIAL_HOURS};
 use crate::results::{self, ResultFile};
 use crate::speed::PAPER_DAY_CORRELATIONS;
-use crate::supervise::{self, Supervise};
-use crate::verify;
-
-/// `dps-radiocontrol`: radio listening rates (thesis ch. 9) on DPS.
-#[derive(Parser, Debug)]
-#[command(name = "dps-radiocontrol", version, about)]
-pub struct Args {
-    #[command(subcommand)]
-    #[allow(missing_docs)]
-    pub command: Command,
-}
-
-/// What to do.
-#[derive(Subcommand, Debug)]
-pub enum Command {
-    /// Write a synthetic data set with its ground truth (§2.10 formats).
-    Generate(GenerateArgs),
-    /// Correlate a data set into OUT/results.bin (resuming what is there), on any number of ranks.
-    Run(RunArgs),
-    /// Run a job and restart it on the surviving ranks when it dies or stops writing results.
-    Supervise(Supervise),
-    /// Time the direct and the FFT correlation kernels on one core.
-    BenchKernel(BenchKernelArgs),
-}
-
-/// `generate`.
-#[derive(clap::Args, Debug)]
-pub struct GenerateArgs {
-    /// Watches.
-    #[arg(long, default_value_t = 20)]
-    pub watches: usize,
-    /// Radio stations.
-    #[arg(long, default_value_t = 5)]
-    pub stations: usize,
-    /// Hours (from midnight).
-    #[arg(long, default_value_t = 2)]
-    pub hours: usize,
-    /// Seed.
-    #[arg(long, default_value_t = 1)]
-    pub seed: u64,
-    /// Directory to write (created if missing).
-    #[arg(long)]
-    pub dir: PathBuf,
-}
-
-/// `run`.
-#[derive(clap::Args, Debug)]
-#[command(mut_arg("verify", |a| a.help("Check the results against the ground truth and a serial run, byte for byte")))]
-pub struct RunArgs {
-    /// The data set directory.
-    pub data: PathBuf,
-    /// Output directory: results.bin, summary.csv, ranks/ (created if missing).
-    #[arg(long)]
-    pub out: PathBuf,
-    /// The serial reference: the §2.4 loops in one process, no MPI.
-    #[arg(long)]
-    pub serial: bool,
-    /// Start a new result file, discarding OUT/results.bin (default: resume it).
-    #[arg(long)]
-    pub fresh: bool,
-    /// Jobs queued per worker (the thesis's PipelineDepth).
-    #[arg(long, default_value_t = 2)]
-    pub pipeline_depth: usize,
-    /// Test pacing: each job also sleeps this long on its worker, so that a test can kill
-    /// a rank mid-run on a tiny data set. Not for production.
-    #[arg(long, default_value_t = 0, hide = true)]
-    pub throttle_ms: u64,
-    /// Test of a full disk under MPI: once MPI has started (its shared-memory files are
-    /// made), rank 0 sets its file-size limit (RLIMIT_FSIZE) to this many bytes, so the
-    /// kernel refuses the result file's writes beyond it. (`ulimit -f` before mpirun would
-    /// also break MPI's own start.) Not for production.
-    #[arg(long, hide = true)]
-    pub file_size_limit: Option<u64>,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub check: Check,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub output: Output,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub runtime: dps::RuntimeArgs,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub sim: Simulate,
-}
+use crate::{generate, speed, supervise, verify};
 
 /// What the simulator supports of dps-radiocontrol: direct execution only.
 const SIMULATION: Support = Support {
@@ -112,151 +30,80 @@ const SIMULATION: Support = Support {
     kernels: &[],
 };
 
-/// The options a simulated run cannot have, refused before any work: the serial reference
-/// (no graph) and the tests of failures, which a simulation has none of.
-fn check_simulation(r: &RunArgs) -> Result<()> {
-    let Some(p) = r.sim.simulate else { return Ok(()) };
-    if r.serial {
-        bad_input!("--simulate {p}: --serial runs no DPS graph to simulate");
-    }
-    if r.throttle_ms > 0 {
-        bad_input!("--simulate {p}: --throttle-ms paces a real run so that a test can kill a rank; a simulation has no rank to kill");
-    }
-    if r.file_size_limit.is_some() {
-        bad_input!("--simulate {p}: --file-size-limit tests a full disk under MPI; a simulation runs without MPI");
-    }
-    Ok(())
-}
-
-/// `bench-kernel`.
-#[derive(clap::Args, Debug)]
-pub struct BenchKernelArgs {
-    /// Watches per station minute.
-    #[arg(long, default_value_t = 1000)]
-    pub watches: usize,
-    /// Station minutes per sample.
-    #[arg(long, default_value_t = 2)]
-    pub minutes: usize,
-    /// Samples (the median is reported).
-    #[arg(long, default_value_t = 5)]
-    pub reps: usize,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub output: Output,
-}
-
-/// Runs the program.
+/// The program: checks the options into a plan, then executes it.
 ///
 /// # Errors
 /// Bad input (exit 2, before any work) or a failed run.
 pub fn run(args: &Args) -> Result<()> {
-    match &args.command {
-        Command::Generate(g) => {
-            let t = Instant::now();
-            let m = generate::generate(&g.dir, g.watches, g.stations, g.hours, g.seed)?;
-            println!(
-                "wrote {}: {} watches, {} stations, {} hours ({} jobs) in {:.1} s",
-                g.dir.display(),
-                m.watches,
-                m.stations,
-                m.hours,
-                m.jobs(),
-                t.elapsed().as_secs_f64()
-            );
-            Ok(())
-        }
-        Command::Run(r) => run_correlation(r),
-        Command::Supervise(s) => supervise::run(s),
-        Command::BenchKernel(b) => {
-            if b.watches == 0 || b.minutes == 0 || b.reps == 0 {
-                bad_input!("--watches, --minutes and --reps must be at least 1");
-            }
-            let s = crate::speed::measure(b.watches, b.minutes, b.reps);
-            if b.output.json {
-                println!("{}", serde_json::to_string(&s)?);
-            } else {
-                println!(
-                    "direct ({}) {:.2} µs, FFT {:.2} µs per correlation on one core ({:.0}/s direct); \
-                     paper-scale day on 2 cores: {:.1} min",
-                    s.direct_path, s.direct_us, s.fft_us, s.direct_per_s, s.paper_day_minutes_2_cores
-                );
-            }
-            Ok(())
-        }
+    if let Command::Run(_) = args.command {
+        // Before the checks, which write the output directory's files.
+        ignore_file_size_signal();
+    }
+    execute(&args.plan()?)
+}
+
+/// Executes a plan.
+///
+/// # Errors
+/// A failed run, or a bad input found only once the run started (a simulation asked to
+/// resume a result file).
+pub fn execute(plan: &Plan) -> Result<()> {
+    match plan {
+        Plan::Generate(g) => write_data_set(g),
+        Plan::Run(r) => run_correlation(r),
+        Plan::Supervise(s) => supervise::run(s),
+        Plan::BenchKernel(b) => bench_kernel(b),
     }
 }
 
-/// The checks every rank makes before any work: the data set, the output directory, and
-/// the result file's header.
-fn check_input(r: &RunArgs, rank: usize) -> Result<DataSet> {
-    if r.pipeline_depth == 0 {
-        bad_input!("--pipeline-depth must be at least 1");
-    }
-    let data = DataSet::open(&r.data)?;
-    let out = &r.out;
-    let ranks_dir = out.join("ranks");
-    if let Err(e) = std::fs::create_dir_all(&ranks_dir) {
-        bad_input!("--out {}: cannot create {}: {e}", out.display(), ranks_dir.display());
-    }
-    // Each rank's pid and host, for the watchdog (and the operator).
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    let pid_file = ranks_dir.join(format!("rank-{rank}.pid"));
-    if let Err(e) = std::fs::write(&pid_file, format!("{} {}\n", std::process::id(), host.trim())) {
-        bad_input!("--out {}: cannot write {}: {e}", out.display(), pid_file.display());
-    }
-    let path = results::path_in(out);
-    if path.is_dir() {
-        bad_input!("--out {}: {} is a directory, so no result file can be kept there", out.display(), path.display());
-    }
-    if r.check.verify {
-        // Read now as well as at the end: a malformed truth file is bad input, found before
-        // hours of correlation, not after them.
-        generate::read_truth(&data.dir).map_err(|e| dps_harness::BadInput::new(format!("--verify: {e:#}")))?;
-    }
-    if r.fresh && rank == 0 {
-        if let Err(e) = std::fs::remove_file(&path) {
-            if e.kind() != std::io::ErrorKind::NotFound {
-                bad_input!("--fresh: cannot remove {}: {e}", path.display());
-            }
-        }
-    }
-    // The header only: the file may be huge, or a device that never ends (/dev/full).
-    // (Not with --fresh: rank 0 is removing the file.)
-    if let Some(file) = std::fs::File::open(&path).ok().filter(|_| !r.fresh) {
-        let mut head = Vec::new();
-        let _ = std::io::Read::read_to_end(&mut std::io::Read::take(file, results::HEADER as u64), &mut head);
-        if head.iter().any(|&b| b != 0) {
-            if let Some(why) = results::check_header(&data.manifest, &head) {
-                bad_input!("--out: {} {why}", path.display());
-            }
-        }
-    }
-    if rank == 0 {
-        // Proves the directory writable for the summary (no partial file is left).
-        drop(OutputFile::create("--out", &out.join("summary.csv"))?);
-    }
-    Ok(data)
+/// `generate`: writes the data set and says what it wrote.
+fn write_data_set(g: &GeneratePlan) -> Result<()> {
+    let t = Instant::now();
+    generate::generate(&g.dir, &g.manifest)?;
+    let m = &g.manifest;
+    println!(
+        "wrote {}: {} watches, {} stations, {} hours ({} jobs) in {:.1} s",
+        g.dir.display(),
+        m.watches,
+        m.stations,
+        m.hours,
+        m.jobs(),
+        t.elapsed().as_secs_f64()
+    );
+    Ok(())
 }
 
-fn run_correlation(r: &RunArgs) -> Result<()> {
-    check_simulation(r)?;
-    ignore_file_size_signal();
+/// `bench-kernel`: times the kernels and prints the figures.
+fn bench_kernel(b: &BenchKernelPlan) -> Result<()> {
+    let s = speed::measure(b.watches, b.minutes, b.reps);
+    if b.json {
+        println!("{}", serde_json::to_string(&s)?);
+    } else {
+        println!(
+            "direct ({}) {:.2} µs, FFT {:.2} µs per correlation on one core ({:.0}/s direct); \
+             paper-scale day on 2 cores: {:.1} min",
+            s.direct_path, s.direct_us, s.fft_us, s.direct_per_s, s.paper_day_minutes_2_cores
+        );
+    }
+    Ok(())
+}
+
+/// `run`: the serial reference in this process, or the farm on the DPS runtime (rank 0
+/// keeps the result file and reports).
+fn run_correlation(r: &RunPlan) -> Result<()> {
+    let data = &r.data;
     if r.serial {
-        let data = check_input(r, 0)?;
         let mut file = ResultFile::open(&results::path_in(&r.out), &data.manifest)?;
         let (first, cut) = (file.done, file.cut);
         let t = Instant::now();
-        serial(&data, &mut file, r.throttle_ms)?;
+        serial(data, &mut file, r.throttle_ms)?;
         let seconds = t.elapsed().as_secs_f64();
-        let mut rec = record(&data, "serial", 1, seconds, first, cut);
+        let mut rec = record(data, "serial", 1, seconds, first, cut);
         rec.per_worker = vec![rec.jobs_run];
-        return finish(r, &data, rec);
+        return finish(r, rec);
     }
-    let rank = dps_harness::launch_rank().unwrap_or(0);
-    let data = check_input(r, rank)?;
-    dps_harness::options::check_trace(&r.runtime)?;
-    let rt = r.sim.start(&r.runtime, &SIMULATION)?;
-    let farm = Farm::build(&rt, &data, r.pipeline_depth, r.throttle_ms)?;
+    let rt = r.standard.sim.start(&r.standard.runtime, &SIMULATION)?;
+    let farm = Farm::build(&rt, data, r.pipeline_depth, r.throttle_ms)?;
     let mut outcome = Ok(());
     if rt.is_root() {
         if let Some(bytes) = r.file_size_limit {
@@ -265,7 +112,7 @@ fn run_correlation(r: &RunArgs) -> Result<()> {
         outcome = (|| {
             let file = ResultFile::open(&results::path_in(&r.out), &data.manifest)?;
             let (first, cut) = (file.done, file.cut);
-            if let (Some(p), true) = (r.sim.simulate, first > 0) {
+            if let (Some(p), true) = (r.standard.simulated_ranks(), first > 0) {
                 // Resuming is how a real run restarts after a failure; a prediction is of a
                 // whole run (and of none at all once every job is done).
                 bad_input!(
@@ -285,11 +132,11 @@ fn run_correlation(r: &RunArgs) -> Result<()> {
                     summary.written
                 );
             }
-            let mut rec = record(&data, "farm", rt.ranks(), seconds, first, cut).bound_by(&rt);
+            let mut rec = record(data, "farm", rt.ranks(), seconds, first, cut).bound_by(&rt);
             rec.read_seconds = summary.read_s;
             rec.compute_seconds = summary.compute_s;
             rec.per_worker = summary.per_worker;
-            finish(r, &data, rec)
+            finish(r, rec)
         })();
     }
     rt.shutdown()?;
@@ -305,27 +152,6 @@ impl BoundBy for Record {
         self.common = self.common.bound_by(rt);
         self
     }
-}
-
-/// The serial reference: the jobs in order, one process (§2.4), appended to `file`.
-///
-/// # Errors
-/// A failed read or append, naming the file.
-pub fn serial(data: &DataSet, file: &mut ResultFile, throttle_ms: u64) -> Result<()> {
-    let m = &data.manifest;
-    let mut hour: Option<(usize, Vec<crate::kernel::Watch>)> = None;
-    for j in file.done..m.jobs() {
-        let (h, s) = m.job(j);
-        if hour.as_ref().map(|x| x.0) != Some(h) {
-            let recs = data.read_watch_hour(h)?;
-            hour = Some((h, WatchHour::new(h, m.watches, &recs).prepare()));
-        }
-        let station = data.read_station_hour(s, h)?;
-        let payload = correlate_job(&station, &hour.as_ref().expect("read above").1, m.watches);
-        std::thread::sleep(std::time::Duration::from_millis(throttle_ms));
-        file.append(&payload)?;
-    }
-    Ok(())
 }
 
 fn record(data: &DataSet, variant: &str, ranks: usize, seconds: f64, first: usize, cut: u64) -> Record {
@@ -354,20 +180,20 @@ fn record(data: &DataSet, variant: &str, ranks: usize, seconds: f64, first: usiz
 }
 
 /// Rank 0 after the jobs: summary, verification, record.
-fn finish(r: &RunArgs, data: &DataSet, mut rec: Record) -> Result<()> {
-    let m = &data.manifest;
+fn finish(r: &RunPlan, mut rec: Record) -> Result<()> {
+    let (data, m) = (&r.data, &r.data.manifest);
     let path = results::path_in(&r.out);
     let payloads = results::read_all(&path, m)?;
     let all = verify::decode_all(&payloads);
     OutputFile::create("--out", &r.out.join("summary.csv"))?
         .write_and_commit(verify::summary_csv(m, &all).as_bytes())?;
     let mut failure = None;
-    if r.check.verify {
+    if r.standard.verify() {
         let verdict = verify_all(r, data, &all, &path);
         rec.common.verified = Some(verdict.is_ok());
         failure = verdict.err();
     }
-    dps_harness::print_record(&rec, r.output.json)?;
+    dps_harness::print_record(&rec, r.standard.json())?;
     match failure {
         Some(e) => Err(e.context("verification failed")),
         None => Ok(()),
@@ -375,8 +201,8 @@ fn finish(r: &RunArgs, data: &DataSet, mut rec: Record) -> Result<()> {
 }
 
 /// The ground truth, then a serial run into a scratch file compared byte for byte.
-fn verify_all(r: &RunArgs, data: &DataSet, all: &[Vec<crate::kernel::Match>], path: &Path) -> Result<()> {
-    let truth = generate::read_truth(&data.dir)?;
+fn verify_all(r: &RunPlan, data: &DataSet, all: &[Vec<Match>], path: &Path) -> Result<()> {
+    let truth = read_truth(&data.dir)?;
     verify::check_truth(&data.manifest, all, &truth)?;
     let scratch = r.out.join(".serial-check.bin");
     let _ = std::fs::remove_file(&scratch);

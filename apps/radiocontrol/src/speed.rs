@@ -7,7 +7,7 @@ use std::time::Instant;
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
-use crate::fft::Fft;
+use crate::kernel::fft::Fft;
 use crate::kernel::{correlate_minute, Match, Path, Prepared, Watch, STATION_SAMPLES, WATCH_BLOCKS};
 
 /// Correlations of the paper-scale day.

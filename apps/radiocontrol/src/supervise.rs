@@ -22,87 +22,10 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{bail, Context, Result};
-use dps_harness::bad_input;
 
-/// `supervise`.
-#[derive(clap::Args, Debug, Clone)]
-pub struct Supervise {
-    /// Restart when the result file has not grown for this many seconds (the thesis: 20 min).
-    #[arg(long, default_value_t = 1200.0)]
-    pub stall_seconds: f64,
-    /// How often to look, in milliseconds.
-    #[arg(long, default_value_t = 250)]
-    pub poll_ms: u64,
-    /// Give up after this many restarts.
-    #[arg(long, default_value_t = 5)]
-    pub max_restarts: usize,
-    /// Never restart with fewer ranks than this (the master needs one; 2 keeps a worker
-    /// beside it on another rank).
-    #[arg(long, default_value_t = 1)]
-    pub min_ranks: usize,
-    /// The run's output directory (default: the command's `--out`).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
-    /// The job: `mpirun -n N dps-radiocontrol run DATA --out DIR` or `srun -n N ...`.
-    #[arg(last = true, required = true, num_args = 1..)]
-    pub command: Vec<String>,
-}
-
-/// Where the command says its rank count is: (index of the value, count, is `--opt=N`).
-fn rank_count(cmd: &[String]) -> Option<(usize, usize, Option<String>)> {
-    for (i, w) in cmd.iter().enumerate() {
-        if ["-n", "-np", "--np", "--ntasks"].contains(&w.as_str()) {
-            return cmd.get(i + 1)?.parse().ok().map(|n| (i + 1, n, None));
-        }
-        for prefix in ["--ntasks=", "--np=", "-n"] {
-            if let Some(v) = w.strip_prefix(prefix).filter(|v| !v.is_empty()) {
-                if let Ok(n) = v.parse() {
-                    return Some((i, n, Some(prefix.to_string())));
-                }
-            }
-        }
-        // The program starts here: the launcher's options are before it.
-        if w.contains("dps-radiocontrol") {
-            break;
-        }
-    }
-    None
-}
-
-/// The command with `ranks` ranks.
-pub fn with_ranks(cmd: &[String], ranks: usize) -> Vec<String> {
-    let mut out = cmd.to_vec();
-    if let Some((i, _, prefix)) = rank_count(cmd) {
-        out[i] = match prefix {
-            Some(p) => format!("{p}{ranks}"),
-            None => ranks.to_string(),
-        };
-    }
-    out
-}
-
-/// The command's `--out` directory.
-fn out_dir(cmd: &[String]) -> Option<PathBuf> {
-    cmd.iter().enumerate().find_map(|(i, w)| {
-        if w == "--out" {
-            cmd.get(i + 1).map(PathBuf::from)
-        } else {
-            w.strip_prefix("--out=").map(PathBuf::from)
-        }
-    })
-}
-
-/// The data set of the command's `run DATA`: what its result file must be complete against.
-fn data_dir(cmd: &[String]) -> Option<PathBuf> {
-    let run = cmd.iter().position(|w| w == "run")?;
-    cmd.get(run + 1).filter(|w| !w.starts_with('-')).map(PathBuf::from)
-}
-
-/// The same directory, however written (`R`, `./R`, `R/`; a symlink to it).
-fn same_dir(a: &Path, b: &Path) -> bool {
-    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.components().collect());
-    canonical(a) == canonical(b)
-}
+use crate::cli::supervise::SupervisePlan;
+use crate::data::DataSet;
+use crate::launcher::{data_dir, rank_count, with_ranks};
 
 /// After the job exited 0: its result file must exist and hold every job of its data set.
 fn check_complete(cmd: &[String], results: &Path) -> Result<()> {
@@ -113,7 +36,7 @@ fn check_complete(cmd: &[String], results: &Path) -> Result<()> {
             results.display()
         );
     };
-    let manifest = crate::data::DataSet::open(&data)?.manifest;
+    let manifest = DataSet::open(&data)?.manifest;
     crate::results::read_all(results, &manifest)
         .context("supervise: the job exited 0, but its result file is not complete")?;
     Ok(())
@@ -200,7 +123,7 @@ enum End {
     Stalled { dead: usize },
 }
 
-fn attempt(s: &Supervise, cmd: &[String], results: &Path, ranks_dir: &Path) -> Result<End> {
+fn attempt(s: &SupervisePlan, cmd: &[String], results: &Path, ranks_dir: &Path) -> Result<End> {
     // Old pid files would read as dead ranks.
     if let Ok(entries) = std::fs::read_dir(ranks_dir) {
         for e in entries.flatten() {
@@ -267,31 +190,10 @@ fn attempt(s: &Supervise, cmd: &[String], results: &Path, ranks_dir: &Path) -> R
 /// Runs the watchdog.
 ///
 /// # Errors
-/// Bad options; the job refused its input; or too many restarts.
-pub fn run(s: &Supervise) -> Result<()> {
-    if s.stall_seconds.is_nan() || s.stall_seconds <= 0.0 || s.poll_ms == 0 || s.min_ranks == 0 {
-        bad_input!("--stall-seconds, --poll-ms and --min-ranks must be positive");
-    }
-    let Some(out) = s.out.clone().or_else(|| out_dir(&s.command)) else {
-        bad_input!("supervise: the command has no --out DIR and --out is not given: where are the results?");
-    };
-    if let (Some(given), Some(written)) = (&s.out, out_dir(&s.command)) {
-        if !same_dir(given, &written) {
-            bad_input!(
-                "supervise --out {}: the command writes its results to --out {}; supervise would watch a file the \
-                 job never writes (give the same directory, or leave supervise's --out out)",
-                given.display(),
-                written.display()
-            );
-        }
-    }
-    if s.command.iter().any(|w| w == "--simulate" || w.starts_with("--simulate=")) {
-        bad_input!(
-            "supervise: the command has --simulate, and supervise restarts a job whose ranks fail; a simulation has \
-             no rank to fail: run it without supervise"
-        );
-    }
-    let results = crate::results::path_in(&out);
+/// The job refused its input; or too many restarts.
+pub fn run(s: &SupervisePlan) -> Result<()> {
+    let out = &s.out;
+    let results = crate::results::path_in(out);
     let ranks_dir = out.join("ranks");
     let mut ranks = rank_count(&s.command).map(|(_, n, _)| n);
     let mut cmd = s.command.clone();
@@ -328,25 +230,4 @@ pub fn run(s: &Supervise) -> Result<()> {
         cmd.retain(|w| w != "--fresh");
     }
     bail!("supervise: gave up after {} restarts", s.max_restarts)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn words(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
-    }
-
-    #[test]
-    fn the_rank_count_is_found_and_lowered() {
-        let cmd = words("scripts/mpirun -n 4 target/dps-radiocontrol run D --out R -n 9");
-        assert_eq!(with_ranks(&cmd, 3), words("scripts/mpirun -n 3 target/dps-radiocontrol run D --out R -n 9"));
-        let srun = words("srun --mpi=pmix --ntasks=4 dps-radiocontrol run D --out R");
-        assert_eq!(with_ranks(&srun, 2)[2], "--ntasks=2");
-        let plain = words("dps-radiocontrol run D --out R");
-        assert_eq!(with_ranks(&plain, 2), plain, "no launcher: unchanged");
-        assert_eq!(out_dir(&cmd), Some(PathBuf::from("R")));
-        assert_eq!(out_dir(&words("x --out=S")), Some(PathBuf::from("S")));
-    }
 }

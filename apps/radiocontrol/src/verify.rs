@@ -5,8 +5,7 @@ use std::fmt::Write as _;
 
 use anyhow::{bail, Result};
 
-use crate::data::{Manifest, MINUTES};
-use crate::generate::Truth;
+use crate::data::{Manifest, Truth, MINUTES};
 use crate::kernel::{Match, FLAG_INVALID};
 use crate::results::decode_payload;
 

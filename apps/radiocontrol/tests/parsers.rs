@@ -2,13 +2,12 @@
 //! headers, ground-truth lines, and the watchdog's command lines. Arbitrary bytes never
 //! panic; what is encoded reads back; any damaged record is refused.
 
-use dps_radiocontrol::data::{Manifest, WatchRecord, FORMAT, WATCH_RECORD};
-use dps_radiocontrol::generate::{parse_truth_line, Truth};
+use dps_radiocontrol::data::{parse_truth_line, Manifest, Truth, WatchRecord, FORMAT, WATCH_RECORD};
 use dps_radiocontrol::kernel::Match;
+use dps_radiocontrol::launcher::with_ranks;
 use dps_radiocontrol::results::{
     check_header, check_record, decode_payload, encode_payload, encode_record, header, record_len,
 };
-use dps_radiocontrol::supervise::with_ranks;
 use proptest::prelude::*;
 
 fn manifest(watches: usize, stations: usize, hours: usize, id: u64) -> Manifest {

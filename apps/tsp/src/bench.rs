@@ -21,8 +21,9 @@ use dps_launch::Job;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::cli::{check_options, run_bytes, Cli, Variant};
+use crate::kernel::instance::MAX_CITIES;
 use crate::record::Record;
-use crate::tsplib::{Instance, MAX_CITIES};
+use crate::tsplib;
 
 /// Most ranks one run of the bench may have.
 pub const MAX_RANKS: usize = 64;
@@ -128,7 +129,7 @@ fn check_run(args: &[String], extra: &str) -> Result<()> {
     if cli.command.is_some() {
         return Err(refuse("a run takes no subcommand".into()).into());
     }
-    if cli.solve.sim.simulate.is_some() {
+    if cli.solve.standard.sim.simulate.is_some() {
         return Err(refuse("the bench measures real runs: a run takes no --simulate".into()).into());
     }
     check_options(&cli.solve).map_err(|e| refuse(format!("{e:#}")))?;
@@ -142,7 +143,7 @@ fn cases(b: &BenchArgs) -> Result<Vec<Case>> {
     for entry in entries {
         let path = entry.map_err(|e| BadInput::new(format!("--dir {}: {e}", b.dir.display())))?.path();
         if path.extension().is_some_and(|e| e == "tsp") {
-            let inst = Instance::read(&path).map_err(|e| BadInput::new(e.to_string()))?;
+            let inst = tsplib::read(&path).map_err(|e| BadInput::new(e.to_string()))?;
             let optimum = optima.iter().find(|(n, _)| *n == inst.name).map(|o| o.1);
             cases.push(Case { name: inst.name, n: inst.n, args: vec![path.display().to_string()], optimum });
         }

@@ -1,14 +1,11 @@
-//! Travelling salesman branch and bound on DPS (thesis ch. 10).
-//!
-//! The kernel (plain functions on plain data): [`tsplib`] and [`distance`] read instances,
-//! [`heuristic`] finds a first tour, [`bound`] computes Held-Karp 1-tree bounds, [`search`]
-//! is the serial depth-first branch and bound with a node budget, [`thesis`] the thesis's
-//! own search, [`dp`] the exact dynamic program. The graph: [`graph`] wires a master and
-//! slaves with DPS, [`variants`] plugs the two searches into it. The CLI: [`cli`], [`bench`],
-//! [`tour_io`] and [`plot`].
+//! Travelling salesman branch and bound on DPS (thesis ch. 10): the options checked into a
+//! plan ([`cli`]), the runner ([`run`]), the distributed search's graph and its two
+//! strategies ([`graph`]), the kernels and the serial reference of `--verify` ([`kernel`]),
+//! the record ([`record`]), TSPLIB files ([`tsplib`]), the output files ([`outputs`],
+//! [`plot`]), and `dps-tsp bench` ([`mod@bench`]).
 //!
 //! ```
-//! use dps_tsp::{deadline::Deadline, dp, heuristic, search, tsplib::Instance};
+//! use dps_tsp::kernel::{deadline::Deadline, dp, heuristic, instance::Instance, search};
 //! let inst = Instance::random(10, 7);
 //! let (upper, tour) = heuristic::initial_tour(&inst, 10, 1, Deadline::NONE);
 //! let (length, _, _) = search::solve(&inst, upper, tour);
@@ -16,19 +13,11 @@
 //! ```
 
 pub mod bench;
-pub mod bound;
 pub mod cli;
-pub mod deadline;
-pub mod distance;
-pub mod dp;
 pub mod graph;
-pub mod heuristic;
+pub mod kernel;
+pub mod outputs;
 pub mod plot;
 pub mod record;
-pub mod search;
-pub mod thesis;
-pub mod tour_io;
+pub mod run;
 pub mod tsplib;
-pub mod variants;
-
-pub use dps_harness::BadInput;

@@ -1,4 +1,4 @@
-//! `dps-tsp`: travelling salesman branch and bound on DPS.
+//! `dps-tsp`: travelling salesman branch and bound on DPS. See `dps-tsp --help`.
 //!
 //! ```text
 //! dps-tsp berlin52.tsp                                 # fast variant, one rank
@@ -9,15 +9,6 @@
 //!
 //! Exit codes: 0 success, 2 unusable input, 1 any other failure.
 
-use std::process::ExitCode;
-
-use dps_tsp::cli::{Cli, Command};
-
-fn main() -> ExitCode {
-    let cli: Cli = dps_harness::parse_args();
-    let result = match &cli.command {
-        Some(Command::Bench(b)) => dps_tsp::bench::run(b),
-        None => dps_tsp::cli::run(&cli.solve),
-    };
-    dps_harness::finish("dps-tsp", result)
+fn main() -> std::process::ExitCode {
+    dps_harness::main(dps_tsp::run::run)
 }

@@ -1,48 +1,27 @@
-//! TSPLIB instances: the parser for `.tsp` files, random instances, and the distance matrix.
+//! TSPLIB files: the parser of `.tsp` instances and the writer of `.tour` files.
 //!
 //! Supported: `TYPE: TSP`, `EDGE_WEIGHT_TYPE` EUC_2D, CEIL_2D, ATT, GEO (with a
 //! `NODE_COORD_SECTION`) and EXPLICIT (with an `EDGE_WEIGHT_SECTION` in FULL_MATRIX,
 //! UPPER_ROW, LOWER_ROW, UPPER_DIAG_ROW or LOWER_DIAG_ROW), plus an optional
 //! `DISPLAY_DATA_SECTION` (used for plots). Every error names the line it was found on.
-//!
-//! **The weight bound.** Every [`Instance`] satisfies `n * max_weight <= 2^53`
-//! ([`weight_limit`]): no tour length can overflow an `i64`, and every sum of weights is
-//! exact in an `f64` (the Held-Karp bounds), so a length the search proves optimal is the
-//! true one. The constructors refuse instances beyond it ([`WeightError`]).
+//! The [`Instance`] it builds keeps the weight bound of [`crate::kernel::instance`].
 //!
 //! **Size before memory.** DIMENSION is checked when it is read: at least 3 cities, at most
 //! [`MAX_CITIES`], and a caller's check (memory, by default [`matrix_fits`]) before anything
 //! of that size is allocated; explicit weights are counted before the matrix is built.
 
 use std::fmt;
+use std::fmt::Write as _;
 use std::io::Read;
 use std::path::Path;
 
-use rand::{Rng, SeedableRng};
+use crate::kernel::distance::Metric;
+use crate::kernel::instance::{matrix_bytes, weight_limit, Instance, MAX_CITIES};
 
-use crate::distance::Metric;
-
-/// Most cities of an instance (the search stores cities as `u16`).
-pub const MAX_CITIES: usize = u16::MAX as usize;
-
-/// Largest file [`Instance::read`] reads (a guard against devices such as `/dev/zero`).
+/// Largest file [`read`] reads (a guard against devices such as `/dev/zero`).
 pub const MAX_FILE_BYTES: u64 = 1 << 30;
 
-/// `2^53`: every tour length (at most `n` weights) stays within it.
-pub const WEIGHT_SUM_LIMIT: i64 = 1 << 53;
-
-/// The largest edge weight an instance of `n` cities may have: `n * weight <= 2^53`.
-pub fn weight_limit(n: usize) -> i64 {
-    WEIGHT_SUM_LIMIT / i64::try_from(n.max(1)).unwrap_or(i64::MAX)
-}
-
-/// Bytes of the distance matrix of `n` cities (saturating).
-pub fn matrix_bytes(n: usize) -> u64 {
-    let n = n as u64;
-    n.saturating_mul(n).saturating_mul(std::mem::size_of::<i64>() as u64)
-}
-
-/// The default size check of [`parse`] and [`Instance::read`]: the distance matrix of
+/// The default size check of [`parse`] and [`read`]: the distance matrix of
 /// DIMENSION `n` cities fits in this node's memory.
 ///
 /// # Errors
@@ -51,182 +30,49 @@ pub fn matrix_fits(n: usize) -> anyhow::Result<()> {
     dps_harness::check_memory(&format!("DIMENSION {n}"), matrix_bytes(n), matrix_bytes(n))
 }
 
-/// An edge weight beyond the instance's bound ([`weight_limit`]), or not a usable number.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WeightError {
-    /// The edge's cities (0-based).
-    pub i: usize,
-    /// The edge's other city.
-    pub j: usize,
-    /// The weight; `None` if it is not a finite number below 2^63.
-    pub weight: Option<i64>,
-    /// Cities of the instance.
-    pub n: usize,
+/// Reads and parses a TSPLIB file, with [`matrix_fits`] as the size check.
+///
+/// # Errors
+/// If the file cannot be read or is not a supported, well-formed TSPLIB instance.
+pub fn read(path: &Path) -> Result<Instance, ParseError> {
+    read_with(path, &matrix_fits)
 }
 
-impl WeightError {
-    /// The message, with `city` naming a (0-based) city: "3", or "3 (line 9)".
-    pub fn describe(&self, city: impl Fn(usize) -> String) -> String {
-        let (i, j, n) = (city(self.i), city(self.j), self.n);
-        match self.weight {
-            Some(w) if w < 0 => format!("the distance between cities {i} and {j} is negative ({w})"),
-            w => {
-                let w = w.map_or("not a finite number below 2^63".to_string(), |w| w.to_string());
-                format!(
-                    "the largest distance, between cities {i} and {j}, is {w}; with {n} cities at most {} is allowed \
-                     ({n} x weight <= 2^53, so that tour lengths cannot overflow): scale the instance down",
-                    weight_limit(n)
-                )
-            }
-        }
+/// Reads and parses a TSPLIB file; `fits` checks DIMENSION before anything of that size
+/// is allocated (see [`parse_with`]).
+///
+/// # Errors
+/// If the file cannot be read (or is larger than [`MAX_FILE_BYTES`]) or is not a
+/// supported, well-formed TSPLIB instance.
+pub fn read_with(path: &Path, fits: &dyn Fn(usize) -> anyhow::Result<()>) -> Result<Instance, ParseError> {
+    let whole = |message: String| ParseError { file: path.display().to_string(), line: 0, message };
+    let mut text = String::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_string(&mut text))
+        .map_err(|e| whole(e.to_string()))?;
+    if text.len() as u64 > MAX_FILE_BYTES {
+        return Err(whole(format!("more than {} (not a TSPLIB file?)", dps_harness::format_bytes(MAX_FILE_BYTES))));
     }
+    let fallback = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    parse_with(&text, &fallback, fits).map_err(|mut e| {
+        e.file = path.display().to_string();
+        e
+    })
 }
 
-impl fmt::Display for WeightError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.describe(|c| (c + 1).to_string()))
+/// The tour as a TSPLIB `.tour` file (cities numbered from 1, ended by -1 and EOF).
+pub fn to_tour_file(name: &str, length: i64, tour: &[usize]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "NAME : {name}.tour");
+    let _ = writeln!(s, "COMMENT : Length = {length} (dps-tsp)");
+    let _ = writeln!(s, "TYPE : TOUR");
+    let _ = writeln!(s, "DIMENSION : {}", tour.len());
+    let _ = writeln!(s, "TOUR_SECTION");
+    for c in tour {
+        let _ = writeln!(s, "{}", c + 1);
     }
-}
-
-impl std::error::Error for WeightError {}
-
-/// A symmetric TSP instance with integer distances within the weight bound.
-#[derive(Clone, Debug)]
-pub struct Instance {
-    /// The instance's name (`NAME`, or the file name).
-    pub name: String,
-    /// Number of cities.
-    pub n: usize,
-    /// How distances were computed.
-    pub metric: Metric,
-    /// City coordinates, if the file has any (node or display coordinates).
-    pub coords: Option<Vec<[f64; 2]>>,
-    dist: Vec<i64>,
-}
-
-impl Instance {
-    /// Builds an instance from coordinates and a metric.
-    ///
-    /// # Errors
-    /// The largest distance, if it breaks the weight bound (or is not a number).
-    pub fn from_coords(name: &str, metric: Metric, coords: Vec<[f64; 2]>) -> Result<Instance, WeightError> {
-        let n = coords.len();
-        let mut dist = vec![0; n * n];
-        // The largest distance and its cities; one that is not representable (`None`)
-        // ranks above every number.
-        let rank = |w: Option<i64>| w.map_or(i128::MAX, i128::from);
-        let mut largest = (Some(0), 0, 0);
-        for i in 0..n {
-            for j in 0..i {
-                let d = metric.weight(coords[i], coords[j]);
-                if rank(d) > rank(largest.0) {
-                    largest = (d, i, j);
-                }
-                let d = d.unwrap_or(i64::MAX);
-                dist[i * n + j] = d;
-                dist[j * n + i] = d;
-            }
-        }
-        let (weight, i, j) = largest;
-        if rank(weight) > i128::from(weight_limit(n)) {
-            return Err(WeightError { i, j, weight, n });
-        }
-        Ok(Instance { name: name.to_string(), n, metric, coords: Some(coords), dist })
-    }
-
-    /// Builds an instance from a full symmetric matrix (row-major, `n * n`).
-    ///
-    /// # Errors
-    /// A negative weight, or the largest one if it breaks the weight bound.
-    ///
-    /// # Panics
-    /// If the matrix is not `n * n`.
-    pub fn from_matrix(name: &str, n: usize, dist: Vec<i64>) -> Result<Instance, WeightError> {
-        assert_eq!(dist.len(), n * n, "a distance matrix of {n} cities has {} entries", n * n);
-        let off_diagonal = || (0..n).flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j)));
-        if let Some((i, j)) = off_diagonal().find(|&(i, j)| dist[i * n + j] < 0) {
-            return Err(WeightError { i, j, weight: Some(dist[i * n + j]), n });
-        }
-        if let Some((i, j)) = off_diagonal().max_by_key(|&(i, j)| dist[i * n + j]) {
-            if dist[i * n + j] > weight_limit(n) {
-                return Err(WeightError { i, j, weight: Some(dist[i * n + j]), n });
-            }
-        }
-        Ok(Instance { name: name.to_string(), n, metric: Metric::Explicit, coords: None, dist })
-    }
-
-    /// A matrix instance that skips the weight bound: for tests of what the bound prevents.
-    #[cfg(test)]
-    pub(crate) fn unchecked_matrix(n: usize, dist: Vec<i64>) -> Instance {
-        Instance { name: "unchecked".into(), n, metric: Metric::Explicit, coords: None, dist }
-    }
-
-    /// `n` cities uniform in `[0, 1000)²` with EUC_2D distances, from `seed`.
-    ///
-    /// # Panics
-    /// If `n` is more than [`MAX_CITIES`] (the caller checks sizes and memory first).
-    pub fn random(n: usize, seed: u64) -> Instance {
-        assert!(n <= MAX_CITIES, "at most {MAX_CITIES} cities, not {n}");
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        let coords = (0..n).map(|_| [rng.gen_range(0.0..1000.0f64).floor(), rng.gen_range(0.0..1000.0f64).floor()]);
-        Instance::from_coords(&format!("random{n}-seed{seed}"), Metric::Euc2d, coords.collect())
-            .expect("distances below 1415 are far within the weight bound of 65535 cities")
-    }
-
-    /// The distance between cities `i` and `j` (0-based).
-    #[inline]
-    pub fn d(&self, i: usize, j: usize) -> i64 {
-        self.dist[i * self.n + j]
-    }
-
-    /// The row-major distance matrix.
-    pub fn matrix(&self) -> &[i64] {
-        &self.dist
-    }
-
-    /// The length of the closed tour visiting `tour` in order, or `None` if the sum
-    /// overflows (it cannot for a tour of at most `n` cities: the weight bound).
-    pub fn checked_tour_length(&self, tour: &[usize]) -> Option<i64> {
-        (0..tour.len()).try_fold(0i64, |sum, k| sum.checked_add(self.d(tour[k], tour[(k + 1) % tour.len()])))
-    }
-
-    /// The length of the closed tour visiting `tour` (a tour of this instance) in order.
-    ///
-    /// # Panics
-    /// If the sum overflows, which the weight bound rules out for tours of `n` cities.
-    pub fn tour_length(&self, tour: &[usize]) -> i64 {
-        self.checked_tour_length(tour).expect("the weight bound keeps tour lengths below 2^53")
-    }
-
-    /// Reads and parses a TSPLIB file, with [`matrix_fits`] as the size check.
-    ///
-    /// # Errors
-    /// If the file cannot be read or is not a supported, well-formed TSPLIB instance.
-    pub fn read(path: &Path) -> Result<Instance, ParseError> {
-        Instance::read_with(path, &matrix_fits)
-    }
-
-    /// Reads and parses a TSPLIB file; `fits` checks DIMENSION before anything of that size
-    /// is allocated (see [`parse_with`]).
-    ///
-    /// # Errors
-    /// If the file cannot be read (or is larger than [`MAX_FILE_BYTES`]) or is not a
-    /// supported, well-formed TSPLIB instance.
-    pub fn read_with(path: &Path, fits: &dyn Fn(usize) -> anyhow::Result<()>) -> Result<Instance, ParseError> {
-        let whole = |message: String| ParseError { file: path.display().to_string(), line: 0, message };
-        let mut text = String::new();
-        std::fs::File::open(path)
-            .and_then(|f| f.take(MAX_FILE_BYTES + 1).read_to_string(&mut text))
-            .map_err(|e| whole(e.to_string()))?;
-        if text.len() as u64 > MAX_FILE_BYTES {
-            return Err(whole(format!("more than {} (not a TSPLIB file?)", dps_harness::format_bytes(MAX_FILE_BYTES))));
-        }
-        let fallback = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-        parse_with(&text, &fallback, fits).map_err(|mut e| {
-            e.file = path.display().to_string();
-            e
-        })
-    }
+    s.push_str("-1\nEOF\n");
+    s
 }
 
 /// A TSPLIB file that cannot be used, with the line (1-based; 0 for the whole file) at fault.
@@ -525,7 +371,7 @@ fn read_weight(field: &str) -> Option<i64> {
     if !v.is_finite() || v.fract() != 0.0 || v < 0.0 {
         return None;
     }
-    Some(crate::distance::to_weight(v).unwrap_or(i64::MAX))
+    Some(crate::kernel::distance::to_weight(v).unwrap_or(i64::MAX))
 }
 
 /// Reads the numbers of an explicit matrix, which may span any number of lines, up to the

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use dps_launch::Finished;
-use dps_tsp::{dp, tsplib::Instance};
+use dps_tsp::kernel::{dp, instance::Instance};
 
 /// `dps-tsp args` on `ranks` ranks (through the harness's launcher, under its timeout).
 fn mpirun(ranks: usize, args: &[&str]) -> Finished {
@@ -105,7 +105,7 @@ fn terminates_when_the_optimum_is_found_early() {
     }
     text.push_str("EOF\n");
     let path = temp_file("circle.tsp", &text);
-    let inst = Instance::read(&path).unwrap();
+    let inst = dps_tsp::tsplib::read(&path).unwrap();
     let ring: Vec<usize> = (0..n).collect();
     let opt = dp::solve(&inst).unwrap().0;
     assert_eq!(inst.tour_length(&ring), opt, "the circle's ring is optimal");

@@ -5,7 +5,7 @@
 use std::process::Command;
 
 use dps_launch::json_record;
-use dps_tsp::{dp, tsplib::Instance};
+use dps_tsp::kernel::{dp, instance::Instance};
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-tsp");
 

@@ -6,7 +6,8 @@
 
 use proptest::prelude::*;
 
-use dps_tsp::tsplib::{parse_with, weight_limit, Instance, ParseError, MAX_CITIES};
+use dps_tsp::kernel::instance::{weight_limit, Instance, MAX_CITIES};
+use dps_tsp::tsplib::{parse_with, ParseError};
 
 /// The shipped instances, read once.
 fn shipped() -> &'static [String] {

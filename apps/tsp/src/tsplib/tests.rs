@@ -1,4 +1,4 @@
-//! Tests of the TSPLIB parser: each format and metric, and the documented errors.
+//! Tests of the TSPLIB parser: each format and metric, the documented errors, and the tour writer.
 
 use super::*;
 
@@ -38,10 +38,10 @@ fn explicit_formats_give_the_same_matrix() {
 fn the_shipped_instances_parse_with_their_sizes() {
     let dir = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/data"));
     for (name, n) in [("burma14", 14), ("gr17", 17), ("bayg29", 29), ("bays29", 29), ("att48", 48), ("eil51", 51)] {
-        let inst = Instance::read(&dir.join(format!("{name}.tsp"))).unwrap();
+        let inst = read(&dir.join(format!("{name}.tsp"))).unwrap();
         assert_eq!((inst.name.as_str(), inst.n), (name, n));
     }
-    let bays = Instance::read(&dir.join("bays29.tsp")).unwrap();
+    let bays = read(&dir.join("bays29.tsp")).unwrap();
     assert_eq!((bays.d(0, 1), bays.d(1, 0), bays.d(0, 2)), (107, 107, 241));
     assert!(bays.coords.is_some(), "DISPLAY_DATA_SECTION gives coordinates for plots");
 }
@@ -178,12 +178,10 @@ fn dimension_is_checked_before_anything_of_its_size_is_allocated() {
 }
 
 #[test]
-fn constructors_enforce_the_bound() {
-    let big = weight_limit(3) + 1;
-    let e = Instance::from_matrix("m", 3, vec![0, 1, big, 1, 0, 1, big, 1, 0]).unwrap_err();
-    assert_eq!(((e.i.min(e.j), e.i.max(e.j)), e.weight), ((0, 2), Some(big)));
-    let e = Instance::from_matrix("m", 3, vec![0, -1, 1, -1, 0, 1, 1, 1, 0]).unwrap_err();
-    assert!(e.to_string().contains("negative"), "{e}");
-    let e = Instance::from_coords("c", Metric::Euc2d, vec![[0.0, 0.0], [f64::MAX, 0.0], [-f64::MAX, 0.0]]).unwrap_err();
-    assert_eq!(e.weight, None);
+fn writes_tsplib_tours() {
+    let text = to_tour_file("x", 10, &[0, 2, 1]);
+    assert_eq!(
+        text,
+        "NAME : x.tour\nCOMMENT : Length = 10 (dps-tsp)\nTYPE : TOUR\nDIMENSION : 3\nTOUR_SECTION\n1\n3\n2\n-1\nEOF\n"
+    );
 }

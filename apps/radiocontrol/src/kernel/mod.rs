@@ -21,11 +21,18 @@
 //! lanes per instruction, on station values interleaved in pairs of k; tiles of
 //! [`TILE_WATCHES`] watches × [`TILE_LAGS`] lags), else AVX2 (`vpmaddwd` and `vpaddd`, 16
 //! products per pair, with a Karatsuba step that gets lags τ and τ + 50 from three sums
-//! instead of four: `crate::karatsuba`), else portable code; the epilogue is in f64 with the
+//! instead of four: `karatsuba`), else portable code; the epilogue is in f64 with the
 //! same operations on every path. Integer sums are exact, so every path and every run gives
-//! the same bits: a job's result depends on the job only. `crate::fft` is the same correlation by FFT, measured
-//! against this one by `dps-radiocontrol bench-kernel`. [`naive`] is the f64 double loop
+//! the same bits: a job's result depends on the job only. [`fft`] is the same correlation by
+//! FFT, measured against this one by `dps-radiocontrol bench-kernel`. [`naive`] is the f64 double loop
 //! the tests hold both to (RC-2).
+
+#[cfg(target_arch = "x86_64")]
+mod avx2;
+#[cfg(target_arch = "x86_64")]
+mod avx512;
+pub mod fft;
+mod karatsuba;
 
 use std::sync::OnceLock;
 
@@ -101,7 +108,7 @@ pub struct Prepared {
     /// `Lgq` interleaved by pairs of k for the AVX-512 path, built on first use.
     pairs: OnceLock<Vec<i16>>,
     /// The AVX2 path's layout, built on first use.
-    karatsuba: OnceLock<crate::karatsuba::Layout>,
+    karatsuba: OnceLock<karatsuba::Layout>,
     /// Per lag: 1 / the norm of the centred samples `Lgq[τ + 50k]` (0 where they are flat,
     /// and beyond the last lag).
     pub inv_sy: Vec<f64>,
@@ -163,9 +170,9 @@ impl Prepared {
         })
     }
 
-    /// The station laid out for the Karatsuba step ([`crate::karatsuba`]).
-    pub(crate) fn karatsuba(&self) -> &crate::karatsuba::Layout {
-        self.karatsuba.get_or_init(|| crate::karatsuba::Layout::new(self))
+    /// The station laid out for the Karatsuba step ([`karatsuba`]).
+    pub(crate) fn karatsuba(&self) -> &karatsuba::Layout {
+        self.karatsuba.get_or_init(|| karatsuba::Layout::new(self))
     }
 
     /// `inv_sy` as f32, for the FFT variant.
@@ -235,9 +242,9 @@ pub fn correlate_minute(station: &Prepared, watches: &[Watch], out: &mut [Match]
 /// f64 epilogue); they differ in speed only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Path {
-    /// `vpdpwssd` tiles of 6 watches × 32 lags (`kernel_avx512`).
+    /// `vpdpwssd` tiles of 6 watches × 32 lags (`avx512`).
     Avx512Vnni,
-    /// `vpmaddwd` tiles of 6 watches × 16 lags (`kernel_avx2`).
+    /// `vpmaddwd` tiles of 6 watches × 16 lags (`avx2`).
     Avx2,
     /// Plain Rust (the reference for the others' bits).
     Portable,
@@ -254,10 +261,10 @@ impl Path {
         let mut paths = Vec::new();
         #[cfg(target_arch = "x86_64")]
         {
-            if crate::kernel_avx512::available() {
+            if avx512::available() {
                 paths.push(Path::Avx512Vnni);
             }
-            if crate::kernel_avx2::available() {
+            if avx2::available() {
                 paths.push(Path::Avx2);
             }
         }
@@ -276,12 +283,12 @@ pub fn correlate_on(path: Path, station: &Prepared, watches: &[Watch], out: &mut
     let tiles: Vec<[Watch; TILE_WATCHES]> = watches.chunks(TILE_WATCHES).map(pad_tile).collect();
     let best: Vec<[(f64, u32); TILE_WATCHES]> = match path {
         // SAFETY: `Path::available()` (asserted above) listed Avx512Vnni only if
-        // `kernel_avx512::available()` found avx512f, avx512bw and avx512vnni.
+        // `avx512::available()` found avx512f, avx512bw and avx512vnni.
         #[cfg(target_arch = "x86_64")]
-        Path::Avx512Vnni => tiles.iter().map(|t| unsafe { crate::kernel_avx512::correlate_tile(station, t) }).collect(),
-        // SAFETY: listed only if `kernel_avx2::available()` found avx2 and fma.
+        Path::Avx512Vnni => tiles.iter().map(|t| unsafe { avx512::correlate_tile(station, t) }).collect(),
+        // SAFETY: listed only if `avx2::available()` found avx2 and fma.
         #[cfg(target_arch = "x86_64")]
-        Path::Avx2 => unsafe { crate::kernel_avx2::correlate_tiles(station, &tiles) },
+        Path::Avx2 => unsafe { avx2::correlate_tiles(station, &tiles) },
         _ => tiles.iter().map(|t| correlate_tile(station, t)).collect(),
     };
     for ((group, res), best) in watches.chunks(TILE_WATCHES).zip(out.chunks_mut(TILE_WATCHES)).zip(best) {

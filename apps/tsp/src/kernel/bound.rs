@@ -16,8 +16,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::deadline::Deadline;
-use crate::tsplib::Instance;
+use super::deadline::Deadline;
+use super::instance::Instance;
 
 /// An undirected edge `(i, j)` with `i < j`.
 pub type Edge = (u16, u16);
@@ -458,7 +458,7 @@ impl<'a> HeldKarp<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dp;
+    use crate::kernel::dp;
 
     #[test]
     fn forced_degree_two_excludes_the_rest_and_short_cycles_are_infeasible() {

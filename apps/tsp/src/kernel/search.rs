@@ -18,9 +18,9 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
-use crate::bound::{edge, prunes, AscentParams, Bounded, Branch, Constraints, HeldKarp};
-use crate::deadline::Deadline;
-use crate::tsplib::Instance;
+use super::bound::{edge, prunes, AscentParams, Bounded, Branch, Constraints, HeldKarp};
+use super::deadline::Deadline;
+use super::instance::Instance;
 
 /// A node of the search tree.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -197,7 +197,7 @@ pub fn solve(inst: &Instance, upper: i64, tour: Vec<usize>) -> (i64, Vec<usize>,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{dp, heuristic};
+    use crate::kernel::{dp, heuristic};
 
     #[test]
     fn agrees_with_the_dynamic_program() {
@@ -248,6 +248,6 @@ mod tests {
             rounds += 1;
             assert!(rounds < 100_000, "no progress");
         }
-        assert_eq!(best.load(Ordering::Relaxed), crate::dp::solve(&inst).unwrap().0);
+        assert_eq!(best.load(Ordering::Relaxed), crate::kernel::dp::solve(&inst).unwrap().0);
     }
 }

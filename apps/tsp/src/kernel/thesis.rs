@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::tsplib::Instance;
+use super::instance::Instance;
 
 /// The thesis's `tspJobT`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -222,7 +222,7 @@ pub fn expand(inst: &Instance, job: &mut ThesisJob, cutoff: usize, mut push: imp
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dp;
+    use crate::kernel::dp;
 
     /// TSP-1 of the spec: with 4 cities at distance 1 and no crossing test, one slave with
     /// an unlimited budget returns the tours in DFS order, one per run (each ties the bound).

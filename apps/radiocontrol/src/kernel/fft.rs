@@ -1,8 +1,8 @@
-//! The same correlation as [`crate::kernel`] computed by FFT (realfft), kept to measure
+//! The same correlation as [`super::correlate_minute`] computed by FFT (realfft), kept to measure
 //! against the direct kernel (`dps-radiocontrol bench-kernel`), not used by `run`.
 //!
 //! Polyphase form: with τ = 50a + b, Σ_k xc_k Lg[τ + 50k] = Σ_k xc_k Z_b[a + k] where
-//! Z_b[j] = Lg[50j + b] (200 values). For each of the 50 phases b that is a correlation of
+//! `Z_b[j] = Lg[50j + b]` (200 values). For each of the 50 phases b that is a correlation of
 //! 80 values with 200 (121 outputs a = 0..=120), one 256-point real FFT product each: the
 //! watch's spectrum once per watch, the station's 50 spectra once per station minute, and
 //! per pair 50 products and 50 inverse FFTs (about 6× fewer flops than the direct sums).
@@ -12,7 +12,7 @@ use std::sync::Arc;
 use realfft::num_complex::Complex;
 use realfft::{ComplexToReal, RealFftPlanner, RealToComplex};
 
-use crate::kernel::{Match, Prepared, Watch, BLOCK_MS, LAGS, WATCH_BLOCKS};
+use super::{Match, Prepared, Watch, BLOCK_MS, LAGS, WATCH_BLOCKS};
 
 const N: usize = 256;
 const PHASE_LEN: usize = 200;

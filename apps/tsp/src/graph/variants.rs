@@ -4,12 +4,12 @@
 use std::sync::atomic::AtomicI64;
 use std::sync::Arc;
 
-use crate::bound::prunes;
-use crate::deadline::Deadline;
-use crate::graph::{Initial, Kernel, Report};
-use crate::search::{Expansion, Searcher, Subproblem};
-use crate::thesis::{self, Slave, ThesisJob};
-use crate::tsplib::Instance;
+use super::{Initial, Kernel, Report};
+use crate::kernel::bound::prunes;
+use crate::kernel::deadline::Deadline;
+use crate::kernel::instance::Instance;
+use crate::kernel::search::{Expansion, Searcher, Subproblem};
+use crate::kernel::thesis::{self, Slave, ThesisJob};
 
 /// The thesis's scheme: path-cost bound, ascending DFS, the master splits returned jobs.
 #[derive(Debug)]

@@ -5,8 +5,8 @@
 
 use rand::{Rng, SeedableRng};
 
-use crate::deadline::Deadline;
-use crate::tsplib::Instance;
+use super::deadline::Deadline;
+use super::instance::Instance;
 
 /// The nearest-neighbour tour from city 0.
 pub fn nearest_neighbour(inst: &Instance) -> Vec<usize> {

@@ -5,7 +5,7 @@
 
 use anyhow::{bail, Context, Result};
 
-use crate::tsplib::Instance;
+use super::instance::Instance;
 
 /// Largest instance [`solve`] accepts (2^n n entries of memory).
 pub const MAX_CITIES: usize = 16;

@@ -20,8 +20,11 @@
 //! (The runtime pulls one token ahead to learn early whether a split has ended, so one idle
 //! token may precede a job that just became available; it only costs one short pause.)
 //!
-//! The search itself is a [`Kernel`]: the `thesis` variant ([`crate::thesis`]) or the
-//! `fast` one ([`crate::search`]), with the same master and slaves.
+//! The search itself is a [`Kernel`]: the `thesis` variant ([`crate::kernel::thesis`]) or
+//! the `fast` one ([`crate::kernel::search`]), with the same master and slaves; [`variants`]
+//! plugs the two into it.
+
+pub mod variants;
 
 use std::cmp::Ordering as CmpOrdering;
 use std::collections::BinaryHeap;
@@ -33,7 +36,7 @@ use anyhow::Result;
 use dps::{route, MergeFn, Node, Runtime, Token};
 use serde::{Deserialize, Serialize};
 
-use crate::deadline::Deadline;
+use crate::kernel::deadline::Deadline;
 
 /// How long a slave holds an idle token before returning it.
 const IDLE_PAUSE: Duration = Duration::from_millis(1);

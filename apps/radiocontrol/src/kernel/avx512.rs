@@ -8,7 +8,7 @@
 
 use std::arch::x86_64::*;
 
-use crate::kernel::{Prepared, Watch, K_PAIRS, LAGS, LAGS_PADDED, TILE_LAGS, TILE_WATCHES};
+use super::{Prepared, Watch, K_PAIRS, LAGS, LAGS_PADDED, TILE_LAGS, TILE_WATCHES};
 
 const W: usize = TILE_WATCHES;
 

@@ -1,5 +1,5 @@
 //! The direct kernel with AVX2 (for CPUs without AVX-512 VNNI), on the Karatsuba layout of
-//! [`crate::karatsuba`]: per register tile, 3 watches × 8 base lags (16 lags with their
+//! [`super::karatsuba`]: per register tile, 3 watches × 8 base lags (16 lags with their
 //! partners) in 9 accumulators of 8 i32 (P, Q0, Q1 per watch), the three station vectors,
 //! a watch value and a product: 14 of the 16 YMM registers. Per step (four k): three loads,
 //! then per watch three `vpmaddwd` (16 products summed pairwise into 8 i32) and three
@@ -10,8 +10,8 @@
 
 use std::arch::x86_64::*;
 
-use crate::karatsuba::{direct_sum, tau, watch_pairs, Layout, BASE, LANES, STEPS, TILE_I16};
-use crate::kernel::{numerator, Prepared, Watch, TILE_WATCHES};
+use super::karatsuba::{direct_sum, tau, watch_pairs, Layout, BASE, LANES, STEPS, TILE_I16};
+use super::{numerator, Prepared, Watch, TILE_WATCHES};
 
 /// Watches per register tile.
 const W: usize = 3;

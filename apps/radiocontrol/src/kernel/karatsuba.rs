@@ -14,7 +14,7 @@
 //! sum fits i32). The "base" lags τ are those with ⌊τ/50⌋ even, numbered i = 0, 1, …:
 //! τ(i) = 100·⌊i/50⌋ + i mod 50, each giving τ and its partner τ + 50.
 
-use crate::kernel::{Prepared, BLOCK_MS, LAGS, WATCH_BLOCKS};
+use super::{Prepared, BLOCK_MS, LAGS, WATCH_BLOCKS};
 
 /// Base lags per vector (8 i32 lanes).
 pub(crate) const LANES: usize = 8;
