@@ -31,49 +31,12 @@ use dps::{route, Bulk, Collection, Graph, MaybeBulk, MergeFn, Node, Runtime, Sim
 use serde::{Deserialize, Serialize};
 
 use crate::kernel::{self, Geometry};
+use crate::layout::{Layout, Rect};
 use crate::world::{Side, Slab, Source};
 
 /// A band computing more cells than this at once yields its core in between (see
 /// `Band::step_yielding`): about 100 µs of work at 4·10¹⁰ cell updates per second.
 pub const CELLS_PER_YIELD: usize = 1 << 22;
-
-/// How the world is cut into bands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Layout {
-    /// World width.
-    pub width: usize,
-    /// World height.
-    pub height: usize,
-    /// Number of bands.
-    pub bands: usize,
-    /// Torus (edges wrap) or dead edges.
-    pub wrap: bool,
-}
-
-impl Layout {
-    /// Rows of band `b`: the height shared as evenly as possible.
-    pub fn rows(&self, b: usize) -> Range<usize> {
-        self.height * b / self.bands..self.height * (b + 1) / self.bands
-    }
-
-    /// The band holding the row above band `b`, if any.
-    pub fn above(&self, b: usize) -> Option<usize> {
-        match b {
-            0 if self.wrap => Some(self.bands - 1),
-            0 => None,
-            b => Some(b - 1),
-        }
-    }
-
-    /// The band holding the row below band `b`, if any.
-    pub fn below(&self, b: usize) -> Option<usize> {
-        match b + 1 {
-            n if n < self.bands => Some(n),
-            _ if self.wrap => Some(0),
-            _ => None,
-        }
-    }
-}
 
 /// The state of a `bands` thread: its rows and where it is in the current step.
 #[derive(Debug)]
@@ -362,19 +325,6 @@ impl Exchange {
             Exchange::Ghost { step, .. } | Exchange::Interior { step, .. } => *step,
         }
     }
-}
-
-/// A rectangle of the world.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Rect {
-    /// Left column.
-    pub x: usize,
-    /// Top row.
-    pub y: usize,
-    /// Columns.
-    pub width: usize,
-    /// Rows.
-    pub height: usize,
 }
 
 /// A call of the region service: `rect`, asked by rank `from` (whose `portal` thread

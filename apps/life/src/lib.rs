@@ -1,11 +1,14 @@
-//! Conway's Game of Life on DPS (the DPS paper, §5): the bit-parallel kernel, RLE patterns,
-//! worlds and PNG output, the simulation graphs (`simple`, Figure 7; `overlap`, Figure 8),
-//! the world exposed as a parallel service (Figure 10), and the runner the CLI calls.
+//! Conway's Game of Life on DPS (the DPS paper, §5): the options checked into a plan
+//! ([`cli`]), the runner ([`run`]), the simulation graphs ([`graph`]: `simple`, Figure 7;
+//! `overlap`, Figure 8; the world as a parallel service, Figure 10) and the service's client
+//! ([`view`]), the bit-parallel kernel and its byte-per-cell reference ([`kernel`]), and the
+//! world, its patterns, schedule, output, memory and record.
 
+pub mod cli;
 pub mod footprint;
 pub mod graph;
-mod input;
 pub mod kernel;
+pub mod layout;
 pub mod output;
 pub mod record;
 pub mod report;

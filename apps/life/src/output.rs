@@ -4,7 +4,7 @@
 //! is written and flushed: a full disk leaves no partial file, and is an error naming it.
 
 use std::io::{BufWriter, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use dps_harness::{bad_input, OutputFile};
@@ -48,6 +48,28 @@ impl Format {
         }
         Ok(())
     }
+}
+
+/// The PNG snapshots of --snapshot-every: one every `every` generations, named after --out
+/// (default `life.png`).
+#[derive(Clone, Debug)]
+pub struct Snapshots {
+    /// Generations between two snapshots.
+    pub every: u64,
+    /// The path they are named after.
+    pub base: PathBuf,
+}
+
+impl Snapshots {
+    /// The path of the snapshot after `generation` generations: `life-000010.png`.
+    pub fn path(&self, generation: u64) -> PathBuf {
+        PathBuf::from(format!("{}-{generation:06}.png", self.base.with_extension("").display()))
+    }
+}
+
+/// The path of the viewer's `n`th block, of generation `generation`, in `dir`.
+pub fn block_path(dir: &Path, n: usize, generation: u64) -> PathBuf {
+    dir.join(format!("block-{n:05}-gen{generation}.png"))
 }
 
 /// Writes `height` packed rows of `width` cells (`ceil(width / 64)` words each) to `out`

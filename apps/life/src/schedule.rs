@@ -17,7 +17,7 @@ pub const DEFAULT_MAX_STEPS: usize = 8;
 
 /// A run's schedule and why it was chosen.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Plan {
+pub struct Steps {
     /// Generations per step.
     pub depth: usize,
     /// Steps per call (of the `overlap` graph).
@@ -29,7 +29,7 @@ pub struct Plan {
 /// The schedule for `generations` timed generations with bands of at least `rows` rows;
 /// `depth` and `steps` are the options given (`None`: choose). The depth must already be
 /// checked against `rows`.
-pub fn choose(generations: u64, rows: usize, depth: Option<usize>, steps: Option<usize>) -> Plan {
+pub fn choose(generations: u64, rows: usize, depth: Option<usize>, steps: Option<usize>) -> Steps {
     let mut why = Vec::new();
     let depth = depth.unwrap_or_else(|| {
         let max = DEFAULT_DEPTH.min(rows).max(1);
@@ -53,7 +53,7 @@ pub fn choose(generations: u64, rows: usize, depth: Option<usize>, steps: Option
         per_call
     });
     let reason = if why.is_empty() { "--depth and --steps-per-call".to_string() } else { why.join(", ") };
-    Plan { depth, steps_per_call, reason }
+    Steps { depth, steps_per_call, reason }
 }
 
 #[cfg(test)]
@@ -61,7 +61,7 @@ mod tests {
     use super::*;
 
     /// The calls `generations` make under `s` (as `Sim::call` cuts them): generations each.
-    fn calls(s: &Plan, generations: u64) -> Vec<u64> {
+    fn calls(s: &Steps, generations: u64) -> Vec<u64> {
         let mut left = generations;
         let mut out = Vec::new();
         while left > 0 {
@@ -94,7 +94,7 @@ mod tests {
         assert_eq!(choose(64, 2, None, None).depth, 2);
         assert_eq!(
             choose(1, 1, None, None),
-            Plan { depth: 1, steps_per_call: 1, reason: "depth 1, 1 calls of 1 steps".into() }
+            Steps { depth: 1, steps_per_call: 1, reason: "depth 1, 1 calls of 1 steps".into() }
         );
     }
 }

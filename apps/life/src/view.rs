@@ -19,12 +19,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use dps::{route, Graph, Node, Runtime};
+use dps_harness::OutputFile;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 
-use crate::graph::{Graphs, Rect, RegionRequest};
+use crate::graph::{Graphs, RegionRequest};
+use crate::layout::Rect;
 use crate::output::{self, Format};
-use dps_harness::OutputFile;
 
 /// What rank 0 tells the client.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -130,7 +131,7 @@ impl Client {
                 report.straddling += usize::from(region.generations.0 != region.generations.1);
             }
             if let Some(dir) = &req.png_dir {
-                let path = crate::input::block_path(dir, n, region.generations.0);
+                let path = output::block_path(dir, n, region.generations.0);
                 // The directory was checked before the run: failing now is a failure.
                 let file = OutputFile::create("--view-png", &path).map_err(|e| anyhow::anyhow!("{e:#}"))?;
                 output::write(file, Format::Png, rect.width, rect.height, &region.cells)?;

@@ -1,110 +1,24 @@
-//! Command-line options and the runner: checks the input, builds the cells and graphs, runs
-//! the rounds from rank 0 (moving cells between them with `--variant migrate`), verifies
-//! against the serial reference, writes the skeleton and reports.
+//! The runner: executes a checked [`Plan`]: builds the cells and graphs, runs the rounds from
+//! rank 0 (moving cells between them with `--variant migrate`), verifies against the serial
+//! reference, writes the skeleton and prints the record.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{bail, Result};
-use clap::{Parser, ValueEnum};
-use dps::{Collection, Runtime, RuntimeArgs};
-use dps_harness::options::{Check, Output, Seed};
-use dps_harness::simulate::{Simulate, Support};
-use dps_harness::{bad_input, median, Common, OutputFile, Repeat};
+use dps::{Collection, Runtime};
+use dps_harness::simulate::Support;
+use dps_harness::{median, Common, OutputFile};
 use rand::{Rng, SeedableRng};
 
 use crate::balance;
 use crate::cells::{Cell, Grid};
+use crate::cli::{Args, Output, Plan, Variant};
 use crate::graph::{self, Go, Graphs, Round, Shape, Stash};
-use crate::images::{self, Generate};
+use crate::images;
 use crate::kernel::{self, Plane};
 use crate::master::Master;
 use crate::record::{Compare, Record};
-
-/// The largest `--depth`: a round's halo is `2·depth` pixels, read 64 at a time.
-pub const MAX_DEPTH: usize = 32;
-
-/// How cells are placed on ranks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum Variant {
-    /// Eq. (8-2) for the whole run.
-    Static,
-    /// Eq. (8-2) at first, then cells migrate from loaded ranks to idle ones between rounds
-    /// (§8.4).
-    Migrate,
-    /// `static` and `migrate` in turn, in the same job: the gain of migration (the median
-    /// times' ratio); `seconds` is migrate's.
-    Compare,
-}
-
-/// `dps-skeleton`: skeletonization of a binary image (the thinning rule of the thesis's eq.
-/// (8-1), repeated until nothing changes) as a cellular automaton over cells on DPS, with
-/// dynamic load balancing by cell migration.
-#[derive(Parser, Debug)]
-#[command(name = "dps-skeleton", version, about)]
-#[command(mut_arg("seed", |a| a.help("Seed of the generated image")))]
-#[command(mut_arg("verify", |a| a.help("Compare the skeleton (and the number of passes) with the serial reference")))]
-pub struct Args {
-    /// A PNG image, thresholded to black and white (see --threshold).
-    #[arg(long, value_name = "FILE", conflicts_with = "generate", required_unless_present = "generate")]
-    pub input: Option<PathBuf>,
-    /// A generated image: KIND is blobs, text, skewed (work only in even columns of cells)
-    /// or mixed (every fourth column of cells empty).
-    #[arg(long, num_args = 3, value_names = ["KIND", "W", "H"], allow_hyphen_values = true)]
-    pub generate: Option<Vec<String>>,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub seed: Seed<1>,
-    /// --input: pixels whose luminance is at least this are foreground.
-    #[arg(long, default_value_t = 128)]
-    pub threshold: u8,
-    /// --input: the foreground is dark (below --threshold) instead.
-    #[arg(long)]
-    pub dark_foreground: bool,
-    /// Cell side in pixels (the thesis used 128; larger cells cost less bookkeeping). At most
-    /// the image's larger side; the default is 256, or that side if smaller.
-    #[arg(long)]
-    pub cell: Option<usize>,
-    /// Passes of the rule per round: a cell gets a halo of 2·depth pixels and advances this
-    /// many passes before the next exchange (1 is the thesis's exchange per pass).
-    #[arg(long, default_value_t = 8)]
-    pub depth: usize,
-    /// Cells a rank runs at once: 1 runs a rank's cells one after another, each with the
-    /// core to itself, which measured fastest with one core per rank; more overlap the
-    /// small gap between two cells.
-    #[arg(long, default_value_t = 1)]
-    pub in_flight: usize,
-    /// Where cells run.
-    #[arg(long, value_enum, default_value = "migrate")]
-    pub variant: Variant,
-    /// Also move this many randomly chosen cells (seeded by --seed) to random ranks before
-    /// every round: a test of migration, not a balancing policy.
-    #[arg(long, default_value_t = 0)]
-    pub force_migrations: usize,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub repeat: Repeat,
-    /// Write the skeleton to this PNG file (255 = foreground).
-    #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
-    /// Only write the input image (generated or thresholded) to this PNG file, and stop:
-    /// for other programs to run on the same image.
-    #[arg(long, value_name = "FILE", conflicts_with = "out")]
-    pub write_input: Option<PathBuf>,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub check: Check,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub output: Output,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub runtime: RuntimeArgs,
-    #[command(flatten)]
-    #[allow(missing_docs)]
-    pub sim: Simulate,
-}
 
 /// What the simulator supports of dps-skeleton: direct execution only.
 const SIMULATION: Support = Support {
@@ -115,80 +29,39 @@ const SIMULATION: Support = Support {
     kernels: &[],
 };
 
-fn variant_name(v: Variant) -> String {
-    v.to_possible_value().map(|p| p.get_name().to_string()).unwrap_or_default()
-}
-
-/// Cell side unless --cell says otherwise.
-pub const DEFAULT_CELL: usize = 256;
-
-/// The checked input: the image, its description, the cell side, the output file.
-struct Input {
-    image: Plane,
-    cell: usize,
-    what: String,
-    out: Option<OutputFile>,
-}
-
-fn check(args: &Args) -> Result<Input> {
-    args.repeat.check()?;
-    if args.depth == 0 || args.depth > MAX_DEPTH {
-        bad_input!("--depth {}: a round runs 1 to {MAX_DEPTH} passes", args.depth);
-    }
-    if args.in_flight == 0 || args.in_flight > dps::MAX_WINDOW {
-        bad_input!("--in-flight {}: a rank runs 1 to {} cells at once", args.in_flight, dps::MAX_WINDOW);
-    }
-    if args.cell == Some(0) {
-        bad_input!("--cell 0: a cell needs at least one pixel");
-    }
-    // The generated images align their empty columns of cells to the cells.
-    let align = args.cell.unwrap_or(DEFAULT_CELL);
-    let (image, what) = match (&args.input, &args.generate) {
-        (Some(path), _) => (images::read_png(path, args.threshold, args.dark_foreground)?, path.display().to_string()),
-        (None, Some(values)) => {
-            let g: Generate = images::parse_generate(values).map_err(dps_harness::BadInput::new)?;
-            let bytes = (g.width.div_ceil(64) * 8) as u64 * g.height as u64;
-            // The image, the cells and rank 0's copies of them.
-            dps_harness::check_memory("the image", 4 * bytes, 2 * bytes)?;
-            let what = format!("{} {}x{} seed {}", values[0], g.width, g.height, args.seed.seed);
-            (images::generate(g, args.seed.seed, align), what)
-        }
-        (None, None) => bad_input!("give an image: --input FILE or --generate KIND W H"),
-    };
-    let side = image.width.max(image.height);
-    let cell = match args.cell {
-        Some(c) if c > side => bad_input!("--cell {c}: larger than the {}x{} image", image.width, image.height),
-        Some(c) => c,
-        None => DEFAULT_CELL.min(side),
-    };
-    let out = args.out.as_deref().or(args.write_input.as_deref());
-    let option = if args.out.is_some() { "--out" } else { "--write-input" };
-    let out = out.map(|p| OutputFile::create(option, p)).transpose()?;
-    Ok(Input { image, cell, what, out })
-}
-
-/// Runs the program.
+/// The program: checks the options into a plan, then executes it.
 ///
 /// # Errors
 /// Bad options or input (a [`dps_harness::BadInput`], before any work), a failed call, a
 /// failed output, or a failed verification.
 pub fn run(args: &Args) -> Result<()> {
-    let mut input = dps_harness::input(check(args))?;
-    if args.write_input.is_some() {
-        let out = input.out.take().expect("checked");
-        return out.write_and_commit(&images::png_bytes(&input.image)?);
-    }
-    let rt = args.sim.start(&args.runtime, &SIMULATION)?;
-    let out = input.out.take().filter(|_| rt.is_root());
-    let image = Arc::new(input.image.clone());
-    let grid = Grid::new(image.width, image.height, input.cell);
+    execute(args.plan()?)
+}
+
+/// Executes a plan: writes the input image (--write-input), or skeletonizes it on the DPS
+/// runtime. The plan is taken whole: it holds the output file its check opened, which the
+/// run writes.
+///
+/// # Errors
+/// A failed call, a failed output, or a failed verification.
+pub fn execute(mut plan: Plan) -> Result<()> {
+    let out = match std::mem::replace(&mut plan.output, Output::Record) {
+        Output::Input(file) => return file.write_and_commit(&images::png_bytes(&plan.image)?),
+        Output::Skeleton(file) => Some(file),
+        Output::Record => None,
+    };
+    let standard = &plan.standard;
+    let rt = standard.sim.start(&standard.runtime, &SIMULATION)?;
+    let out = out.filter(|_| rt.is_root());
+    let image = Arc::new(plan.image.clone());
+    let grid = Grid::new(image.width, image.height, plan.cell);
     let main = rt.collection("main", "0", |_| Stash::default())?;
     let nodes = rt.collection("nodes", "all", |_| ())?;
-    let depth = args.depth;
+    let depth = plan.depth;
     let cells =
         rt.movable_collection("cells", &grid.static_mapping(rt.ranks()), |i| Cell::new(&grid, i, &image, depth))?;
-    let graphs = graph::build(&rt, &main, &nodes, &cells, Shape { grid, depth, in_flight: args.in_flight }, image)?;
-    let outcome = if rt.is_root() { drive(args, &input, out, &rt, &graphs, &cells, grid) } else { Ok(()) };
+    let graphs = graph::build(&rt, &main, &nodes, &cells, Shape { grid, depth, in_flight: plan.in_flight }, image)?;
+    let outcome = if rt.is_root() { drive(&plan, out, &rt, &graphs, &cells, grid) } else { Ok(()) };
     rt.shutdown()?;
     outcome
 }
@@ -208,23 +81,22 @@ struct Pass {
 /// simulated time of the rounds and moves plus rank 0's own work between them (measured:
 /// the bookkeeping and the balancing plans, which a simulation runs outside any operation).
 fn skeletonize(
-    args: &Args,
+    plan: &Plan,
     variant: Variant,
     rt: &Runtime,
     graphs: &Graphs,
     cells: &Collection<Cell>,
     grid: Grid,
-    image: &Plane,
 ) -> Result<Pass> {
     let ranks = rt.ranks();
     rt.remap(cells, &grid.static_mapping(ranks))?;
     rt.call(&graphs.reset, ())?;
-    let mut forced = rand_chacha::ChaCha8Rng::seed_from_u64(args.seed.seed ^ 0x5eed);
+    let mut forced = rand_chacha::ChaCha8Rng::seed_from_u64(plan.seed ^ 0x5eed);
     let (start, clock) = (Instant::now(), rt.stopwatch());
-    let mut master = Master::new(grid, args.depth, image);
+    let mut master = Master::new(grid, plan.depth, &plan.image);
     let (mut migrations, mut bookkeeping, mut moving, mut planning, mut moves_simulated) = (0, 0.0, 0.0, 0.0, 0.0);
     let mut speeds = balance::Speeds::new(ranks);
-    let near: Vec<Vec<usize>> = (0..grid.cells()).map(|c| grid.reach(c, 2 * args.depth)).collect();
+    let near: Vec<Vec<usize>> = (0..grid.cells()).map(|c| grid.reach(c, 2 * plan.depth)).collect();
     loop {
         let t0 = Instant::now();
         let living = master.next_cells();
@@ -236,7 +108,7 @@ fn skeletonize(
                 let owner: Vec<usize> = (0..grid.cells()).map(|c| cells.rank_of(c)).collect();
                 moves = balance::plan(&owner, &master.predicted_load(&living), speeds.cost(), &near);
             }
-            for _ in 0..args.force_migrations {
+            for _ in 0..plan.force_migrations {
                 moves.push((forced.gen_range(0..grid.cells()), forced.gen_range(0..ranks)));
             }
             // The last move of a cell wins; cells already there stay.
@@ -289,29 +161,28 @@ fn skeletonize(
 /// Rank 0: the runs (`compare`: static and migrate in turn), the gather, the check and the
 /// report.
 fn drive(
-    args: &Args,
-    input: &Input,
+    plan: &Plan,
     out: Option<OutputFile>,
     rt: &Runtime,
     graphs: &Graphs,
     cells: &Collection<Cell>,
     grid: Grid,
 ) -> Result<()> {
-    let image = &input.image;
+    let image = &plan.image;
     let ranks = rt.ranks();
-    let variants: &[Variant] = match args.variant {
+    let variants: &[Variant] = match plan.variant {
         Variant::Compare => &[Variant::Static, Variant::Migrate],
         Variant::Static => &[Variant::Static],
         Variant::Migrate => &[Variant::Migrate],
     };
     let (mut times, mut last, mut first_call) = (vec![Vec::new(); variants.len()], None, None);
-    for run in 0..args.repeat.runs() {
+    for run in 0..plan.repeat.runs() {
         for (k, &v) in variants.iter().enumerate() {
-            let pass = skeletonize(args, v, rt, graphs, cells, grid, image)?;
+            let pass = skeletonize(plan, v, rt, graphs, cells, grid)?;
             if k + 1 == variants.len() {
                 first_call = first_call.or(Some(pass.seconds));
             }
-            if args.repeat.is_timed(run) {
+            if plan.repeat.is_timed(run) {
                 times[k].push(pass.seconds);
             }
             last = Some(pass);
@@ -329,17 +200,17 @@ fn drive(
         skeleton.paste(&p.pixels, r.x as isize, r.y as isize);
     }
     let pixels = (image.width * image.height) as f64;
-    let compare = (args.variant == Variant::Compare).then(|| {
+    let compare = (plan.variant == Variant::Compare).then(|| {
         let (s, m) = (median(&times[0]), median(&times[1]));
         Compare { static_seconds: s, migrate_seconds: m, gain: s / m }
     });
     let mut record = Record {
-        common: Common::new("skeleton", &variant_name(args.variant), ranks, grid.cells(), seconds, None).bound_by(rt),
-        input: input.what.clone(),
+        common: Common::new("skeleton", &plan.variant.name(), ranks, grid.cells(), seconds, None).bound_by(rt),
+        input: plan.what.clone(),
         width: image.width,
         height: image.height,
-        cell: input.cell,
-        depth: args.depth,
+        cell: plan.cell,
+        depth: plan.depth,
         iterations: pass.master.passes(),
         rounds: pass.master.rounds,
         cell_rounds: pass.master.cell_rounds,
@@ -355,7 +226,7 @@ fn drive(
         serial_mpix_per_s: None,
     };
     let mut verdict = Ok(());
-    if args.check.verify {
+    if plan.standard.verify() {
         let start = Instant::now();
         let (reference, passes) = kernel::skeletonize(image);
         let serial = start.elapsed().as_secs_f64();
@@ -373,6 +244,6 @@ fn drive(
     if let Some(out) = out {
         out.write_and_commit(&images::png_bytes(&skeleton)?)?;
     }
-    dps_harness::print_record(&record, args.output.json)?;
+    dps_harness::print_record(&record, plan.standard.json())?;
     verdict.map_err(|why| anyhow::anyhow!("verification failed: {why}"))
 }
