@@ -1,6 +1,6 @@
 //! The runner: executes a checked [`Plan`]: `store` and `load` here (serial, one process),
-//! `gather` and `median` on the DPS runtime ([`gather`], [`median`]), each on its input
-//! ([`input`]) and its collections and graphs ([`job`]).
+//! `gather` and `median` on the DPS runtime (modules `gather`, `median`), each on its
+//! input (`input`) and its collections and graphs (`job`).
 
 mod gather;
 mod input;

@@ -57,7 +57,7 @@ impl DiskWriter {
     /// and sizes the file.
     ///
     /// # Errors
-    /// A [`BadInput`] if the disk directory is missing or cannot be written; a failed write.
+    /// A [`dps_harness::BadInput`] if the disk directory is missing or cannot be written; a failed write.
     pub fn create(dir: &Path, name: &str, meta: &Meta, disk: usize) -> Result<DiskWriter> {
         let path = meta.tile_path(dir, name, disk);
         let mut out = OutputFile::create("disk directory", &path)?;
