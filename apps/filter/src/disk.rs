@@ -14,10 +14,9 @@ use std::time::Instant;
 use anyhow::{anyhow, Result};
 use dps::{Bulk, MaybeBulk};
 
-use crate::generation::Generation;
 use crate::layout::{TileId, Tiling};
 use crate::raster::Raster;
-use crate::store::{self, DiskReader, DiskWriter, Meta};
+use crate::store::{self, DiskReader, DiskWriter, Generation, Meta};
 
 /// Where a disk's tiles are.
 #[derive(Debug)]

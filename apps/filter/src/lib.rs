@@ -1,21 +1,17 @@
-//! Parallel imaging on DPS (thesis ch. 7): a tiled image striped over the disks of the
-//! ranks ([`layout`], [`store`]), process-and-gather with linear filters ([`linear`]) and
-//! exchange-process-and-store with the 5×5 median ([`median`], [`network`]) as DPS graphs
-//! ([`graph`]), and the command line ([`run`]).
+//! Parallel imaging on DPS (thesis ch. 7): the options of `store`, `load`, `gather` and
+//! `median` checked into a plan ([`cli`]) and executed ([`run`]); a tiled image striped over
+//! the disks of the ranks ([`layout`], [`store`], read and written by the disk threads of
+//! [`disk`]); process-and-gather with linear filters and exchange-process-and-store with the
+//! 5×5 median as DPS graphs ([`graph`]); the kernels and their serial references
+//! ([`kernel`]); the record ([`record`]).
 
+pub mod cli;
 pub mod disk;
-pub mod exchange;
-pub mod generation;
 pub mod graph;
-mod lanes;
+pub mod kernel;
 pub mod layout;
-pub mod linear;
-pub mod median;
-pub mod network;
 pub mod output_path;
-mod parallel;
 pub mod raster;
 pub mod record;
 pub mod run;
-mod select;
 pub mod store;

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use dps_filter::median::median_image;
+use dps_filter::kernel::median::median_image;
 use dps_filter::store::open;
 use dps_launch::json_record as json;
 use dps_launch::mpirun;

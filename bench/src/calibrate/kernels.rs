@@ -1,7 +1,7 @@
 //! Kernel cost tables, measured on one core: the BLAS/LAPACK calls of the dense apps through
 //! `dps_dense::blas` (gemm and trsm on r×r blocks, getrf on r×r blocks and on 4r×r panels,
 //! dlaswp row interchanges), memory copies, one band of Life (`dps_life::kernel::advance`)
-//! per depth, and apps/filter's 5×5 median (`dps_filter::median::median5`) on square blocks.
+//! per depth, and apps/filter's 5×5 median (`dps_filter::kernel::median::median5`) on square blocks.
 //!
 //! Each call's inputs are restored (outside the timed region) before it runs, so a table
 //! never times denormals or infinities that repeated in-place calls would breed.
@@ -172,7 +172,7 @@ pub(super) fn life(width: usize, rows: usize, depths: &[usize], effort: Effort) 
 /// The 5×5 median of `side` × `side` blocks of random 8-bit pixels (with their border of
 /// `RADIUS` pixels), for each side: dps-filter's kernel, work counted in pixels.
 pub(super) fn median_filter(sides: &[usize], effort: Effort) -> Kernel {
-    use dps_filter::median::{median5, RADIUS};
+    use dps_filter::kernel::median::{median5, RADIUS};
     let points = sides
         .iter()
         .map(|&side| {

@@ -14,11 +14,11 @@ use std::time::Instant;
 use dps::{route, Collection, MaybeBulk, MergeFn, Node};
 use serde::{Deserialize, Serialize};
 
+use super::Compute;
 use crate::disk::Disk;
-use crate::graph::Compute;
+use crate::kernel::linear::Area;
+use crate::kernel::median::{self, RADIUS};
 use crate::layout::{TileId, Tiling};
-use crate::linear::Area;
-use crate::median::{self, RADIUS};
 
 /// The interior of a tile is computed in bands of about this many pixels, with a yield of
 /// the core in between (about 100 µs of work at the kernel's 1400 Mpix/s).

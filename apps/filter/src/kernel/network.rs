@@ -266,7 +266,7 @@ impl Network {
         self.outputs.iter().map(|&s| slots[s]).collect()
     }
 
-    /// The network as a Rust function on lane vectors (`crate::select::Lanes`): straight-line
+    /// The network as a Rust function on lane vectors (`super::lanes::Lanes`): straight-line
     /// code the compiler keeps in registers, taking the inputs by value and returning the
     /// wanted ranks. `select.rs` holds the output for the kernel's networks.
     pub fn rust_fn(&self, name: &str, doc: &str) -> String {
@@ -324,6 +324,17 @@ mod tests {
     use rand::{Rng, SeedableRng};
 
     use super::*;
+
+    /// The generated functions' text, from the networks: what this file must contain.
+    fn generated() -> [String; 2] {
+        [
+            Network::merge_columns().rust_fn("merge_columns", MERGE_DOC),
+            Network::median_of_pairs().rust_fn("median_of_pairs", MEDIAN_DOC),
+        ]
+    }
+
+    const MERGE_DOC: &str = "Two sorted columns of five (inputs 0-4, 5-9) as one sorted run of ten.";
+    const MEDIAN_DOC: &str = "The median of two sorted runs of ten (inputs 0-9, 10-19) and one of five (20-24).";
 
     /// The kernel's networks with their sorted input runs.
     fn networks() -> [(Network, Vec<std::ops::Range<usize>>); 2] {
@@ -394,8 +405,16 @@ mod tests {
         // Compared without white space, so that rustfmt may lay the file out.
         let squeeze = |s: &str| s.chars().filter(|c| !c.is_whitespace()).collect::<String>();
         let file = squeeze(include_str!("select.rs"));
-        for code in crate::select::generated() {
+        for code in generated() {
             assert!(file.contains(&squeeze(&code)), "select.rs is stale; regenerate it from:\n{code}");
+        }
+    }
+
+    #[test]
+    #[ignore = "prints the generated code: cargo test -p dps-filter print_generated -- --ignored --nocapture"]
+    fn print_generated() {
+        for code in generated() {
+            println!("{code}");
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The striped tile store on disk (thesis §7.2; the byte layout is ours, the thesis gives
 //! none). A stored image `NAME` in directory `DIR` is:
 //! - `DIR/NAME.json`, the metadata: size, tile side, bits per pixel, disks D, stride s, and
-//!   the generation of the tile files (see [`crate::generation`]: replacing an image is
+//!   the generation of the tile files (see [`generation`]: replacing an image is
 //!   atomic, the metadata's rename is the commit);
 //! - `DIR/disk<k>/NAME.<generation>.tiles` for each disk k < D (a disk is a directory;
 //!   format version 1, which has no generation, named it `NAME.tiles`): a 32-byte header
@@ -12,229 +12,23 @@
 //! Every file is written to a temporary name and renamed when complete ([`OutputFile`]), the
 //! tile files first, the metadata last.
 
+pub mod format;
+pub mod generation;
+pub mod tile_file;
+
 use std::fs::File;
-use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use dps_harness::{bad_input, BadInput, OutputFile};
-use serde::{Deserialize, Serialize};
 
-use crate::generation::{self, tile_file_name, Generation};
+pub use format::{check_tile, disk_dir, disk_dirs_in, meta_path, Generation, Meta, MAX_SIDE};
+use format::{tile_file_name, TileHeader, HEADER};
+pub use tile_file::{cut_tile, DiskReader, DiskWriter};
+
 use crate::layout::{TileId, Tiling};
-use crate::raster::{Depth, Raster};
-
-/// The first bytes of a tile file.
-pub const MAGIC: &[u8; 8] = b"DPSTILE1";
-/// Bytes of a tile file's header.
-pub const HEADER: usize = 32;
-/// The metadata's `format` field.
-pub const FORMAT: &str = "dps-filter tiled image";
-/// The format version written: 2, the tile files named by generation.
-pub const VERSION: u32 = 2;
-/// The largest image side accepted (pixels).
-pub const MAX_SIDE: usize = 1 << 20;
-/// The largest image accepted (bytes).
-pub const MAX_BYTES: usize = 1 << 40;
-
-/// A stored image's metadata (`NAME.json`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Meta {
-    /// Always [`FORMAT`].
-    pub format: String,
-    /// Format version: 1 (tile files `NAME.tiles`, still read) or 2 (with `generation`).
-    pub version: u32,
-    /// Image width, pixels.
-    pub width: usize,
-    /// Image height, pixels.
-    pub height: usize,
-    /// Tile side, pixels.
-    pub tile: usize,
-    /// Bits per pixel: 1, 8, 16 or 24.
-    pub bits: u32,
-    /// Disks the tiles are striped over.
-    pub disks: usize,
-    /// The allocation rule's row offset s.
-    pub stride: usize,
-    /// The generation of the tile files (version 2; version 1 has none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub generation: Option<Generation>,
-}
-
-impl Meta {
-    /// The metadata of an image with this geometry, its tiles in files of `generation`.
-    pub fn new(tiling: Tiling, depth: Depth, generation: Generation) -> Meta {
-        let Tiling { width, height, tile, disks, stride } = tiling;
-        let bits = depth.bits();
-        let generation = Some(generation);
-        Meta { format: FORMAT.into(), version: VERSION, width, height, tile, bits, disks, stride, generation }
-    }
-
-    /// The same image in tile files of `generation` (a replacement, or a filter's output).
-    pub fn with_generation(&self, generation: Generation) -> Meta {
-        Meta { version: VERSION, generation: Some(generation), ..self.clone() }
-    }
-
-    /// `DIR/disk<k>/NAME.<generation>.tiles` (version 1: `NAME.tiles`).
-    pub fn tile_path(&self, dir: &Path, name: &str, disk: usize) -> PathBuf {
-        disk_dir(dir, disk).join(tile_file_name(name, self.generation))
-    }
-
-    /// The tiling it describes.
-    pub fn tiling(&self) -> Tiling {
-        Tiling { width: self.width, height: self.height, tile: self.tile, disks: self.disks, stride: self.stride }
-    }
-
-    /// Its pixel depth.
-    pub fn depth(&self) -> Depth {
-        Depth::from_bits(self.bits).expect("checked when parsed")
-    }
-
-    /// Bytes of one tile slot.
-    pub fn tile_bytes(&self) -> usize {
-        self.tile * self.tile * self.depth().bytes()
-    }
-
-    /// Parses and checks the metadata's text.
-    ///
-    /// # Errors
-    /// What is wrong, in words: not JSON, a missing or unknown field, a value out of range.
-    pub fn parse(text: &str) -> Result<Meta, String> {
-        let meta: Meta = serde_json::from_str(text).map_err(|e| e.to_string())?;
-        meta.check()?;
-        Ok(meta)
-    }
-
-    /// Checks the values.
-    ///
-    /// # Errors
-    /// The first value out of range, named.
-    pub fn check(&self) -> Result<(), String> {
-        if self.format != FORMAT || !(1..=VERSION).contains(&self.version) {
-            return Err(format!(
-                "format {:?} version {}: expected {FORMAT:?} version 1 or {VERSION} (a newer dps-filter wrote it?)",
-                self.format, self.version
-            ));
-        }
-        match (self.version, self.generation) {
-            (1, Some(_)) => return Err("version 1 has no \"generation\" field".into()),
-            (2, None) => return Err("missing field `generation` (version 2)".into()),
-            _ => {}
-        }
-        if !(1..=MAX_SIDE).contains(&self.width) || !(1..=MAX_SIDE).contains(&self.height) {
-            return Err(format!("size {}x{}: each side must be between 1 and {MAX_SIDE}", self.width, self.height));
-        }
-        let depth = Depth::from_bits(self.bits).ok_or(format!("bits {}: must be 1, 8, 16 or 24", self.bits))?;
-        if self.width * self.height * depth.bytes() > MAX_BYTES {
-            return Err(format!(
-                "{}x{} pixels of {} bits is more than {MAX_BYTES} bytes",
-                self.width, self.height, self.bits
-            ));
-        }
-        check_tile(self.tile, self.width, self.height)?;
-        if !(1..=u32::MAX as usize).contains(&self.disks) || self.stride >= self.disks.max(1) {
-            return Err(format!("disks {} stride {}: need 1 ≤ disks and stride < disks", self.disks, self.stride));
-        }
-        Ok(())
-    }
-}
-
-/// Checks a tile side against the image.
-///
-/// # Errors
-/// A tile of 0, or larger than both sides of the image.
-pub fn check_tile(tile: usize, width: usize, height: usize) -> Result<(), String> {
-    if tile == 0 {
-        return Err("tile size 0: must be at least 1".into());
-    }
-    if tile > width.max(height) {
-        return Err(format!("tile size {tile} is larger than the {width}x{height} image"));
-    }
-    Ok(())
-}
-
-/// A tile file's header.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TileHeader {
-    /// The disk the file belongs to.
-    pub disk: u32,
-    /// Disks of the image.
-    pub disks: u32,
-    /// Tiles in the file.
-    pub tiles: u32,
-    /// Tile side.
-    pub tile: u32,
-    /// Bytes per pixel.
-    pub bytes_per_pixel: u32,
-}
-
-impl TileHeader {
-    /// The header's bytes.
-    pub fn encode(&self) -> [u8; HEADER] {
-        let mut out = [0u8; HEADER];
-        out[..8].copy_from_slice(MAGIC);
-        for (i, v) in [self.disk, self.disks, self.tiles, self.tile, self.bytes_per_pixel].into_iter().enumerate() {
-            out[8 + 4 * i..12 + 4 * i].copy_from_slice(&v.to_le_bytes());
-        }
-        out
-    }
-
-    /// Parses the first [`HEADER`] bytes of a tile file.
-    ///
-    /// # Errors
-    /// Too short, a wrong magic, or a reserved field that is not 0.
-    pub fn parse(bytes: &[u8]) -> Result<TileHeader, String> {
-        if bytes.len() < HEADER {
-            return Err(format!("{} bytes: shorter than the {HEADER}-byte header", bytes.len()));
-        }
-        if &bytes[..8] != MAGIC {
-            return Err("not a dps-filter tile file (wrong magic)".into());
-        }
-        let field = |i: usize| u32::from_le_bytes(bytes[8 + 4 * i..12 + 4 * i].try_into().expect("4 bytes"));
-        if field(5) != 0 {
-            return Err("reserved header field is not 0".into());
-        }
-        Ok(TileHeader { disk: field(0), disks: field(1), tiles: field(2), tile: field(3), bytes_per_pixel: field(4) })
-    }
-
-    /// The header disk `disk` of `meta` must have.
-    pub fn expected(meta: &Meta, disk: usize) -> TileHeader {
-        TileHeader {
-            disk: disk as u32,
-            disks: meta.disks as u32,
-            tiles: meta.tiling().tiles_on(disk) as u32,
-            tile: meta.tile as u32,
-            bytes_per_pixel: meta.depth().bytes() as u32,
-        }
-    }
-}
-
-/// `DIR/NAME.json`.
-pub fn meta_path(dir: &Path, name: &str) -> PathBuf {
-    dir.join(format!("{name}.json"))
-}
-
-/// `DIR/disk<k>`.
-pub fn disk_dir(dir: &Path, disk: usize) -> PathBuf {
-    dir.join(format!("disk{disk}"))
-}
-
-/// The disk directories present in `dir` (`disk<k>`, whatever k: an earlier image of the
-/// same name may have had more disks).
-pub fn disk_dirs_in(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
-    let mut found: Vec<(usize, PathBuf)> = entries
-        .filter_map(|e| {
-            let name = e.ok()?.file_name().into_string().ok()?;
-            let k: usize = name.strip_prefix("disk")?.parse().ok()?;
-            (disk_dir(dir, k).is_dir()).then(|| (k, disk_dir(dir, k)))
-        })
-        .collect();
-    found.sort();
-    found.into_iter().map(|(_, p)| p).collect()
-}
+use crate::raster::Raster;
 
 /// Opens a stored image: reads its metadata and checks every disk's tile file (present,
 /// header matching, size exact).
@@ -274,104 +68,6 @@ fn check_tile_file(path: &Path, meta: &Meta, disk: usize) -> Result<()> {
         return Err(fail(format!("{len} bytes, expected {size}: the tile file is truncated or not this image's")));
     }
     Ok(())
-}
-
-/// A disk's tile file, open for reading.
-#[derive(Debug)]
-pub struct DiskReader {
-    file: File,
-    tile_bytes: usize,
-    path: PathBuf,
-}
-
-impl DiskReader {
-    /// Opens disk `disk`'s file of the stored image `name`.
-    ///
-    /// # Errors
-    /// If it cannot be opened.
-    pub fn open(dir: &Path, name: &str, meta: &Meta, disk: usize) -> Result<DiskReader> {
-        let path = meta.tile_path(dir, name, disk);
-        let file = File::open(&path).with_context(|| format!("cannot open {}", path.display()))?;
-        Ok(DiskReader { file, tile_bytes: meta.tile_bytes(), path })
-    }
-
-    /// Reads the tile of local index `local`.
-    ///
-    /// # Errors
-    /// If the read fails.
-    pub fn read(&self, local: usize) -> Result<Vec<u8>> {
-        let mut slot = vec![0u8; self.tile_bytes];
-        self.file
-            .read_exact_at(&mut slot, (HEADER + local * self.tile_bytes) as u64)
-            .with_context(|| format!("cannot read tile {local} of {}", self.path.display()))?;
-        Ok(slot)
-    }
-}
-
-/// A disk's tile file being written (to a temporary name until [`commit`](Self::commit)).
-#[derive(Debug)]
-pub struct DiskWriter {
-    out: OutputFile,
-    tile_bytes: usize,
-}
-
-impl DiskWriter {
-    /// Starts disk `disk`'s file of image `name` (of `meta`'s generation): writes the header
-    /// and sizes the file.
-    ///
-    /// # Errors
-    /// A [`BadInput`] if the disk directory is missing or cannot be written; a failed write.
-    pub fn create(dir: &Path, name: &str, meta: &Meta, disk: usize) -> Result<DiskWriter> {
-        let path = meta.tile_path(dir, name, disk);
-        let mut out = OutputFile::create("disk directory", &path)?;
-        let header = TileHeader::expected(meta, disk);
-        let file = out.file();
-        file.write_all(&header.encode()).with_context(|| format!("cannot write {}", path.display()))?;
-        file.set_len((HEADER + header.tiles as usize * meta.tile_bytes()) as u64)
-            .with_context(|| format!("cannot write {}", path.display()))?;
-        Ok(DiskWriter { out, tile_bytes: meta.tile_bytes() })
-    }
-
-    /// Writes the tile of local index `local`.
-    ///
-    /// # Errors
-    /// A failed write.
-    pub fn write(&mut self, local: usize, slot: &[u8]) -> Result<()> {
-        assert_eq!(slot.len(), self.tile_bytes, "a tile slot");
-        let at = (HEADER + local * self.tile_bytes) as u64;
-        let path = self.out.path().display().to_string();
-        self.out.file().write_all_at(slot, at).with_context(|| format!("cannot write {path}"))
-    }
-
-    /// Renames the complete file into place.
-    ///
-    /// # Errors
-    /// A failed flush, sync or rename.
-    pub fn commit(self) -> Result<()> {
-        self.out.commit()
-    }
-}
-
-/// Tile `id`'s full slot cut from `image` (padded with 0 beyond the image).
-pub fn cut_tile(image: &Raster, tiling: &Tiling, id: TileId) -> Vec<u8> {
-    let b = image.depth.bytes();
-    let (x, y, w, h) = tiling.rect(id);
-    let mut slot = vec![0u8; tiling.tile * tiling.tile * b];
-    for row in 0..h {
-        slot[row * tiling.tile * b..][..w * b]
-            .copy_from_slice(&image.data[((y + row) * image.width + x) * b..][..w * b]);
-    }
-    slot
-}
-
-/// Copies tile `id`'s slot into `image` (the part inside the image).
-pub fn place_tile(image: &mut Raster, tiling: &Tiling, id: TileId, slot: &[u8]) {
-    let b = image.depth.bytes();
-    let (x, y, w, h) = tiling.rect(id);
-    for row in 0..h {
-        image.data[((y + row) * image.width + x) * b..][..w * b]
-            .copy_from_slice(&slot[row * tiling.tile * b..][..w * b]);
-    }
 }
 
 /// Checks that the directories of a store of `meta`'s disks in `dir` exist, can be written
@@ -480,9 +176,8 @@ pub fn read_window(dir: &Path, name: &str, meta: &Meta, window: (usize, usize, u
 
 #[cfg(test)]
 mod tests {
-    use proptest::prelude::*;
-
     use super::*;
+    use crate::raster::Depth;
 
     fn tiling(width: usize, height: usize, tile: usize, disks: usize) -> Tiling {
         Tiling { width, height, tile, disks, stride: crate::layout::default_stride(disks).0 }
@@ -602,49 +297,5 @@ mod tests {
         write(dir.path(), "img", &new, tiling(30, 20, 8, 3), Generation(2)).unwrap();
         assert_eq!(whole(dir.path(), "img"), new);
         assert_eq!(files_in(&disk_dir(dir.path(), 0)), [tile_file_name("img", Some(Generation(2)))]);
-    }
-
-    #[test]
-    fn versions_and_generations_must_agree() {
-        let meta = Meta::new(tiling(30, 20, 8, 3), Depth::Bit8, Generation(0xab));
-        let text = serde_json::to_string(&meta).unwrap();
-        assert!(text.contains("\"generation\":\"00000000000000ab\""), "{text}");
-        assert_eq!(Meta::parse(&text), Ok(meta.clone()));
-        let no_generation = text.replace(",\"generation\":\"00000000000000ab\"", "");
-        assert!(Meta::parse(&no_generation).unwrap_err().contains("generation"));
-        let v1_with_generation = text.replace("\"version\":2", "\"version\":1");
-        assert!(Meta::parse(&v1_with_generation).unwrap_err().contains("version 1"));
-        let v3 = text.replace("\"version\":2", "\"version\":3");
-        assert!(Meta::parse(&v3).unwrap_err().contains("version 3"));
-        let bad = text.replace("00000000000000ab", "../../etc");
-        assert!(Meta::parse(&bad).unwrap_err().contains("16 lowercase hex"));
-    }
-
-    proptest! {
-        #[test]
-        fn metadata_parsing_never_panics(text in ".{0,200}") {
-            let _ = Meta::parse(&text);
-        }
-
-        #[test]
-        fn metadata_fields_are_checked(width in 0usize..5000, height in 0usize..5000, tile in 0usize..6000,
-                                       bits in 0u32..30, disks in 0usize..20, stride in 0usize..25) {
-            let meta = Meta { format: FORMAT.into(), version: 1, width, height, tile, bits, disks, stride, generation: None };
-            let text = serde_json::to_string(&meta).unwrap();
-            let ok = (1..=MAX_SIDE).contains(&width) && (1..=MAX_SIDE).contains(&height)
-                && Depth::from_bits(bits).is_some() && tile >= 1 && tile <= width.max(height)
-                && disks >= 1 && stride < disks;
-            prop_assert_eq!(Meta::parse(&text).is_ok(), ok, "{}", text);
-        }
-
-        #[test]
-        fn tile_headers_round_trip_and_garbage_is_refused(disk: u32, disks: u32, tiles: u32, tile: u32, bpp: u32,
-                                                          garbage in proptest::collection::vec(any::<u8>(), 0..64)) {
-            let h = TileHeader { disk, disks, tiles, tile, bytes_per_pixel: bpp };
-            prop_assert_eq!(TileHeader::parse(&h.encode()), Ok(h));
-            if garbage.len() < HEADER || &garbage[..8] != MAGIC {
-                prop_assert!(TileHeader::parse(&garbage).is_err());
-            }
-        }
     }
 }

@@ -5,60 +5,9 @@
 //! image or the new one, never a mix, whatever fails or is killed; the files of any other
 //! generation (the old image's, or a killed writer's) are removed after the next commit.
 
-use std::fmt;
 use std::path::Path;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-use crate::store::{disk_dirs_in, meta_path};
-
-/// Which write of a stored image its tile files belong to (a random 64-bit number, written
-/// as 16 lowercase hex digits).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Generation(pub u64);
-
-impl Generation {
-    /// A generation no earlier write of any image used (random: unique in practice, so two
-    /// writers or a killed writer's files never share a name with the new write's).
-    pub fn fresh() -> Generation {
-        Generation(rand::random())
-    }
-
-    /// Parses 16 lowercase hex digits.
-    pub fn parse(text: &str) -> Option<Generation> {
-        let hex = |b: u8| b.is_ascii_digit() || (b'a'..=b'f').contains(&b);
-        (text.len() == 16 && text.bytes().all(hex)).then(|| Generation(u64::from_str_radix(text, 16).expect("hex")))
-    }
-}
-
-impl fmt::Display for Generation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:016x}", self.0)
-    }
-}
-
-impl Serialize for Generation {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.to_string())
-    }
-}
-
-impl<'de> Deserialize<'de> for Generation {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Generation, D::Error> {
-        let text = String::deserialize(d)?;
-        Generation::parse(&text)
-            .ok_or_else(|| serde::de::Error::custom(format!("generation {text:?}: expected 16 lowercase hex digits")))
-    }
-}
-
-/// The file name of image `name`'s tiles on each disk: `NAME.<generation>.tiles`, or the
-/// version-1 format's `NAME.tiles` (no generation).
-pub fn tile_file_name(name: &str, generation: Option<Generation>) -> String {
-    match generation {
-        Some(g) => format!("{name}.{g}.tiles"),
-        None => format!("{name}.tiles"),
-    }
-}
+use super::format::{disk_dirs_in, meta_path, tile_file_name, Generation};
 
 /// Whether `file` (a file name in a disk directory of `dir`) holds tiles of image `name`
 /// of a generation other than `keep`: `NAME.<g>.tiles` with g ≠ keep, or the version-1
@@ -121,21 +70,9 @@ fn remove_where(dir: &Path, doomed: impl Fn(&str) -> bool) -> Result<(), String>
         Err(failures.join("; "))
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn generations_print_and_parse_as_16_hex_digits() {
-        let g = Generation(0x00ab_cdef_0123_4567);
-        assert_eq!(g.to_string(), "00abcdef01234567");
-        assert_eq!(Generation::parse(&g.to_string()), Some(g));
-        for bad in ["", "00ABCDEF01234567", "abc", "00abcdef012345678", "00abcdef0123456g"] {
-            assert_eq!(Generation::parse(bad), None, "{bad}");
-        }
-        assert_ne!(Generation::fresh(), Generation::fresh());
-    }
 
     #[test]
     fn only_this_image_s_other_generations_are_stale() {

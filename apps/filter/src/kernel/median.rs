@@ -6,10 +6,10 @@
 //! to `BLOCK` (512) output columns it makes three passes over small buffers that stay in L1:
 //! 1. sort the five values of every column of the window rows (9 comparators);
 //! 2. merge every two neighbouring sorted columns into a sorted run of ten
-//!    ([`Network::merge_columns`](crate::network::Network::merge_columns), 15 comparators);
+//!    ([`Network::merge_columns`](super::network::Network::merge_columns), 15 comparators);
 //! 3. the median of each output pixel from the two pairs and the one column its window
 //!    holds (columns x−2, x−1 | x, x+1 | x+2;
-//!    [`Network::median_of_pairs`](crate::network::Network::median_of_pairs), 78 min/max).
+//!    [`Network::median_of_pairs`](super::network::Network::median_of_pairs), 78 min/max).
 //!
 //! A column is sorted once and a pair merged once for all the windows that hold them.
 //!
@@ -17,8 +17,8 @@
 //! outside the image takes the value of the nearest pixel inside it. The serial references
 //! and the parallel tiles use it alike, so their outputs are bit-identical.
 
-use crate::lanes::{self, Lanes};
-use crate::select::{median_of_pairs, merge_columns, sort5};
+use super::lanes::{self, Lanes};
+use super::select::{median_of_pairs, merge_columns, sort5};
 
 /// The median window's radius: 5×5.
 pub const RADIUS: usize = 2;

@@ -1,0 +1,169 @@
+//! `median`: the variant, the output's name and the tile cache, checked.
+
+use anyhow::Result;
+use clap::{Args as ClapArgs, ValueEnum};
+use dps::SimMode;
+use dps_harness::options::{Map, Repeat, Standard};
+use dps_harness::{bad_input, OutputFile};
+
+use super::source::{CheckedSource, Origin, Source, SourcePlan};
+use super::{check_depth, check_name, MAP_HELP};
+use crate::kernel::median::RADIUS;
+use crate::output_path::check_outputs_outside_store;
+use crate::raster::Depth;
+use crate::store;
+
+/// Which median runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum MedianVariant {
+    /// Exchange-process-and-store on DPS.
+    Exchange,
+    /// The whole-image median on one core (the baseline; no DPS, no MPI).
+    Serial,
+}
+
+/// `median`.
+#[derive(ClapArgs, Debug)]
+#[command(mut_arg("verify", |a| a.help("Compare the output with the serial whole-image median (clamp to edge)")))]
+#[command(mut_arg("map", |a| a.help(MAP_HELP)))]
+pub struct MedianArgs {
+    /// The input.
+    #[command(flatten)]
+    pub source: Source,
+    /// Variant.
+    #[arg(long, value_enum, default_value = "exchange")]
+    pub variant: MedianVariant,
+    /// The output image's name in the store of --dir (default NAME-median).
+    #[arg(long)]
+    pub out_name: Option<String>,
+    /// After each timed run, time the serial whole-image median on rank 0 (the same
+    /// kernel on one core) and report its rate beside the parallel one.
+    #[arg(long)]
+    pub compare_serial: bool,
+    /// Tile cache per disk thread, tiles, for file-backed input (0: off; default: 4 rows
+    /// of tiles shared among the disks, plus 2; the thesis says 3 rows hold most tiles).
+    #[arg(long)]
+    pub cache: Option<usize>,
+    /// `--map` of the compute threads.
+    #[command(flatten)]
+    pub map: Map,
+    /// `--reps`, `--warmup`.
+    #[command(flatten)]
+    pub repeat: Repeat,
+    /// `--verify`, `--json`, the runtime's and the simulator's options.
+    #[command(flatten)]
+    pub standard: Standard,
+}
+
+/// A checked `median` (the input is checked against it with [`MedianPlan::check_input`]).
+#[derive(Debug, Clone)]
+pub struct MedianPlan {
+    /// The input.
+    pub source: SourcePlan,
+    /// The variant.
+    pub variant: MedianVariant,
+    /// The output image's name in the input's store (a plain file name, not the input's).
+    pub out_name: String,
+    /// Time the serial median after each timed run.
+    pub compare_serial: bool,
+    /// `--cache`, tiles per disk thread (`None`: chosen from the input's tiling).
+    pub cache: Option<usize>,
+    /// Mapping of the compute threads.
+    pub map: String,
+    /// Timed runs after the warm-up.
+    pub repeat: Repeat,
+    /// `--verify`, `--json`, the runtime's and the simulator's options.
+    pub standard: Standard,
+}
+
+impl MedianArgs {
+    /// Checks the options (on every rank, before the runtime starts).
+    ///
+    /// # Errors
+    /// A [`dps_harness::BadInput`]: a run count out of range, no input, a simulation of the
+    /// serial variant or of what a simulation mode cannot give, an output inside the store,
+    /// a bad output name, an output that cannot be written.
+    pub fn plan(&self) -> Result<MedianPlan> {
+        self.repeat.check()?;
+        let source = self.source.plan()?;
+        let standard = &self.standard;
+        let plan = |out_name: String| MedianPlan {
+            source: source.clone(),
+            variant: self.variant,
+            out_name,
+            compare_serial: self.compare_serial,
+            cache: self.cache,
+            map: self.map.map.clone(),
+            repeat: self.repeat.clone(),
+            standard: standard.clone(),
+        };
+        if self.variant == MedianVariant::Serial {
+            if let Some(p) = standard.simulated_ranks() {
+                bad_input!("--simulate {p}: the serial variant runs no DPS graph to simulate");
+            }
+            return Ok(plan(String::new()));
+        }
+        if standard.simulated_ranks().is_some() && standard.sim.mode() != SimMode::De {
+            let mode = standard.sim.mode().name();
+            if standard.verify() {
+                bad_input!(
+                    "--verify: --sim-mode {mode} skips the medians, so there is no result to verify; use --sim-mode de"
+                );
+            }
+            if source.dir.is_some() {
+                bad_input!(
+                    "--dir: --sim-mode {mode} skips the medians and would store unfiltered tiles as the output; \
+                     use --sim-mode de, or --random W H to size the run"
+                );
+            }
+        }
+        // Before the runtime starts: it writes --trace even when the run is refused.
+        check_outputs_outside_store(source.dir.as_deref(), &[("--trace", standard.runtime.trace.as_deref())])?;
+        let out_name = self.out_name.clone().unwrap_or_else(|| format!("{}-median", source.name));
+        check_name(&out_name, "--out-name")?;
+        if out_name == source.name {
+            bad_input!("--out-name {out_name:?} is the input's name: the input would be overwritten");
+        }
+        // The output's metadata file can be written (a probe, on rank 0), also before the start: a
+        // refusal after it would wait 10 s for the other ranks' shutdown.
+        if let (Some(dir), true) = (&source.dir, dps_harness::launch_rank().unwrap_or(0) == 0) {
+            drop(OutputFile::create("--dir", &store::meta_path(dir, &out_name))?);
+        }
+        if let (Some(p), true) = (standard.simulated_ranks(), self.compare_serial) {
+            bad_input!("--simulate {p}: --compare-serial times the serial kernel for real, against a predicted time");
+        }
+        standard.check()?;
+        Ok(plan(out_name))
+    }
+}
+
+impl MedianPlan {
+    /// Checks the input against the median (`root`: on rank 0, which checks that the output
+    /// can be stored beside a stored input).
+    ///
+    /// # Errors
+    /// A [`dps_harness::BadInput`]: not 8-bit grey, tiles smaller than the median's radius,
+    /// a store that cannot hold the output.
+    pub fn check_input(&self, input: &CheckedSource, root: bool) -> Result<()> {
+        check_depth(input.meta.depth(), "median", &[Depth::Bit8])?;
+        if self.variant == MedianVariant::Serial {
+            return Ok(());
+        }
+        if input.meta.tile < RADIUS {
+            bad_input!("tile size {}: the 5×5 median needs tiles of at least {RADIUS} pixels", input.meta.tile);
+        }
+        if let (Origin::Stored(dir), true) = (&input.origin, root) {
+            store::check_writable(dir, &self.out_name, &input.meta)?;
+        }
+        Ok(())
+    }
+
+    /// The tile cache per disk thread: `--cache`, or 4 rows of tiles shared among the disks,
+    /// plus 2. The thesis asks for 3 rows; with the serpentine, the tiles of the row before
+    /// the last are touched last at the far end, and LRU would drop some of them just before
+    /// their last use: 4 rows keep every tile until it is no longer needed.
+    pub fn cache(&self, input: &CheckedSource) -> usize {
+        let tiling = input.meta.tiling();
+        self.cache.unwrap_or(4 * tiling.cols().div_ceil(tiling.disks) + 2)
+    }
+}
