@@ -83,7 +83,7 @@ fn check(args: &Args) -> Result<Plan> {
     }
     if let Some(n) = args.lu {
         let r = args.block;
-        if r == 0 || n == 0 || n % r != 0 {
+        if r == 0 || n == 0 || !n.is_multiple_of(r) {
             dps_harness::bad_input!("--lu {n} must be a positive multiple of --block {r}");
         }
         if n / r > MAX_LU_BLOCKS {

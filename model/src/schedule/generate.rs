@@ -125,29 +125,30 @@ pub struct LuCosts {
 /// the panel and the column block, 8-byte elements. `F{k+1}` waits for `U{k}.{k+1}` only, so
 /// the rest of an iteration's updates may overlap the next panel.
 pub fn lu(n: usize, r: usize, costs: LuCosts) -> Graph {
-    assert!(r >= 1 && n % r == 0 && n >= r);
+    assert!(r >= 1 && n.is_multiple_of(r) && n >= r);
     let m = n / r;
     let block = (r * r * 8) as f64;
     let mut g = Graph { name: format!("lu-{n}-{r}"), ..Graph::default() };
-    let mut f = Vec::new();
-    let mut u = vec![vec![usize::MAX; m]; m];
+    // The task that last wrote each column block.
+    let mut column = vec![usize::MAX; m];
     for k in 0..m {
         let (rows, cols) = (((m - k) * r) as f64, r as f64);
         let flops = rows * cols * cols - cols * cols * cols / 3.0;
-        f.push(g.tasks.len());
+        let panel = g.tasks.len();
         g.tasks.push(Task { name: format!("F{k}"), work: Work::Atomic(flops / costs.getrf_flops) });
         if k > 0 {
-            g.edges.push(Edge { from: u[k - 1][k], to: f[k], bytes: (m - k) as f64 * block });
+            g.edges.push(Edge { from: column[k], to: panel, bytes: (m - k) as f64 * block });
         }
-        for j in k + 1..m {
-            let products = m - k - 1;
+        let products = m - k - 1;
+        for (j, last) in column.iter_mut().enumerate().skip(k + 1) {
             let tau = (1..=products).map(|q| costs.trsm_s + products.div_ceil(q) as f64 * costs.gemm_s).collect();
-            u[k][j] = g.tasks.len();
+            let v = g.tasks.len();
             g.tasks.push(Task { name: format!("U{k}.{j}"), work: Work::Table(tau) });
-            g.edges.push(Edge { from: f[k], to: u[k][j], bytes: (m - k) as f64 * block });
+            g.edges.push(Edge { from: panel, to: v, bytes: (m - k) as f64 * block });
             if k > 0 {
-                g.edges.push(Edge { from: u[k - 1][j], to: u[k][j], bytes: (m - k) as f64 * block });
+                g.edges.push(Edge { from: *last, to: v, bytes: (m - k) as f64 * block });
             }
+            *last = v;
         }
     }
     g
