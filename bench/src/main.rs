@@ -17,6 +17,9 @@
 //!   runs on 1 and 2 ranks (see `simaccuracy`).
 //! * `dps-bench peak [--json]`: the double-precision peak of the machine's cores, measured
 //!   (see `peak`).
+//! * `dps-bench schedule [FILE | --lu N] --procs P [--platform FILE] [--gantt PNG]
+//!   [--lookahead EVENTS] [--compare]`: a malleable task graph scheduled layer by layer (the
+//!   scheduling paper), against CPA and the lower bound (see `schedule`).
 //! * `dps-bench table`: JSON lines on stdin to a markdown table.
 //! * `dps-bench sweep [EXPERIMENT…]`: the experiments of `bench/experiments.toml`, with
 //!   tables beside the published numbers and plots (see `sweep`).
@@ -28,6 +31,7 @@ mod calibrate;
 mod launch;
 mod overlap;
 mod peak;
+mod schedule;
 mod simaccuracy;
 mod sweep;
 mod table;
@@ -132,6 +136,9 @@ enum Command {
     /// The double-precision peak of this machine's cores, measured with FMA loops on the
     /// widest vectors: what a BLAS rate is set against.
     Peak(peak::Options),
+    /// Schedules a malleable task graph (a file, or block LU) layer by layer on P processors
+    /// (the scheduling paper) and prints the schedule, its bound, and CPA's makespan.
+    Schedule(schedule::Args),
     /// Reads JSON lines (as printed with --json) on stdin and prints a markdown table.
     Table,
     /// The machine as hwloc sees it: packages, cores, hardware threads, caches, NUMA nodes;
@@ -186,6 +193,7 @@ fn run(command: Command) -> Result<()> {
         Command::TuneFarmWorker { args } => tunefarm::worker(&args),
         Command::SimAccuracy(args) => simaccuracy::run(&args),
         Command::Peak(opts) => peak::run(&opts),
+        Command::Schedule(args) => schedule::run(&args),
         Command::Table => table::print_from_stdin(),
         Command::Topology(opts) => topology::run(&opts),
         Command::Sweep(args) => sweep::run(&args),

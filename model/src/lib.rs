@@ -8,8 +8,11 @@
 //! * [`fit`]: the least-squares fit of `t(s) = l + s/b` (piecewise when MPI's eager and
 //!   rendezvous protocols show);
 //! * [`p3l`]: the P3L cost models of the pipe and farm skeletons on BSP (the P3L paper) and the
-//!   rules that choose a farm's worker count and grain from them.
+//!   rules that choose a farm's worker count and grain from them;
+//! * [`schedule`]: malleable task graphs scheduled layer by layer and ahead of events (the
+//!   scheduling paper), with CPA, the static allocation and an exact solver beside it.
 
 pub mod fit;
 pub mod p3l;
 pub mod platform;
+pub mod schedule;
