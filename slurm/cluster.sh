@@ -42,7 +42,7 @@ remove_hosts_block() {
 
 # Every process of a node: in its cgroup or in its network namespace.
 node_pids() {
-  { cat "$CG/$1/cgroup.procs" 2>/dev/null; ip netns pids "$NETNS$1" 2>/dev/null; } | sort -un
+  { cat "$CG/$1/cgroup.procs" 2>/dev/null || true; ip netns pids "$NETNS$1" 2>/dev/null || true; } | sort -un
 }
 
 kill_node() {
@@ -186,6 +186,65 @@ export OMPI_MCA_oob_tcp_if_include=$NET.0/24
 ENV
   ((slurm == 0)) || slurm_up "$dir" "$nodes" "$cpu"
   echo "cluster: $nodes nodes (n1..n$nodes) at $cpu of a core, links $link; hostfile, agent and env in $dir" >&2
+}
+
+# A slurmctld (on the bridge's address, in the cgroup ctl) and one slurmd per node, entered
+# with nsenter (ip netns exec would remount /sys and hide the cgroup mount from slurmd).
+slurm_up() {
+  local dir=$1 nodes=$2 cpu=$3 s=$1/slurm i n
+  local cpus; cpus=$(awk -v q="$cpu" 'BEGIN { s = int(q); if (s < q) s++; if (s < 1) s = 1; print s }')
+  mkdir -p "$s"/{state,log} "$CG/ctl"
+  # TmpFS per node: PMIx's per-step directory (spmix_appdir_*) would collide in a shared /tmp.
+  cat > "$s/slurm.conf" <<CONF
+ClusterName=dpsbox
+SlurmctldHost=$(hostname -s)($NET.254)
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+MpiDefault=pmix
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+ReturnToService=2
+SlurmdParameters=config_overrides
+StateSaveLocation=$s/state
+SlurmdSpoolDir=$s/spool-%n
+TmpFS=$s/tmp-%n
+SlurmctldPidFile=$s/slurmctld.pid
+SlurmdPidFile=$s/slurmd-%n.pid
+SlurmctldLogFile=$s/log/slurmctld.log
+SlurmdLogFile=$s/log/slurmd-%n.log
+SlurmctldPort=$SLURMCTLD_PORT
+SlurmdPort=$SLURMD_PORT
+CONF
+  for i in $(seq "$nodes"); do
+    echo "NodeName=n$i NodeAddr=$NET.$i CPUs=$cpus Boards=1 SocketsPerBoard=1 CoresPerSocket=$cpus ThreadsPerCore=1 RealMemory=1000 State=UNKNOWN" >> "$s/slurm.conf"
+    mkdir -p "$s/tmp-n$i" "$s/spool-n$i"
+  done
+  echo "PartitionName=box Nodes=n[1-$nodes] Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES" >> "$s/slurm.conf"
+  echo "export SLURM_CONF=$s/slurm.conf" >> "$dir/env"
+  install -d -o munge -g munge -m 0755 /run/munge
+  if ! munge -n >/dev/null 2>&1; then
+    runuser -u munge -- /usr/sbin/munged
+    echo started > "$dir/munged.ours"
+    for _ in $(seq 50); do munge -n >/dev/null 2>&1 && break; sleep 0.1; done
+  fi
+  sh -c "echo \$\$ > $CG/ctl/cgroup.procs && exec slurmctld -f $s/slurm.conf"
+  for i in $(seq "$nodes"); do
+    n=n$i
+    sh -c "echo \$\$ > $CG/$n/cgroup.procs && exec nsenter --net=/run/netns/$NETNS$n --uts=$RUN/uts/$n slurmd -f $s/slurm.conf -N $n"
+  done
+  export SLURM_CONF=$s/slurm.conf
+  for _ in $(seq 150); do
+    [[ $(sinfo -h -N -o '%T' 2>/dev/null | grep -cx idle) == "$nodes" ]] && return 0
+    sleep 0.1
+  done
+  die "the Slurm nodes did not become idle: $(sinfo -h -N -o '%N %T' 2>&1 | tr '\n' ' '); see $s/log"
 }
 
 case ${1:-} in

@@ -10,7 +10,7 @@ use std::process::Command;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use dps_launch::{example, test_job, Finished, Job};
+use dps_launch::{example, test_job, Finished, Job, Launcher};
 
 const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../slurm/cluster.sh");
@@ -25,12 +25,14 @@ struct Cluster {
 }
 
 impl Cluster {
-    /// Three nodes at half a core each, 100 Mbit/s links.
-    fn up(name: &str) -> Cluster {
+    /// Three nodes at half a core each, 100 Mbit/s links, and more `cluster.sh up` options.
+    fn up(name: &str, options: &[&str]) -> Cluster {
         let turn = ONE_CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
         let dir = std::env::temp_dir().join(format!("dps-cluster-{name}-{}", std::process::id()));
         let cluster = Cluster { dir, _turn: turn };
-        let out = cluster.script(&["up", cluster.path(), "--nodes", "3", "--cpu", "0.5", "--link", "100mbit"]);
+        let mut args = vec!["up", cluster.path(), "--nodes", "3", "--cpu", "0.5", "--link", "100mbit"];
+        args.extend(options);
+        let out = cluster.script(&args);
         assert!(out.status.success(), "cluster.sh up failed: {}", String::from_utf8_lossy(&out.stderr));
         cluster
     }
@@ -91,7 +93,7 @@ fn leftovers() -> Vec<String> {
 
 #[test]
 fn ranks_run_on_the_nodes_and_host_names_map_threads() {
-    let cluster = Cluster::up("map");
+    let cluster = Cluster::up("map", &[]);
     // Each rank on its own node (one slot each), in that node's CPU share.
     let where_ = cluster.job(3, "/bin/sh").args(["-c", "echo $(hostname) $(grep :cpu: /proc/self/cgroup)"]);
     let done = test_job(where_);
@@ -114,7 +116,7 @@ fn ranks_run_on_the_nodes_and_host_names_map_threads() {
 
 #[test]
 fn verified_lu_across_the_nodes() {
-    let cluster = Cluster::up("lu");
+    let cluster = Cluster::up("lu", &[]);
     let args = ["--n", "256", "--block", "32", "--map", "n1*2 n2 n3", "--verify", "--json"];
     let done = test_job(cluster.job(3, binary("dps-lu")).args(args));
     assert_ok(&done, "dps-lu --verify on 3 nodes");
@@ -124,7 +126,7 @@ fn verified_lu_across_the_nodes() {
 
 #[test]
 fn a_node_that_dies_ends_the_job_naming_it() {
-    let cluster = Cluster::up("kill");
+    let cluster = Cluster::up("kill", &[]);
     // Long enough to be killed mid-run: many repetitions of a small factorization.
     let job = cluster.job(3, binary("dps-lu")).args(["--n", "512", "--block", "64", "--reps", "100000"]);
     let job = job.timeout_s(60);
@@ -157,8 +159,22 @@ fn a_node_that_dies_ends_the_job_naming_it() {
 }
 
 #[test]
+fn srun_across_the_nodes() {
+    let cluster = Cluster::up("slurm", &["--slurm"]);
+    // Open MPI's settings and SLURM_CONF go in the environment (srun --export= would split
+    // them at commas), as `. DIR/env` would set them.
+    let env = std::fs::read_to_string(cluster.dir.join("env")).unwrap();
+    let settings = env.lines().filter_map(|l| l.strip_prefix("export ")?.split_once('='));
+    let srun = Job::new(example("uppercase")).launcher(Launcher::Srun).ranks(3).launcher_options(["-N", "3"]);
+    let srun = settings.fold(srun, |job, (k, v)| job.env(k, v)).timeout_s(90);
+    let done = test_job(srun.args(["--map", "n1 n2 n3", "hello slurm"]));
+    assert_ok(&done, "srun -N 3 uppercase --map \"n1 n2 n3\"");
+    assert!(done.stdout.contains("HELLO SLURM"), "{}", done.stdout);
+}
+
+#[test]
 fn down_leaves_nothing_behind() {
-    let cluster = Cluster::up("down");
+    let cluster = Cluster::up("down", &[]);
     let done = test_job(cluster.job(3, "/bin/sleep").arg("0.1"));
     assert_ok(&done, "sleep on 3 ranks");
     // A daemon on a node, as Slurm's would be: down must stop it too.
