@@ -6,8 +6,9 @@
 #       most 1.0), each link RATE each way (tc rate: 100mbit, 1gbit; default none = unshaped).
 #       DIR gets: hostfile, agent (runs a command on a node: `DIR/agent n2 hostname`), env
 #       (Open MPI's settings; scripts/mpirun --cluster DIR sources it). --slurm adds a
-#       slurmctld and one slurmd per node (clients: export SLURM_CONF=DIR/slurm.conf).
-#   slurm/cluster.sh down [DIR]    remove everything up made (idempotent, also after a crash)
+#       slurmctld and one slurmd per node (clients: `. DIR/env` sets SLURM_CONF and Open MPI's).
+#   slurm/cluster.sh down [DIR]    remove everything up made (idempotent, also after a crash;
+#       with DIR, only if the cluster that is up is DIR's)
 #   slurm/cluster.sh kill NODE     a node failure: KILL every process on the node
 # Every object is found by its name (below), not from state files, so `down` also cleans up
 # after a killed `up`. One cluster per machine.
@@ -24,6 +25,9 @@ CG=/sys/fs/cgroup/cpu/dps-cluster       # nK: node nK's CPU share; ctl: the Slur
 HOSTS_BEGIN="# BEGIN dps-cluster (slurm/cluster.sh; \`down\` removes this block)"
 HOSTS_END="# END dps-cluster"
 SLURMCTLD_PORT=17817 SLURMD_PORT=17818  # not the one-node test cluster's (local-cluster.sh)
+# Seconds after which slurmctld declares a silent node DOWN and ends its jobs (Slurm's default,
+# 300, would leave a job with a dead node hanging for minutes; KillWait=2 likewise).
+SLURMD_TIMEOUT=5
 
 die() { echo "cluster: $*" >&2; exit 1; }
 missing() { echo "cluster: $*" >&2; exit 2; }
@@ -133,6 +137,7 @@ up() {
     die "a cluster is already up (for $(cat "$RUN/dir" 2>/dev/null || echo "an unknown directory")); take it down first: $0 down"
   fi
   teardown "$dir"   # what a killed `up` in this DIR left
+  trap 'echo "cluster: up failed; taking down what it made" >&2; teardown "$dir"' EXIT
   local route; route=$(ip -4 route show | awk -v p="${NET%.*}." 'index($1, p) == 1')
   [[ -z $route ]] || die "this machine already routes into ${NET%.*}.0.0/16 ($route); change NET in $0"
 
@@ -185,6 +190,7 @@ export OMPI_MCA_btl_tcp_if_include=$NET.0/24
 export OMPI_MCA_oob_tcp_if_include=$NET.0/24
 ENV
   ((slurm == 0)) || slurm_up "$dir" "$nodes" "$cpu"
+  trap - EXIT
   echo "cluster: $nodes nodes (n1..n$nodes) at $cpu of a core, links $link; hostfile, agent and env in $dir" >&2
 }
 
@@ -193,6 +199,9 @@ ENV
 slurm_up() {
   local dir=$1 nodes=$2 cpu=$3 s=$1/slurm i n
   local cpus; cpus=$(awk -v q="$cpu" 'BEGIN { s = int(q); if (s < q) s++; if (s < 1) s = 1; print s }')
+  # A fresh controller and nodes: no jobs, spool files or PMIx sockets of an earlier cluster
+  # in this DIR (a job killed with its node leaves them, and job ids start again at 1).
+  rm -rf "$s"/state "$s"/spool-n* "$s"/tmp-n*
   mkdir -p "$s"/{state,log} "$CG/ctl"
   # TmpFS per node: PMIx's per-step directory (spmix_appdir_*) would collide in a shared /tmp.
   cat > "$s/slurm.conf" <<CONF
@@ -212,6 +221,8 @@ AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 ReturnToService=2
 SlurmdParameters=config_overrides
+SlurmdTimeout=$SLURMD_TIMEOUT
+KillWait=2
 StateSaveLocation=$s/state
 SlurmdSpoolDir=$s/spool-%n
 TmpFS=$s/tmp-%n
@@ -249,7 +260,12 @@ CONF
 
 case ${1:-} in
   up) [[ -n ${2:-} ]] || usage; up "${@:2}" ;;
-  down) [[ $(id -u) == 0 ]] || missing "needs root"; teardown "${2:-}" ;;
+  down)
+    [[ $(id -u) == 0 ]] || missing "needs root"
+    if [[ -n ${2:-} && -f $RUN/dir && $(cat "$RUN/dir") != "$(cd "$2" 2>/dev/null && pwd)" ]]; then
+      die "the cluster that is up is $(cat "$RUN/dir")'s, not $2's (to take it down: $0 down)"
+    fi
+    teardown "${2:-}" ;;
   kill) [[ -n ${2:-} ]] || usage; [[ -e /run/netns/$NETNS$2 ]] || die "no node $2"; kill_node "$2" ;;
   *) usage ;;
 esac

@@ -29,20 +29,16 @@ impl Cluster {
     fn up(name: &str, options: &[&str]) -> Cluster {
         let turn = ONE_CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
         let dir = std::env::temp_dir().join(format!("dps-cluster-{name}-{}", std::process::id()));
-        let cluster = Cluster { dir, _turn: turn };
-        let mut args = vec!["up", cluster.path(), "--nodes", "3", "--cpu", "0.5", "--link", "100mbit"];
+        let mut args = vec!["up", dir.to_str().unwrap(), "--nodes", "3", "--cpu", "0.5", "--link", "100mbit"];
         args.extend(options);
-        let out = cluster.script(&args);
+        let out = script(&args);
+        // A failed `up` takes down what it made itself (and must not take down another's cluster).
         assert!(out.status.success(), "cluster.sh up failed: {}", String::from_utf8_lossy(&out.stderr));
-        cluster
+        Cluster { dir, _turn: turn }
     }
 
     fn path(&self) -> &str {
         self.dir.to_str().unwrap()
-    }
-
-    fn script(&self, args: &[&str]) -> std::process::Output {
-        Command::new("timeout").args(["-k", "5", "30", SCRIPT]).args(args).current_dir(ROOT).output().unwrap()
     }
 
     /// `program` on `ranks` ranks of the cluster, through scripts/mpirun, killed after 90 s.
@@ -53,9 +49,14 @@ impl Cluster {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        let _ = self.script(&["down", self.path()]);
+        let _ = script(&["down", self.path()]);
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Runs `slurm/cluster.sh` with `args`, killed after 30 s.
+fn script(args: &[&str]) -> std::process::Output {
+    Command::new("timeout").args(["-k", "5", "30", SCRIPT]).args(args).current_dir(ROOT).output().unwrap()
 }
 
 /// A binary of the workspace, built next to `dps-bench`.
@@ -124,38 +125,50 @@ fn verified_lu_across_the_nodes() {
     assert_eq!((record["ranks"].as_u64(), record["verified"].as_bool()), (Some(3), Some(true)), "{record}");
 }
 
+/// A long job of dps-lu (many repetitions of a small factorization) on the three nodes.
+fn long_lu(job: Job) -> Job {
+    job.args(["--n", "512", "--block", "64", "--map", "n1 n2 n3", "--reps", "100000"]).timeout_s(90)
+}
+
+/// Kills node n2 once its rank of dps-lu has computed for a while (its process is in the
+/// node's cgroup); the thread returns when it was killed.
+fn kill_n2_mid_run() -> std::thread::JoinHandle<Instant> {
+    std::thread::spawn(|| {
+        let procs = "/sys/fs/cgroup/cpu/dps-cluster/n2/cgroup.procs";
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(60) {
+            let running = std::fs::read_to_string(procs)
+                .unwrap_or_default()
+                .lines()
+                .any(|pid| std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "dps-lu"));
+            if running {
+                std::thread::sleep(Duration::from_millis(1500));
+                let killed = Command::new(SCRIPT).args(["kill", "n2"]).status().unwrap();
+                assert!(killed.success(), "cluster.sh kill n2 failed");
+                return Instant::now();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("the rank on n2 never started");
+    })
+}
+
+/// The job failed, within `seconds` of the node's death, with a message containing `names`.
+fn assert_ended_by_the_kill(done: &Finished, killer: std::thread::JoinHandle<Instant>, seconds: u64, names: &str) {
+    let killed_at = killer.join().expect("the node was killed");
+    assert!(!done.status.success(), "the job must fail when a node dies:\n{}", done.stdout);
+    let after = killed_at.elapsed();
+    assert!(after < Duration::from_secs(seconds), "the job ended {after:?} after the node died:\n{}", done.stderr);
+    assert!(done.stderr.contains(names), "the message must name the node ({names}):\n{}", done.stderr);
+}
+
 #[test]
 fn a_node_that_dies_ends_the_job_naming_it() {
     let cluster = Cluster::up("kill", &[]);
-    // Long enough to be killed mid-run: many repetitions of a small factorization.
-    let job = cluster.job(3, binary("dps-lu")).args(["--n", "512", "--block", "64", "--reps", "100000"]);
-    let job = job.timeout_s(60);
-    let killer = {
-        let dir = cluster.dir.clone();
-        std::thread::spawn(move || {
-            // Kill once the node's rank is computing (its process is in the node's cgroup).
-            let procs = "/sys/fs/cgroup/cpu/dps-cluster/n2/cgroup.procs";
-            let start = Instant::now();
-            while start.elapsed() < Duration::from_secs(30) {
-                let running = std::fs::read_to_string(procs).unwrap_or_default().lines().any(|pid| {
-                    std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "dps-lu")
-                });
-                if running {
-                    std::thread::sleep(Duration::from_millis(1500));
-                    let killed = Command::new(SCRIPT).args(["kill", "n2"]).status().unwrap();
-                    assert!(killed.success(), "cluster.sh kill n2 failed ({})", dir.display());
-                    return Instant::now();
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            panic!("the rank on n2 never started");
-        })
-    };
-    let done = test_job(job);
-    let killed_at = killer.join().expect("the node was killed");
-    assert!(!done.status.success(), "the job must fail when a node dies:\n{}", done.stdout);
-    assert!(killed_at.elapsed() < Duration::from_secs(10), "the job took more than 10 s to end after the node died");
-    assert!(done.stderr.contains("on node n2"), "the message must name the node:\n{}", done.stderr);
+    let killer = kill_n2_mid_run();
+    let done = test_job(long_lu(cluster.job(3, binary("dps-lu"))));
+    assert_ended_by_the_kill(&done, killer, 10, "Remote daemon: [[");
+    assert!(done.stderr.contains("on node n2"), "{}", done.stderr);
 }
 
 #[test]
@@ -164,12 +177,19 @@ fn srun_across_the_nodes() {
     // Open MPI's settings and SLURM_CONF go in the environment (srun --export= would split
     // them at commas), as `. DIR/env` would set them.
     let env = std::fs::read_to_string(cluster.dir.join("env")).unwrap();
-    let settings = env.lines().filter_map(|l| l.strip_prefix("export ")?.split_once('='));
-    let srun = Job::new(example("uppercase")).launcher(Launcher::Srun).ranks(3).launcher_options(["-N", "3"]);
-    let srun = settings.fold(srun, |job, (k, v)| job.env(k, v)).timeout_s(90);
-    let done = test_job(srun.args(["--map", "n1 n2 n3", "hello slurm"]));
+    let settings: Vec<(&str, &str)> = env.lines().filter_map(|l| l.strip_prefix("export ")?.split_once('=')).collect();
+    let srun = |program: PathBuf| {
+        let job = Job::new(program).launcher(Launcher::Srun).ranks(3).launcher_options(["-N", "3"]);
+        settings.iter().fold(job, |job, (k, v)| job.env(k, v)).timeout_s(90)
+    };
+    let done = test_job(srun(example("uppercase")).args(["--map", "n1 n2 n3", "hello slurm"]));
     assert_ok(&done, "srun -N 3 uppercase --map \"n1 n2 n3\"");
     assert!(done.stdout.contains("HELLO SLURM"), "{}", done.stdout);
+
+    // A node that dies: slurmctld declares it DOWN (SlurmdTimeout) and srun ends the step.
+    let killer = kill_n2_mid_run();
+    let done = test_job(long_lu(srun(binary("dps-lu"))));
+    assert_ended_by_the_kill(&done, killer, 45, "Node failure on n2");
 }
 
 #[test]
@@ -180,7 +200,7 @@ fn down_leaves_nothing_behind() {
     // A daemon on a node, as Slurm's would be: down must stop it too.
     let daemon = Command::new(cluster.dir.join("agent")).args(["n3", "exec sleep 1000"]).spawn().unwrap();
     let started = Instant::now();
-    let down = cluster.script(&["down", cluster.path()]);
+    let down = script(&["down", cluster.path()]);
     assert!(down.status.success(), "down failed: {}", String::from_utf8_lossy(&down.stderr));
     assert!(started.elapsed() < Duration::from_secs(5), "down took {:?}", started.elapsed());
     let mut daemon = daemon;
@@ -193,6 +213,6 @@ fn down_leaves_nothing_behind() {
     }
     assert!(stopped, "down left a process of node n3 running");
     assert_eq!(leftovers(), Vec::<String>::new(), "left behind after down");
-    let again = cluster.script(&["down", cluster.path()]);
+    let again = script(&["down", cluster.path()]);
     assert!(again.status.success(), "down twice must succeed: {}", String::from_utf8_lossy(&again.stderr));
 }
