@@ -25,9 +25,10 @@ CG=/sys/fs/cgroup/cpu/dps-cluster       # nK: node nK's CPU share; ctl: the Slur
 HOSTS_BEGIN="# BEGIN dps-cluster (slurm/cluster.sh; \`down\` removes this block)"
 HOSTS_END="# END dps-cluster"
 SLURMCTLD_PORT=17817 SLURMD_PORT=17818  # not the one-node test cluster's (local-cluster.sh)
-# Seconds after which slurmctld declares a silent node DOWN and ends its jobs (Slurm's default,
-# 300, would leave a job with a dead node hanging for minutes; KillWait=2 likewise).
-SLURMD_TIMEOUT=5
+# Seconds after which slurmctld declares a silent node DOWN and ends its jobs, and its RPCs
+# time out (Slurm's defaults, 300 and 10, would leave a job with a dead node hanging for
+# minutes; KillWait=2 likewise). With these, srun ends such a job in about 10-15 s.
+SLURMD_TIMEOUT=5 MESSAGE_TIMEOUT=5
 
 die() { echo "cluster: $*" >&2; exit 1; }
 missing() { echo "cluster: $*" >&2; exit 2; }
@@ -223,6 +224,7 @@ ReturnToService=2
 SlurmdParameters=config_overrides
 SlurmdTimeout=$SLURMD_TIMEOUT
 KillWait=2
+MessageTimeout=$MESSAGE_TIMEOUT
 StateSaveLocation=$s/state
 SlurmdSpoolDir=$s/spool-%n
 TmpFS=$s/tmp-%n

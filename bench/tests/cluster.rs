@@ -186,10 +186,11 @@ fn srun_across_the_nodes() {
     assert_ok(&done, "srun -N 3 uppercase --map \"n1 n2 n3\"");
     assert!(done.stdout.contains("HELLO SLURM"), "{}", done.stdout);
 
-    // A node that dies: slurmctld declares it DOWN (SlurmdTimeout) and srun ends the step.
+    // A node that dies: slurmctld declares it DOWN (SlurmdTimeout, MessageTimeout: about
+    // 15 s) and srun ends the step.
     let killer = kill_n2_mid_run();
     let done = test_job(long_lu(srun(binary("dps-lu"))));
-    assert_ended_by_the_kill(&done, killer, 45, "Node failure on n2");
+    assert_ended_by_the_kill(&done, killer, 30, "Node failure on n2");
 }
 
 #[test]
