@@ -28,7 +28,7 @@ BIG_MTU=65520                           # unshaped links (--link none); shaped o
 SLURMCTLD_PORT=17817 SLURMD_PORT=17818  # not the one-node test cluster's (local-cluster.sh)
 # Seconds after which slurmctld declares a silent node DOWN and ends its jobs, and its RPCs
 # time out (Slurm's defaults, 300 and 10, would leave a job with a dead node hanging for
-# minutes; KillWait=2 likewise). With these, srun ends such a job in about 10-15 s.
+# minutes; KillWait=2 likewise). With these, srun ends such a job in about 15 s.
 SLURMD_TIMEOUT=5 MESSAGE_TIMEOUT=5
 
 die() { echo "cluster: $*" >&2; exit 1; }
