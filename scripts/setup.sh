@@ -4,8 +4,9 @@
 set -euo pipefail
 # libhwloc-dev and libudev-dev: hwlocality links hwloc statically, and static hwloc needs libudev.
 # strace: dps-filter's tests make a rename fail with it (tests/replace.rs).
+# iproute2 (ip, tc): the emulated cluster's namespaces, links and shaping (slurm/cluster.sh).
 PKGS=(openmpi-bin libopenmpi-dev libopenblas-dev libhwloc-dev libudev-dev libclang1-14 libclang-common-14-dev
-      build-essential pkg-config fonts-dejavu-core strace)
+      build-essential pkg-config fonts-dejavu-core strace iproute2)
 [[ "${WITH_SLURM:-0}" == 1 ]] && PKGS+=(slurmctld slurmd slurm-client munge)
 missing=()
 for p in "${PKGS[@]}"; do

@@ -68,8 +68,13 @@ pub(crate) fn parse(mapping: &str, hosts: &[String]) -> Result<Vec<usize>, Error
 }
 
 fn distinct(hosts: &[String]) -> String {
-    let mut h: Vec<&str> = hosts.iter().map(String::as_str).collect();
-    h.dedup();
+    // Each host once, in rank order: ranks placed round-robin interleave the hosts.
+    let mut h: Vec<&str> = Vec::new();
+    for host in hosts {
+        if !h.contains(&host.as_str()) {
+            h.push(host);
+        }
+    }
     h.join(", ")
 }
 
@@ -100,6 +105,8 @@ mod tests {
         assert!(msg("0 5").contains("rank 5 does not exist: the job has 2 ranks"));
         assert!(msg("0*x").contains("\"x\" in \"0*x\" is not a count"));
         assert!(msg("zz").contains("no rank runs on host \"zz\""));
+        let interleaved = hosts(&["n1", "n2", "n1", "n2"]);
+        assert!(parse("n3", &interleaved).unwrap_err().to_string().contains("(hosts: n1, n2)"));
         assert!(msg("  ").contains("names no thread"));
         assert!(msg("1*0").contains("repeats zero times"));
         assert!(msg("all*99999999999999999999").contains("is not a count"));

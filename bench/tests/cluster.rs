@@ -1,0 +1,219 @@
+//! The emulated cluster end to end (`slurm/cluster.sh`, three nodes on this machine): ranks
+//! land on the nodes' hosts and CPU shares, a host-name mapping places threads (and a host
+//! outside the job is a clear error), a verified LU runs across the nodes over TCP, a node
+//! that dies mid-run ends the job within seconds naming the node, and `down` leaves nothing.
+//! Each test stands up its own cluster (one at a time: there is one per machine) and a guard
+//! takes it down even when the test fails. Needs root, as the Slurm test does.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use dps_launch::{example, test_job, Finished, Job, Launcher};
+
+const ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../slurm/cluster.sh");
+
+/// One cluster per machine: the tests of this file take turns.
+static ONE_CLUSTER: Mutex<()> = Mutex::new(());
+
+/// A cluster that is taken down when dropped (also when the test panics).
+struct Cluster {
+    dir: PathBuf,
+    _turn: std::sync::MutexGuard<'static, ()>,
+}
+
+impl Cluster {
+    /// Three nodes at half a core each, 100 Mbit/s links, and more `cluster.sh up` options.
+    fn up(name: &str, options: &[&str]) -> Cluster {
+        let turn = ONE_CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
+        let dir = std::env::temp_dir().join(format!("dps-cluster-{name}-{}", std::process::id()));
+        let mut args = vec!["up", dir.to_str().unwrap(), "--nodes", "3", "--cpu", "0.5", "--link", "100mbit"];
+        args.extend(options);
+        let out = script(&args);
+        // A failed `up` takes down what it made itself (and must not take down another's cluster).
+        assert!(out.status.success(), "cluster.sh up failed: {}", String::from_utf8_lossy(&out.stderr));
+        Cluster { dir, _turn: turn }
+    }
+
+    fn path(&self) -> &str {
+        self.dir.to_str().unwrap()
+    }
+
+    /// `program` on `ranks` ranks of the cluster, through scripts/mpirun, killed after 90 s.
+    fn job(&self, ranks: usize, program: impl Into<PathBuf>) -> Job {
+        Job::new(program).ranks(ranks).env("DPS_CLUSTER", &self.dir).timeout_s(90)
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = script(&["down", self.path()]);
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Runs `slurm/cluster.sh` with `args`, killed after 30 s.
+fn script(args: &[&str]) -> std::process::Output {
+    Command::new("timeout").args(["-k", "5", "30", SCRIPT]).args(args).current_dir(ROOT).output().unwrap()
+}
+
+/// A binary of the workspace, built next to `dps-bench`.
+fn binary(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_dps-bench")).with_file_name(name)
+}
+
+fn assert_ok(done: &Finished, what: &str) {
+    assert!(done.status.success(), "{what} failed ({}):\n{}\n{}", done.status, done.stdout, done.stderr);
+}
+
+/// What is left of any cluster on this machine: namespaces, links, cgroups, UTS files, the
+/// hosts block, processes of the cluster's nodes.
+fn leftovers() -> Vec<String> {
+    let run = |cmd: &str, args: &[&str]| {
+        String::from_utf8_lossy(&Command::new(cmd).args(args).output().unwrap().stdout).into_owned()
+    };
+    let mut left: Vec<String> = run("ip", &["netns", "list"])
+        .lines()
+        .chain(run("ip", &["-o", "link", "show"]).lines())
+        .filter(|l| l.contains("dps-"))
+        .map(String::from)
+        .collect();
+    for path in ["/sys/fs/cgroup/cpu/dps-cluster", "/run/dps-cluster"] {
+        if Path::new(path).exists() {
+            left.push(path.to_string());
+        }
+    }
+    if std::fs::read_to_string("/etc/hosts").unwrap().contains("dps-cluster") {
+        left.push("the /etc/hosts block".into());
+    }
+    left.extend(run("pgrep", &["-a", "-f", "dps-cluster"]).lines().map(String::from));
+    left
+}
+
+#[test]
+fn ranks_run_on_the_nodes_and_host_names_map_threads() {
+    let cluster = Cluster::up("map", &[]);
+    // Each rank on its own node (one slot each), in that node's CPU share.
+    let where_ = cluster.job(3, "/bin/sh").args(["-c", "echo $(hostname) $(grep :cpu: /proc/self/cgroup)"]);
+    let done = test_job(where_);
+    assert_ok(&done, "hostname on 3 ranks");
+    let mut lines: Vec<&str> = done.stdout.lines().collect();
+    lines.sort_unstable();
+    let expected: Vec<String> = (1..=3).map(|k| format!("n{k} 1:cpu:/dps-cluster/n{k}")).collect();
+    assert_eq!(lines, expected, "{}", done.stderr);
+
+    let uppercase = example("uppercase");
+    let done = test_job(cluster.job(4, &uppercase).args(["--map", "n1*2 n2 n3", "hello cluster"]));
+    assert_ok(&done, "uppercase --map \"n1*2 n2 n3\"");
+    assert!(done.stdout.contains("HELLO CLUSTER"), "{}", done.stdout);
+
+    // Two ranks fill n1 and n2: n3 is not in the job.
+    let done = test_job(cluster.job(2, &uppercase).args(["--map", "n1 n3", "x"]));
+    assert!(!done.status.success(), "a mapping naming a host outside the job must fail");
+    assert!(done.stderr.contains("no rank runs on host \"n3\" (hosts: n1, n2)"), "{}", done.stderr);
+}
+
+#[test]
+fn verified_lu_across_the_nodes() {
+    let cluster = Cluster::up("lu", &[]);
+    let args = ["--n", "256", "--block", "32", "--map", "n1*2 n2 n3", "--verify", "--json"];
+    let done = test_job(cluster.job(3, binary("dps-lu")).args(args));
+    assert_ok(&done, "dps-lu --verify on 3 nodes");
+    let record = dps_launch::json_record(&done.stdout);
+    assert_eq!((record["ranks"].as_u64(), record["verified"].as_bool()), (Some(3), Some(true)), "{record}");
+}
+
+/// A long job of dps-lu (many repetitions of a small factorization) on the three nodes.
+fn long_lu(job: Job) -> Job {
+    job.args(["--n", "512", "--block", "64", "--map", "n1 n2 n3", "--reps", "100000"]).timeout_s(90)
+}
+
+/// Kills node n2 once its rank of dps-lu has computed for a while (its process is in the
+/// node's cgroup); the thread returns when it was killed.
+fn kill_n2_mid_run() -> std::thread::JoinHandle<Instant> {
+    std::thread::spawn(|| {
+        let procs = "/sys/fs/cgroup/cpu/dps-cluster/n2/cgroup.procs";
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(60) {
+            let running = std::fs::read_to_string(procs)
+                .unwrap_or_default()
+                .lines()
+                .any(|pid| std::fs::read_to_string(format!("/proc/{pid}/comm")).is_ok_and(|c| c.trim() == "dps-lu"));
+            if running {
+                std::thread::sleep(Duration::from_millis(1500));
+                let killed = Command::new(SCRIPT).args(["kill", "n2"]).status().unwrap();
+                assert!(killed.success(), "cluster.sh kill n2 failed");
+                return Instant::now();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("the rank on n2 never started");
+    })
+}
+
+/// The job failed, within `seconds` of the node's death, with a message containing `names`.
+fn assert_ended_by_the_kill(done: &Finished, killer: std::thread::JoinHandle<Instant>, seconds: u64, names: &str) {
+    let killed_at = killer.join().expect("the node was killed");
+    assert!(!done.status.success(), "the job must fail when a node dies:\n{}", done.stdout);
+    let after = killed_at.elapsed();
+    assert!(after < Duration::from_secs(seconds), "the job ended {after:?} after the node died:\n{}", done.stderr);
+    assert!(done.stderr.contains(names), "the message must name the node ({names}):\n{}", done.stderr);
+}
+
+#[test]
+fn a_node_that_dies_ends_the_job_naming_it() {
+    let cluster = Cluster::up("kill", &[]);
+    let killer = kill_n2_mid_run();
+    let done = test_job(long_lu(cluster.job(3, binary("dps-lu"))));
+    assert_ended_by_the_kill(&done, killer, 10, "Remote daemon: [[");
+    assert!(done.stderr.contains("on node n2"), "{}", done.stderr);
+}
+
+#[test]
+fn srun_across_the_nodes() {
+    let cluster = Cluster::up("slurm", &["--slurm"]);
+    // Open MPI's settings and SLURM_CONF go in the environment (srun --export= would split
+    // them at commas), as `. DIR/env` would set them.
+    let env = std::fs::read_to_string(cluster.dir.join("env")).unwrap();
+    let settings: Vec<(&str, &str)> = env.lines().filter_map(|l| l.strip_prefix("export ")?.split_once('=')).collect();
+    let srun = |program: PathBuf| {
+        let job = Job::new(program).launcher(Launcher::Srun).ranks(3).launcher_options(["-N", "3"]);
+        settings.iter().fold(job, |job, (k, v)| job.env(k, v)).timeout_s(90)
+    };
+    let done = test_job(srun(example("uppercase")).args(["--map", "n1 n2 n3", "hello slurm"]));
+    assert_ok(&done, "srun -N 3 uppercase --map \"n1 n2 n3\"");
+    assert!(done.stdout.contains("HELLO SLURM"), "{}", done.stdout);
+
+    // A node that dies: slurmctld declares it DOWN (SlurmdTimeout, MessageTimeout: about
+    // 15 s) and srun ends the step.
+    let killer = kill_n2_mid_run();
+    let done = test_job(long_lu(srun(binary("dps-lu"))));
+    assert_ended_by_the_kill(&done, killer, 30, "Node failure on n2");
+}
+
+#[test]
+fn down_leaves_nothing_behind() {
+    let cluster = Cluster::up("down", &[]);
+    let done = test_job(cluster.job(3, "/bin/sleep").arg("0.1"));
+    assert_ok(&done, "sleep on 3 ranks");
+    // A daemon on a node, as Slurm's would be: down must stop it too.
+    let daemon = Command::new(cluster.dir.join("agent")).args(["n3", "exec sleep 1000"]).spawn().unwrap();
+    let started = Instant::now();
+    let down = script(&["down", cluster.path()]);
+    assert!(down.status.success(), "down failed: {}", String::from_utf8_lossy(&down.stderr));
+    assert!(started.elapsed() < Duration::from_secs(5), "down took {:?}", started.elapsed());
+    let mut daemon = daemon;
+    let stopped = (0..50).any(|_| {
+        std::thread::sleep(Duration::from_millis(100));
+        daemon.try_wait().unwrap().is_some()
+    });
+    if !stopped {
+        let _ = daemon.kill();
+    }
+    assert!(stopped, "down left a process of node n3 running");
+    assert_eq!(leftovers(), Vec::<String>::new(), "left behind after down");
+    let again = script(&["down", cluster.path()]);
+    assert!(again.status.success(), "down twice must succeed: {}", String::from_utf8_lossy(&again.stderr));
+}
