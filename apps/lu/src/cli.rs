@@ -127,8 +127,10 @@ impl Args {
     /// cannot be simulated, n or the block width is 0, the block is wider than n, the thread
     /// or run counts are out of range, `--alloc` or `--per-iteration` without the dynamic
     /// variant, the trace cannot be written, the file cannot be read or holds no square real
-    /// matrix, the data does not fit in memory, or `--alloc half-after:K` leaves no iteration
-    /// on one side.
+    /// matrix, the data does not fit in memory, `--alloc half-after:K` leaves no iteration
+    /// on one side, `--withdraw` is malformed, without `--alloc schedule`, names a rank
+    /// not in the job, rank 0 or a column owner, or an iteration past the last, or the
+    /// platform file `--alloc schedule` reads cannot be loaded.
     pub fn plan(&self) -> Result<Plan> {
         self.check_simulation()?;
         self.check_options()?;

@@ -63,7 +63,8 @@ impl Withdraw {
     pub fn check(&self, ranks: usize, iterations: usize) -> Result<(), String> {
         let kept = kept_ranks(ranks);
         if self.rank >= ranks {
-            return Err(format!("--withdraw {self}: rank {} is not in the job (ranks 0..{})", self.rank, ranks - 1));
+            let of = if ranks == 1 { "only rank 0".to_string() } else { format!("ranks 0..{}", ranks - 1) };
+            return Err(format!("--withdraw {self}: rank {} is not in the job ({of})", self.rank));
         }
         if self.rank == 0 {
             return Err(format!(
