@@ -223,12 +223,16 @@ impl Args {
                 );
             }
             if let Some(w) = self.withdraw {
-                bad_input!("--withdraw {w} needs --variant dynamic (the other variants have no multiplication threads)");
+                bad_input!(
+                    "--withdraw {w} needs --variant dynamic (the other variants have no multiplication threads)"
+                );
             }
         }
         if let (Some(w), Some(alloc)) = (self.withdraw, self.alloc) {
             if alloc != Alloc::Schedule {
-                bad_input!("--withdraw {w} needs --alloc schedule (the pre-computed schedule it switches to), not {alloc}");
+                bad_input!(
+                    "--withdraw {w} needs --alloc schedule (the pre-computed schedule it switches to), not {alloc}"
+                );
             }
         }
         Ok(())

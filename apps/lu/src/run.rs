@@ -127,8 +127,7 @@ fn run_dynamic(plan: &Plan) -> Result<()> {
         }
     };
     let allotment = Arc::new(allotment);
-    let coordinator =
-        rt.collection("coordinator", "0", |_| Coordinator::new(run_clock(&rt), allotment.clone()))?;
+    let coordinator = rt.collection("coordinator", "0", |_| Coordinator::new(run_clock(&rt), allotment.clone()))?;
     let columns = rt.collection("columns", &owners.join(" "), |t| Columns::new(n, r, plan.source.clone(), t, kept))?;
     let graphs = dynamic::build(&rt, (n, r), &main, &coordinator, &columns, &mults, &allotment)?;
     let mut outcome = Ok(());
@@ -141,8 +140,7 @@ fn run_dynamic(plan: &Plan) -> Result<()> {
             }
         })?;
         record.alloc = Some(alloc.to_string());
-        record.schedule =
-            scheduled.map(|s| ScheduleReport::new(&s, &allotment, &rank_of, plan.withdraw));
+        record.schedule = scheduled.map(|s| ScheduleReport::new(&s, &allotment, &rank_of, plan.withdraw));
         if plan.per_iteration {
             let allocation: Vec<(usize, usize)> = allotment
                 .rows()

@@ -67,9 +67,7 @@ impl Withdraw {
             return Err(format!("--withdraw {self}: rank {} is not in the job ({of})", self.rank));
         }
         if self.rank == 0 {
-            return Err(format!(
-                "--withdraw {self}: rank 0 runs the coordinator (the master) and cannot be withdrawn"
-            ));
+            return Err(format!("--withdraw {self}: rank 0 runs the coordinator (the master) and cannot be withdrawn"));
         }
         if self.rank < kept {
             return Err(format!(
@@ -125,7 +123,9 @@ impl Scheduled {
     pub fn compute(blocks: usize, r: usize, ranks: usize, costs: Costs) -> Scheduled {
         let graph = generate::lu(blocks * r, r, costs.lu);
         let updates: Vec<Vec<usize>> = (0..blocks)
-            .map(|k| (k + 1..blocks).map(|j| graph.task(&format!("U{k}.{j}")).expect("the LU graph's update")).collect())
+            .map(|k| {
+                (k + 1..blocks).map(|j| graph.task(&format!("U{k}.{j}")).expect("the LU graph's update")).collect()
+            })
             .collect();
         let family = Family::new(vec![graph], 0).expect("the LU graph is valid");
         let events = if ranks > 1 { vec![Event::Lose(1)] } else { vec![] };
@@ -214,7 +214,8 @@ struct Switch {
 /// every rank but `excluded`.
 fn threads(threads_on: &[Vec<usize>], ranks: &[usize], excluded: Option<usize>) -> Vec<usize> {
     let pick = |keep: &dyn Fn(usize) -> bool| -> Vec<usize> {
-        let mut t: Vec<usize> = (0..threads_on.len()).filter(|&q| keep(q)).flat_map(|q| threads_on[q].clone()).collect();
+        let mut t: Vec<usize> =
+            (0..threads_on.len()).filter(|&q| keep(q)).flat_map(|q| threads_on[q].clone()).collect();
         t.sort_unstable();
         t
     };
