@@ -1,6 +1,7 @@
 //! `--alloc`: how many multiplication threads each LU iteration of the `dynamic` variant
 //! may use (the simulator paper, §8 and Fig. 12, "thread removal"): all of them, the half on the first
-//! half of the ranks, or all of them up to iteration K and the half afterwards.
+//! half of the ranks, or all of them up to iteration K and the half afterwards; or as the
+//! layered scheduler chooses (`schedule`: [`crate::scheduled`]).
 //!
 //! The half is counted in ranks, not threads: the threads kept are those on ranks
 //! `0..max(1, ranks/2)`, where the column blocks live, so the ranks released hold no state
@@ -18,6 +19,8 @@ pub enum Alloc {
     Half,
     /// All threads for iterations 1..=K, the half afterwards ("P then P/2 after iteration K").
     HalfAfter(usize),
+    /// The ranks the layered scheduler allots to each iteration (issue 31).
+    Schedule,
 }
 
 impl FromStr for Alloc {
@@ -27,12 +30,13 @@ impl FromStr for Alloc {
         match s {
             "all" => Ok(Alloc::All),
             "half" => Ok(Alloc::Half),
+            "schedule" => Ok(Alloc::Schedule),
             _ => match s.strip_prefix("half-after:") {
                 Some(k) => match k.parse::<usize>() {
                     Ok(k) => Ok(Alloc::HalfAfter(k)),
                     Err(_) => Err(format!("{s:?}: K in half-after:K must be an iteration number (1, 2, ...)")),
                 },
-                None => Err(format!("{s:?} is not a strategy (all, half, half-after:K)")),
+                None => Err(format!("{s:?} is not a strategy (all, half, half-after:K, schedule)")),
             },
         }
     }
@@ -44,6 +48,7 @@ impl fmt::Display for Alloc {
             Alloc::All => f.write_str("all"),
             Alloc::Half => f.write_str("half"),
             Alloc::HalfAfter(k) => write!(f, "half-after:{k}"),
+            Alloc::Schedule => f.write_str("schedule"),
         }
     }
 }
@@ -65,10 +70,11 @@ impl Alloc {
         }
     }
 
-    /// Whether iteration `k` (counted from 0) uses every thread.
+    /// Whether iteration `k` (counted from 0) uses every thread (`schedule`: its rows come
+    /// from the scheduler instead).
     pub fn uses_all(&self, k: usize) -> bool {
         match *self {
-            Alloc::All => true,
+            Alloc::All | Alloc::Schedule => true,
             Alloc::Half => false,
             Alloc::HalfAfter(after) => k < after,
         }
@@ -121,7 +127,7 @@ mod tests {
 
     #[test]
     fn strategies_parse_and_print_back() {
-        for s in ["all", "half", "half-after:1", "half-after:7"] {
+        for s in ["all", "half", "half-after:1", "half-after:7", "schedule"] {
             assert_eq!(s.parse::<Alloc>().unwrap().to_string(), s);
         }
         for bad in ["", "ALL", "half-after", "half-after:", "half-after:-1", "half-after:x", "quarter"] {
@@ -163,7 +169,7 @@ mod tests {
         /// The parser never panics, and what it accepts prints back to itself or to the
         /// canonical form of the same number.
         #[test]
-        fn parser_round_trips(s in "(all|half|half-after:[0-9]{0,25}|[a-z:0-9-]{0,12})") {
+        fn parser_round_trips(s in "(all|half|schedule|half-after:[0-9]{0,25}|[a-z:0-9-]{0,12})") {
             if let Ok(a) = s.parse::<Alloc>() {
                 prop_assert_eq!(a.to_string().parse::<Alloc>().unwrap(), a);
             }

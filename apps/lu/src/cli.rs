@@ -16,6 +16,7 @@ use dps_harness::{bad_input, BadInput};
 
 use crate::alloc::{self, Alloc};
 use crate::kernel::Source;
+use crate::scheduled::{Costs, Withdraw};
 
 /// Which schedule runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -60,9 +61,15 @@ pub struct Args {
     pub file: Option<PathBuf>,
     /// `dynamic` variant: multiplication threads per iteration: `all` (P always), `half`
     /// (the threads on the first half of the ranks, P/2 always), `half-after:K` (P for
-    /// iterations 1..=K, then P/2) [default: all].
-    #[arg(long, value_name = "all|half|half-after:K")]
+    /// iterations 1..=K, then P/2), `schedule` (the ranks the layered scheduler allots to
+    /// each iteration) [default: all; schedule with --withdraw].
+    #[arg(long, value_name = "all|half|half-after:K|schedule")]
     pub alloc: Option<Alloc>,
+    /// `dynamic` variant, `--alloc schedule`: rank RANK is withdrawn as iteration K (from 1)
+    /// begins; the iterations left switch to the schedule pre-computed for one rank fewer
+    /// and RANK's multiplication threads get no more work.
+    #[arg(long, value_name = "RANK@iteration:K")]
+    pub withdraw: Option<Withdraw>,
     /// `dynamic` variant: report each iteration's time beside the serial blocked
     /// reference's (measured on rank 0 after each timed run) and its efficiency E_i.
     #[arg(long)]
@@ -88,6 +95,10 @@ pub struct Plan {
     pub alloc: Alloc,
     /// `dynamic` variant: report each iteration against the serial blocked reference.
     pub per_iteration: bool,
+    /// `--withdraw`: the rank withdrawn and the first iteration without it.
+    pub withdraw: Option<Withdraw>,
+    /// `--alloc schedule`: the kernel times and the link the scheduler's τ tables come from.
+    pub costs: Option<Costs>,
     /// Mapping of the column collection (the multiplication collection in `dynamic`).
     pub map: String,
     /// Timed runs after the warm-up.
@@ -116,8 +127,10 @@ impl Args {
     /// cannot be simulated, n or the block width is 0, the block is wider than n, the thread
     /// or run counts are out of range, `--alloc` or `--per-iteration` without the dynamic
     /// variant, the trace cannot be written, the file cannot be read or holds no square real
-    /// matrix, the data does not fit in memory, or `--alloc half-after:K` leaves no iteration
-    /// on one side.
+    /// matrix, the data does not fit in memory, `--alloc half-after:K` leaves no iteration
+    /// on one side, `--withdraw` is malformed, without `--alloc schedule`, names a rank
+    /// not in the job, rank 0 or a column owner, or an iteration past the last, or the
+    /// platform file `--alloc schedule` reads cannot be loaded.
     pub fn plan(&self) -> Result<Plan> {
         self.check_simulation()?;
         self.check_options()?;
@@ -146,15 +159,21 @@ impl Args {
             block,
             variant: self.variant,
             source,
-            alloc: self.alloc.unwrap_or(Alloc::All),
+            alloc: self.alloc.unwrap_or(if self.withdraw.is_some() { Alloc::Schedule } else { Alloc::All }),
             per_iteration: self.per_iteration,
+            withdraw: self.withdraw,
+            costs: None,
             map: self.run.map.map.clone(),
             repeat: self.run.repeat.clone(),
             blas_threads: self.run.blas.blas_threads,
             standard: self.run.standard.clone(),
         };
+        let mut plan = plan;
         if plan.variant == Variant::Dynamic {
-            plan.check_dynamic()?;
+            plan.check_dynamic(self.ranks() as usize)?;
+            if plan.alloc == Alloc::Schedule {
+                plan.costs = Some(self.schedule_costs(plan.block.block)?);
+            }
         }
         Ok(plan)
     }
@@ -203,8 +222,39 @@ impl Args {
                     "--per-iteration needs --variant dynamic (the only schedule with clean iteration boundaries)"
                 );
             }
+            if let Some(w) = self.withdraw {
+                bad_input!(
+                    "--withdraw {w} needs --variant dynamic (the other variants have no multiplication threads)"
+                );
+            }
+        }
+        if let (Some(w), Some(alloc)) = (self.withdraw, self.alloc) {
+            if alloc != Alloc::Schedule {
+                bad_input!(
+                    "--withdraw {w} needs --alloc schedule (the pre-computed schedule it switches to), not {alloc}"
+                );
+            }
         }
         Ok(())
+    }
+
+    /// The kernel times and link of `--alloc schedule`: from the platform file the simulation
+    /// charges under `--simulate`, from `$DPS_PLATFORM` in a real run if set, else the
+    /// kernels at 20 Gflop/s without communication cost.
+    fn schedule_costs(&self, r: usize) -> Result<Costs> {
+        let path = if self.run.standard.simulated_ranks().is_some() {
+            Some(self.run.standard.sim.platform_path())
+        } else {
+            std::env::var_os("DPS_PLATFORM").map(PathBuf::from)
+        };
+        let platform = match path {
+            None => None,
+            Some(path) => Some(
+                dps_model::platform::Platform::load(&path)
+                    .map_err(|e| BadInput::new(format!("--alloc schedule: platform file {}: {e}", path.display())))?,
+            ),
+        };
+        Ok(Costs::of(platform.as_ref(), r))
     }
 
     /// The block width for order n and why: the cost model of `dps_dense::grain` (from n and
@@ -261,9 +311,14 @@ impl Args {
 
 impl Plan {
     /// The dynamic variant's refusals once the matrix is known: `--alloc half-after:K` must
-    /// leave an iteration on each side, and only direct execution can simulate it.
-    fn check_dynamic(&self) -> Result<()> {
+    /// leave an iteration on each side, `--withdraw` name a rank of the `ranks` that holds
+    /// no column block and an iteration of the factorization, and only direct execution
+    /// can simulate it.
+    fn check_dynamic(&self, ranks: usize) -> Result<()> {
         self.alloc.check(self.blocks()).map_err(BadInput::new)?;
+        if let Some(w) = self.withdraw {
+            w.check(ranks, self.blocks()).map_err(BadInput::new)?;
+        }
         let mode = self.standard.sim.mode();
         if self.standard.simulated_ranks().is_some() && mode != SimMode::De {
             bad_input!(

@@ -9,6 +9,7 @@ use dps_harness::{Common, FiniteOrText};
 use serde::{Deserialize, Serialize};
 
 use crate::iterations::Iteration;
+use crate::scheduled::ScheduleReport;
 
 /// One run of `dps-lu`. The check's fields are absent without `--verify`.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -56,6 +57,10 @@ pub struct Record {
     /// `--per-iteration`: iteration 1's share of the iterations' total time.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_iteration_share: Option<f64>,
+    /// `--alloc schedule`: each iteration's threads and ranks as the scheduler chose them,
+    /// the withdrawal and its switch, and the model's makespans.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<ScheduleReport>,
 }
 
 impl Record {
@@ -78,6 +83,7 @@ impl Record {
             serial_seconds: None,
             efficiency: None,
             first_iteration_share: None,
+            schedule: None,
         }
     }
 }
@@ -101,6 +107,10 @@ impl fmt::Display for Record {
             let verdict = if c.verified == Some(true) { "verified" } else { "NOT verified" };
             write!(f, ", residual {residual:.3}, pivots {pivots}, {verdict}")?;
         }
-        write!(f, " [{} {}]", self.blas.blas_library, self.blas.blas_core)
+        write!(f, " [{} {}]", self.blas.blas_library, self.blas.blas_core)?;
+        if let Some(schedule) = &self.schedule {
+            write!(f, "\n{schedule}")?;
+        }
+        Ok(())
     }
 }

@@ -11,7 +11,7 @@ use dps::{Runtime, SimMode, Token};
 use dps_harness::simulate::Support;
 use dps_harness::{median, BadInput, Common, FiniteOrText};
 
-use crate::alloc::{kept_ranks, Members};
+use crate::alloc::{kept_ranks, Alloc, Members};
 use crate::cli::{Args, Plan, Variant};
 use crate::graph::dynamic::{self, Clock, Coordinator, MultCache};
 use crate::graph::staged::{self, Pipelining};
@@ -19,6 +19,7 @@ use crate::graph::{Columns, Graphs};
 use crate::iterations::{self, SerialClock};
 use crate::kernel;
 use crate::record::Record;
+use crate::scheduled::{Allotment, ScheduleReport, Scheduled};
 
 /// What the simulator supports of the stream and merge-split variants: every mode. The
 /// graph's structure does not depend on the pivots, so PDEXEC charges getrf, trsm, gemm, the
@@ -102,8 +103,8 @@ fn run_staged(plan: &Plan, how: Pipelining) -> Result<()> {
 
 /// The dynamic variant: the dynamic pipeline, the column blocks on the ranks `--alloc half`
 /// keeps, the multiplications on the threads of `--map`, each iteration on those `--alloc`
-/// gives it; with `--per-iteration`, each timed run is followed by the serial blocked
-/// reference on rank 0.
+/// gives it (`schedule`: the layered scheduler, switching at `--withdraw`); with
+/// `--per-iteration`, each timed run is followed by the serial blocked reference on rank 0.
 fn run_dynamic(plan: &Plan) -> Result<()> {
     let (n, r, nb, alloc) = (plan.n, plan.block.block, plan.blocks(), plan.alloc);
     let simulated = plan.standard.simulated_ranks().is_some();
@@ -112,12 +113,23 @@ fn run_dynamic(plan: &Plan) -> Result<()> {
     let kept = kept_ranks(rt.ranks());
     let owners: Vec<String> = (0..kept).map(|rank| rank.to_string()).collect();
     let main = rt.collection("main", "0", |_| ())?;
-    let coordinator = rt.collection("coordinator", "0", |_| Coordinator::new(run_clock(&rt)))?;
-    let columns = rt.collection("columns", &owners.join(" "), |t| Columns::new(n, r, plan.source.clone(), t, kept))?;
     let mults = rt.collection("mults", &plan.map, |_| MultCache::default())?;
     let rank_of: Vec<usize> = (0..mults.len()).map(|t| mults.rank_of(t)).collect();
-    let members = Members::new(&rank_of, kept).map_err(|e| BadInput::new(format!("--map {:?}: {e}", plan.map)))?;
-    let graphs = dynamic::build(&rt, (n, r), &main, &coordinator, &columns, &mults, &members, alloc)?;
+    let map_error = |e| BadInput::new(format!("--map {:?}: {e}", plan.map));
+    let (allotment, scheduled) = match (alloc, plan.costs) {
+        (Alloc::Schedule, Some(costs)) => {
+            let scheduled = Arc::new(Scheduled::compute(nb, r, rt.ranks(), costs));
+            (Allotment::scheduled(scheduled.clone(), &rank_of, plan.withdraw).map_err(map_error)?, Some(scheduled))
+        }
+        _ => {
+            let members = Members::new(&rank_of, kept).map_err(map_error)?;
+            (Allotment::fixed((0..nb).map(|k| members.of(alloc, k).to_vec()).collect()), None)
+        }
+    };
+    let allotment = Arc::new(allotment);
+    let coordinator = rt.collection("coordinator", "0", |_| Coordinator::new(run_clock(&rt), allotment.clone()))?;
+    let columns = rt.collection("columns", &owners.join(" "), |t| Columns::new(n, r, plan.source.clone(), t, kept))?;
+    let graphs = dynamic::build(&rt, (n, r), &main, &coordinator, &columns, &mults, &allotment)?;
     let mut outcome = Ok(());
     if rt.is_root() {
         let (mut parallel, mut serial) = (Vec::new(), Vec::new());
@@ -128,12 +140,12 @@ fn run_dynamic(plan: &Plan) -> Result<()> {
             }
         })?;
         record.alloc = Some(alloc.to_string());
+        record.schedule = scheduled.map(|s| ScheduleReport::new(&s, &allotment, &rank_of, plan.withdraw));
         if plan.per_iteration {
-            let allocation: Vec<(usize, usize)> = (0..nb)
-                .map(|k| {
-                    let threads = members.of(alloc, k);
-                    (threads.len(), threads.iter().map(|&t| rank_of[t]).collect::<BTreeSet<_>>().len())
-                })
+            let allocation: Vec<(usize, usize)> = allotment
+                .rows()
+                .iter()
+                .map(|threads| (threads.len(), threads.iter().map(|&t| rank_of[t]).collect::<BTreeSet<_>>().len()))
                 .collect();
             let rows =
                 iterations::rows(nb, &iterations::medians(&parallel), &iterations::medians(&serial), &allocation);

@@ -85,6 +85,14 @@ fn bad_input_is_refused_once_with_exit_2_and_failures_exit_1() {
                 &["half-after:x", "--alloc", "iteration number"],
             ),
             case(&["--n", "64", "--alloc", "half"], 2, &["--alloc half", "--variant dynamic"]),
+            // --withdraw RANK@iteration:K (n = 64 in blocks of 8: iterations 1..=8).
+            case(
+                &["--variant", "dynamic", "--n", "64", "--block", "8", "--withdraw", "1@iteration:2"],
+                2,
+                &["--withdraw 1@iteration:2", "rank 1 is not in the job", "only rank 0"],
+            ),
+            case(&["--variant", "dynamic", "--n", "64", "--withdraw", "n1@4"], 2, &["n1@4", "RANK@iteration:K"]),
+            case(&["--n", "64", "--withdraw", "1@iteration:2"], 2, &["--withdraw 1@iteration:2", "--variant dynamic"]),
             case(
                 &["--n", "64", "--variant", "merge-split", "--per-iteration"],
                 2,
@@ -121,6 +129,47 @@ fn bad_input_is_refused_once_with_exit_2_and_failures_exit_1() {
                 &["--variant", "dynamic", "--n", "8", "--map", "1", "--alloc", "half"],
                 2,
                 &["--map", "no multiplication thread", "ranks 0..1"],
+            ),
+            case_on(
+                2,
+                &["--variant", "dynamic", "--n", "64", "--block", "8", "--withdraw", "1@iteration:9"],
+                2,
+                &["--withdraw 1@iteration:9", "iterations 1..=8"],
+            ),
+            case_on(
+                2,
+                &["--variant", "dynamic", "--n", "64", "--block", "8", "--withdraw", "0@iteration:2"],
+                2,
+                &["--withdraw 0@iteration:2", "rank 0", "coordinator"],
+            ),
+            case_on(
+                2,
+                &[
+                    "--variant",
+                    "dynamic",
+                    "--n",
+                    "64",
+                    "--block",
+                    "8",
+                    "--alloc",
+                    "half",
+                    "--withdraw",
+                    "1@iteration:2",
+                ],
+                2,
+                &["--withdraw 1@iteration:2", "--alloc schedule", "not half"],
+            ),
+            case_on(
+                4,
+                &["--variant", "dynamic", "--n", "64", "--block", "8", "--withdraw", "1@iteration:2"],
+                2,
+                &["--withdraw 1@iteration:2", "rank 1 holds column blocks", "ranks 2..3"],
+            ),
+            case_on(
+                2,
+                &["--variant", "dynamic", "--n", "64", "--block", "8", "--map", "1", "--withdraw", "1@iteration:2"],
+                2,
+                &["--map", "every multiplication thread on rank 1"],
             ),
         ],
     );

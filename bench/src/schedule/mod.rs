@@ -54,8 +54,6 @@ pub(crate) struct Args {
 const MAX_PROCS: usize = dps_model::schedule::file::MAX_PROCS;
 /// The most LU blocks per dimension (m(m+1)/2 tasks).
 const MAX_LU_BLOCKS: usize = 200;
-/// LU's kernel rate without a platform file, flop/s.
-const DEFAULT_FLOPS: f64 = 20e9;
 
 /// What to schedule, checked.
 struct Plan {
@@ -112,7 +110,7 @@ fn check(args: &Args) -> Result<Plan> {
             ),
         },
     };
-    let lu_costs = lu_costs(platform.as_ref(), args.block);
+    let lu_costs = LuCosts::at_block(platform.as_ref(), args.block);
     let family = if let Some(path) = &args.file {
         Some(dps_harness::input(dps_model::schedule::file::load(path).map_err(anyhow::Error::msg))?)
     } else if let Some(n) = args.lu {
@@ -132,22 +130,6 @@ fn check(args: &Args) -> Result<Plan> {
         dps_harness::bad_input!("--lookahead gain:{n}: above {MAX_PROCS} processors");
     }
     Ok(Plan { family, procs, comm, link, lu_costs, events })
-}
-
-/// LU's kernel times: the platform file's tables at block size r, else [`DEFAULT_FLOPS`].
-fn lu_costs(platform: Option<&Platform>, r: usize) -> LuCosts {
-    let r64 = r as u64;
-    let rf = r as f64;
-    let (gemm_flops, trsm_flops) = (2.0 * rf * rf * rf, rf * rf * rf);
-    let seconds = |name: &str, dims: &[u64], work: f64| {
-        platform.and_then(|p| p.kernel(name).ok()).and_then(|k| k.seconds(dims, work)).unwrap_or(work / DEFAULT_FLOPS)
-    };
-    let panel_flops = 4.0 * rf * rf * rf - rf * rf * rf / 3.0;
-    LuCosts {
-        gemm_s: seconds("gemm", &[r64, r64, r64], gemm_flops),
-        trsm_s: seconds("trsm", &[r64, r64], trsm_flops),
-        getrf_flops: panel_flops / seconds("getrf", &[4 * r64, r64], panel_flops),
-    }
 }
 
 /// `dps-bench schedule`.

@@ -4,6 +4,7 @@
 
 use super::graph::{Edge, Graph, Task, Work};
 use super::tau::Speedup;
+use crate::platform::Platform;
 
 /// SplitMix64: a small, fixed generator (the graphs of a seed must not change with a crate).
 #[derive(Clone, Debug)]
@@ -116,6 +117,31 @@ pub struct LuCosts {
     pub trsm_s: f64,
     /// The panel factorisation's rate, flop/s.
     pub getrf_flops: f64,
+}
+
+impl LuCosts {
+    /// The kernels' rate without a platform file, flop/s.
+    pub const DEFAULT_FLOPS: f64 = 20e9;
+
+    /// The kernel times at block size r: the platform file's `gemm`, `trsm` and `getrf`
+    /// tables when it has them, else [`LuCosts::DEFAULT_FLOPS`].
+    pub fn at_block(platform: Option<&Platform>, r: usize) -> LuCosts {
+        let r64 = r as u64;
+        let rf = r as f64;
+        let (gemm_flops, trsm_flops) = (2.0 * rf * rf * rf, rf * rf * rf);
+        let seconds = |name: &str, dims: &[u64], work: f64| {
+            platform
+                .and_then(|p| p.kernel(name).ok())
+                .and_then(|k| k.seconds(dims, work))
+                .unwrap_or(work / LuCosts::DEFAULT_FLOPS)
+        };
+        let panel_flops = 4.0 * rf * rf * rf - rf * rf * rf / 3.0;
+        LuCosts {
+            gemm_s: seconds("gemm", &[r64, r64, r64], gemm_flops),
+            trsm_s: seconds("trsm", &[r64, r64], trsm_flops),
+            getrf_flops: panel_flops / seconds("getrf", &[4 * r64, r64], panel_flops),
+        }
+    }
 }
 
 /// The block LU factorisation of an n×n matrix in r×r blocks (m = n/r), right-looking, by

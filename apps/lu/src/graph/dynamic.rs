@@ -1,6 +1,7 @@
 //! The dynamic pipeline of the `dynamic` variant: the simulator paper's basic LU graph (Fig. 5 with merge barriers between
 //! iterations) with a separate, stateless collection of multiplication threads whose
-//! membership `--alloc` sets per iteration (Fig. 12, "thread removal").
+//! membership `--alloc` sets per iteration (Fig. 12, "thread removal"), read from an
+//! [`Allotment`] the coordinator may rewrite as an iteration begins (`--withdraw`).
 //!
 //! Iteration k, all coordinated by one `coordinator` thread on rank 0:
 //! 1. a split factors panel k (its block arrived with the previous merge), sends the block
@@ -27,19 +28,20 @@ use dps::{route, Bulk, Collection, MergeFn, Node, Path, Posted, RouteCtx, Runtim
 use serde::{Deserialize, Serialize};
 
 use super::{Columns, Graphs, Layout, PanelRef};
-use crate::alloc::{Alloc, Members};
 use crate::kernel::{self, span, Panel};
+use crate::scheduled::Allotment;
 
 /// The clock the coordinator stamps iteration ends with, in seconds: real time in a real
 /// run; a simulated run passes its virtual clock.
 pub type Clock = Arc<dyn Fn() -> f64 + Send + Sync>;
 
-/// The coordinator's state: the panels whose multiplications are under way, and the
-/// iteration ends of the factorization in progress.
+/// The coordinator's state: the panels whose multiplications are under way, the iteration
+/// ends of the factorization in progress, and the multiplication threads of each iteration.
 pub struct Coordinator {
     clock: Clock,
     panels: HashMap<usize, Arc<Panel>>,
     marks: Vec<f64>,
+    allotment: Arc<Allotment>,
 }
 
 impl std::fmt::Debug for Coordinator {
@@ -49,9 +51,9 @@ impl std::fmt::Debug for Coordinator {
 }
 
 impl Coordinator {
-    /// A coordinator reading `clock`.
-    pub fn new(clock: Clock) -> Self {
-        Coordinator { clock, panels: HashMap::new(), marks: Vec::new() }
+    /// A coordinator reading `clock`, running each iteration on the threads of `allotment`.
+    pub fn new(clock: Clock, allotment: Arc<Allotment>) -> Self {
+        Coordinator { clock, panels: HashMap::new(), marks: Vec::new(), allotment }
     }
 }
 
@@ -169,9 +171,11 @@ pub struct Ready {
     next_panel: Option<Bulk<f64>>,
 }
 
-/// The coordinator's split: factors panel k from its block, sends the block home and the
-/// solves to the later blocks (the next panel's block first: it is on the critical path).
+/// The coordinator's split: begins iteration k of the allotment (where a withdrawal
+/// switches), factors panel k from its block, sends the block home and the solves to the
+/// later blocks (the next panel's block first: it is on the critical path).
 fn factor_panel(lay: Layout, k: usize, c: &mut Coordinator, step: Step) -> Vec<ColWork> {
+    c.allotment.begin(k);
     let mut block = step.block.into_inner();
     let panel = Arc::new(kernel::factor_panel(&mut block, lay.n, lay.r, k));
     let mut out = vec![ColWork::Store { k, col: Bulk(block), ipiv: panel.ipiv.clone(), info: panel.info }];
@@ -218,8 +222,6 @@ fn solve_leaf(columns: &Collection<Columns>, lay: Layout, k: usize) -> Node<ColW
 struct MultStream {
     lay: Layout,
     k: usize,
-    /// Multiplication threads of the iteration.
-    p: usize,
 }
 
 impl Stream<Coordinator> for MultStream {
@@ -231,29 +233,32 @@ impl Stream<Coordinator> for MultStream {
         false
     }
     fn input(&self, c: &mut Coordinator, prepared: &mut bool, input: Solved, out: &mut Posted<Mult>) {
+        // The iteration's threads: fixed once its split has begun it.
+        let p = c.allotment.count(self.k);
         if !std::mem::replace(prepared, true) {
             let panel = c.panels.get(&self.k).expect("the split stored the panel");
-            (0..self.p).for_each(|to| out.post(Mult::Prepare { panel: panel.clone(), to }));
+            (0..p).for_each(|to| out.post(Mult::Prepare { panel: panel.clone(), to }));
         }
         let Solved::Row { j, t } = input else {
             out.post(Mult::Pass { j: self.k });
             return;
         };
         let t = Arc::new(t);
-        (0..self.p).for_each(|to| out.post(Mult::Row { j, t: t.clone(), to }));
+        (0..p).for_each(|to| out.post(Mult::Row { j, t: t.clone(), to }));
         (self.k + 1..self.lay.nb).for_each(|i| out.post(Mult::Tile { i, j }));
     }
     fn finish(&self, _: &mut Coordinator, _: bool, _: &mut Posted<Mult>) {}
 }
 
-fn mult_leaf(mults: &Collection<MultCache>, lay: Layout, k: usize, members: Vec<usize>) -> Node<Mult, Tile> {
+fn mult_leaf(mults: &Collection<MultCache>, lay: Layout, k: usize, members: Arc<Allotment>) -> Node<Mult, Tile> {
     // Tiles are load-balanced over the iteration's members: a flow-control slot is freed
     // when its product has been subtracted, so the next tile goes where one just finished
-    // and a slower rank (or one that also owns blocks) takes fewer.
+    // and a slower rank (or one that also owns blocks) takes fewer. The routes run on rank
+    // 0, where the stream posts, and read the coordinator's allotment.
     let route = move |m: &Mult, cx: &RouteCtx| match m {
-        Mult::Prepare { to, .. } | Mult::Row { to, .. } => members[*to],
-        Mult::Tile { i, j } => members[cx.slot.unwrap_or(i + j) % members.len()],
-        Mult::Pass { .. } => members[0],
+        Mult::Prepare { to, .. } | Mult::Row { to, .. } => members.member(k, *to),
+        Mult::Tile { i, j } => members.member(k, cx.slot.unwrap_or(i + j)),
+        Mult::Pass { .. } => members.member(k, 0),
     };
     Node::leaf(&format!("dyn_mult{k}"), mults, route, move |c: &mut MultCache, m: Mult| match m {
         Mult::Prepare { panel, .. } => {
@@ -332,8 +337,8 @@ fn keep(_: &mut Coordinator, acc: &mut Option<Bulk<f64>>, r: Ready) {
 /// Builds the graphs of the dynamic pipeline for an n×n matrix in blocks of r (collective).
 /// `coordinator` and `main` have one thread, on rank 0; `columns` holds block j on thread
 /// j % len; `mults` is the multiplication collection, used at iteration k by the threads
-/// `members.of(alloc, k)`. The factorization returns the coordinator's stamps: the start,
-/// then each iteration's end (seconds on its clock).
+/// `allotment` gives it (the coordinator's, on rank 0). The factorization returns the
+/// coordinator's stamps: the start, then each iteration's end (seconds on its clock).
 ///
 /// # Errors
 /// The runtime refuses a graph.
@@ -345,8 +350,7 @@ pub fn build(
     coordinator: &Collection<Coordinator>,
     columns: &Collection<Columns>,
     mults: &Collection<MultCache>,
-    members: &Members,
-    alloc: Alloc,
+    allotment: &Arc<Allotment>,
 ) -> anyhow::Result<Graphs<Vec<f64>>> {
     let lay = Layout::of(n, r, columns);
     let start =
@@ -358,7 +362,7 @@ pub fn build(
     );
     let mut path: Path<(), Step> = start >> subtract_leaf(columns, lay, None) >> ready;
     for k in 0..lay.nb - 1 {
-        path = path >> iteration(lay, k, coordinator, columns, mults, members.of(alloc, k)) >> {
+        path = path >> iteration(lay, k, coordinator, columns, mults, allotment) >> {
             let merge =
                 MergeFn::new(|_: &mut Coordinator| None, keep, move |c: &mut Coordinator, acc| close(c, Some(k), acc));
             Node::merge(&format!("dyn_end{k}"), coordinator, merge)
@@ -378,8 +382,7 @@ pub fn build(
             },
         ),
     );
-    let factor =
-        rt.graph("lu_dynamic", path >> iteration(lay, k, coordinator, columns, mults, members.of(alloc, k)) >> last)?;
+    let factor = rt.graph("lu_dynamic", path >> iteration(lay, k, coordinator, columns, mults, allotment) >> last)?;
     Graphs::around(rt, lay, main, columns, factor)
 }
 
@@ -390,19 +393,20 @@ fn iteration(
     coordinator: &Collection<Coordinator>,
     columns: &Collection<Columns>,
     mults: &Collection<MultCache>,
-    members: &[usize],
+    allotment: &Arc<Allotment>,
 ) -> Path<Step, Ready> {
     let split = Node::split(&format!("dyn_panel{k}"), coordinator, route::fixed(0), move |c: &mut Coordinator, s| {
         factor_panel(lay, k, c, s)
     })
     .unbounded();
     // A few tokens in flight per member: enough to keep each busy while products travel,
-    // few enough that the slots follow the members' speed.
-    let p = members.len();
-    let stream = Node::stream(&format!("dyn_mults{k}"), coordinator, MultStream { lay, k, p }).window(4 * p);
+    // few enough that the slots follow the members' speed (members as allotted before the
+    // run; after a withdrawal the slots wrap around the fewer members).
+    let p = allotment.count(k);
+    let stream = Node::stream(&format!("dyn_mults{k}"), coordinator, MultStream { lay, k }).window(4 * p);
     split
         >> solve_leaf(columns, lay, k)
         >> stream
-        >> mult_leaf(mults, lay, k, members.to_vec())
+        >> mult_leaf(mults, lay, k, allotment.clone())
         >> subtract_leaf(columns, lay, Some(k))
 }
