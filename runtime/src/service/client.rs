@@ -65,7 +65,8 @@ impl Connection {
                 registry::PROTOCOL
             )));
         }
-        if (entry.request.as_str(), entry.reply.as_str()) != (expect.request, expect.reply) {
+        let short = registry::short_type;
+        if (short(&entry.request), short(&entry.reply)) != (short(expect.request), short(expect.reply)) {
             return Err(mismatch(format!(
                 "types differ: the client imports {} -> {}, the service (graph \"{}\", pid {} on {}) takes {} -> {}",
                 expect.request, expect.reply, entry.graph, entry.pid, entry.host, entry.request, entry.reply

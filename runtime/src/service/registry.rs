@@ -147,6 +147,26 @@ impl Registry {
     }
 }
 
+/// A type name without its module paths: `alloc::vec::Vec<app::Range>` is `Vec<Range>`.
+/// A client and a service are two programs that compile the same type each in its own
+/// crate, so their full names differ where the types agree.
+pub(crate) fn short_type(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut word = String::new();
+    let is_path = |c: char| c.is_alphanumeric() || c == '_' || c == ':';
+    for c in name.chars().chain(std::iter::once(' ')) {
+        if is_path(c) {
+            word.push(c);
+            continue;
+        }
+        out.push_str(word.rsplit("::").next().unwrap_or(""));
+        word.clear();
+        out.push(c);
+    }
+    out.pop();
+    out
+}
+
 fn io_error(message: String) -> Error {
     Error::new(ErrorKind::Io, message)
 }
@@ -189,6 +209,13 @@ mod tests {
         assert_eq!(reg.read("a").unwrap().nonce, 3, "an older export does not withdraw a newer one");
         reg.withdraw("a", 3);
         assert!(reg.read("a").unwrap_err().to_string().contains("service \"a\" is not running: nobody exports it"));
+    }
+
+    #[test]
+    fn type_names_are_compared_without_their_paths() {
+        assert_eq!(short_type("alloc::vec::Vec<app::x::Range>"), "Vec<Range>");
+        assert_eq!(short_type("(u64, dps::token::Bulk<f64>)"), "(u64, Bulk<f64>)");
+        assert_eq!(short_type("u32"), "u32");
     }
 
     #[test]

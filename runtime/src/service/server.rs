@@ -239,7 +239,9 @@ fn handshake(reader: &mut BufReader<Stream>, writer: &mut Stream, served: &Serve
         Some(format!("service \"{service}\": the client speaks protocol {protocol}, the service {}", registry::PROTOCOL))
     } else if service != served.name {
         Some(format!("this gateway serves \"{}\", not \"{service}\"", served.name))
-    } else if (request.as_str(), reply.as_str()) != (served.request, served.reply) {
+    } else if (registry::short_type(&request), registry::short_type(&reply))
+        != (registry::short_type(served.request), registry::short_type(served.reply))
+    {
         Some(format!("service \"{service}\": types differ: the client imports {request} -> {reply}, the service (graph \"{}\") takes {ours}", served.graph.name))
     } else {
         fingerprint.filter(|f| *f != served.fingerprint).map(|f| {
