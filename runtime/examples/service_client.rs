@@ -38,6 +38,9 @@ struct Args {
     /// Import `echo` with the wrong request type (to see the error).
     #[arg(long)]
     wrong_types: bool,
+    /// Create this file once the service is imported, as the calls begin.
+    #[arg(long)]
+    started: Option<std::path::PathBuf>,
     /// Pin the graph fingerprint of `squares`.
     #[arg(long)]
     pin: Option<String>,
@@ -76,8 +79,8 @@ fn run(args: &Args) -> Result<(), dps::Error> {
         None => rt.import::<Range, Bulk<u64>>(&name)?,
     };
 
-    let split = Node::split("requests", &main, route::fixed(0), |_: &mut (), n: u64| (0..n).map(request))
-        .window(args.window);
+    let split =
+        Node::split("requests", &main, route::fixed(0), |_: &mut (), n: u64| (0..n).map(request)).window(args.window);
     let call = squares.leaf("squares", &callers, route::round_robin());
     let merge = Node::merge(
         "check",
@@ -102,7 +105,8 @@ fn run(args: &Args) -> Result<(), dps::Error> {
     let (remote, local) = match &echo {
         Some(echo) => {
             let remote = rt.graph("remote echo", echo.leaf("echo", &main, route::fixed(0)))?;
-            let local = rt.graph("local echo", Node::leaf("plus_one", &callers, route::fixed(0), |_: &mut (), x: u64| x + 1))?;
+            let local =
+                rt.graph("local echo", Node::leaf("plus_one", &callers, route::fixed(0), |_: &mut (), x: u64| x + 1))?;
             (Some(remote), Some(local))
         }
         None => (None, None),
@@ -110,7 +114,11 @@ fn run(args: &Args) -> Result<(), dps::Error> {
 
     if rt.is_root() {
         let clock = Instant::now();
-        let tally = rt.call(&graph, args.requests)?;
+        let pending = rt.start(&graph, args.requests);
+        if let Some(path) = &args.started {
+            std::fs::write(path, b"").expect("--started: the file can be created");
+        }
+        let tally = pending.wait()?;
         let seconds = clock.elapsed().as_secs_f64();
         let expect = (0..args.requests).map(request).fold(Tally::default(), |mut t, r| {
             t.replies += 1;

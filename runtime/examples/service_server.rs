@@ -87,7 +87,8 @@ fn run(args: &Args) -> Result<(), dps::Error> {
     let squares = rt.graph("squares", split >> square >> merge)?;
     let echo = rt.graph("echo", Node::leaf("plus_one", &work, route::fixed(0), |_: &mut (), x: u64| x + 1))?;
 
-    let exported = [rt.export(&format!("{}.squares", args.name), &squares)?, rt.export(&format!("{}.echo", args.name), &echo)?];
+    let exported =
+        [rt.export(&format!("{}.squares", args.name), &squares)?, rt.export(&format!("{}.echo", args.name), &echo)?];
     let start = Instant::now();
     let stop = || args.until.as_ref().is_some_and(|f| f.exists()) || start.elapsed().as_secs_f64() > args.seconds;
     while !stop() {
@@ -95,12 +96,20 @@ fn run(args: &Args) -> Result<(), dps::Error> {
     }
     // A client that died leaves nothing behind: its calls complete and its connection ends.
     let settle = Instant::now();
-    while exported.iter().any(|e| e.in_flight() > 0 || e.connections() > 0) && settle.elapsed() < Duration::from_secs(10) {
+    while exported.iter().any(|e| e.in_flight() > 0 || e.connections() > 0)
+        && settle.elapsed() < Duration::from_secs(10)
+    {
         std::thread::sleep(Duration::from_millis(20));
     }
     if rt.is_root() {
         for e in &exported {
-            println!("{}: served {} calls; {} connections, {} calls in flight left", e.name(), e.served(), e.connections(), e.in_flight());
+            println!(
+                "{}: served {} calls; {} connections, {} calls in flight left",
+                e.name(),
+                e.served(),
+                e.connections(),
+                e.in_flight()
+            );
         }
     }
     rt.shutdown()

@@ -93,10 +93,15 @@ pub(crate) fn agree_on_graph(engine: &Engine, id: u32, description: &str) -> Res
 
 /// Rank 0's `verdict` on the trace file, on every rank (`None`: rank 0 can write it).
 pub(crate) fn agree_on_trace_file(engine: &Engine, verdict: Option<String>) -> Option<String> {
-    let answer = root_says(engine, verdict, |error| Control::TraceReady { error }, |c| match c {
-        Control::TraceReady { error } => Some(error.clone()),
-        _ => None,
-    });
+    let answer = root_says(
+        engine,
+        verdict,
+        |error| Control::TraceReady { error },
+        |c| match c {
+            Control::TraceReady { error } => Some(error.clone()),
+            _ => None,
+        },
+    );
     answer.unwrap_or_else(|| {
         Some(format!("rank 0 did not answer within {GRAPH_AGREEMENT_TIMEOUT:?}: every rank must call trace_to"))
     })
@@ -104,10 +109,15 @@ pub(crate) fn agree_on_trace_file(engine: &Engine, verdict: Option<String>) -> O
 
 /// Rank 0's `verdict` on exporting a service, on every rank (`None`: it is exported).
 pub(crate) fn agree_on_export(engine: &Engine, verdict: Option<String>) -> Option<String> {
-    let answer = root_says(engine, verdict, |error| Control::Exported { error }, |c| match c {
-        Control::Exported { error } => Some(error.clone()),
-        _ => None,
-    });
+    let answer = root_says(
+        engine,
+        verdict,
+        |error| Control::Exported { error },
+        |c| match c {
+            Control::Exported { error } => Some(error.clone()),
+            _ => None,
+        },
+    );
     answer.unwrap_or_else(|| {
         Some(format!("rank 0 did not answer within {GRAPH_AGREEMENT_TIMEOUT:?}: every rank must call export"))
     })

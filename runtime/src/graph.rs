@@ -65,9 +65,11 @@ impl<I, O> Graph<I, O> {
     /// rt.shutdown().unwrap();
     /// ```
     pub fn fingerprint(&self) -> String {
-        let hash = self.imp.description.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-        });
+        let hash = self
+            .imp
+            .description
+            .bytes()
+            .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3));
         format!("{hash:016x}")
     }
 }

@@ -84,7 +84,8 @@ impl Connection {
                 &format!("its registry entry (pid {} on {}) is stale: {why}", entry.pid, entry.host),
             )
         };
-        let stream = net::connect(entry.unix.as_deref(), &entry.tcp).map_err(|e| stale(format!("nobody answers ({e})")))?;
+        let stream =
+            net::connect(entry.unix.as_deref(), &entry.tcp).map_err(|e| stale(format!("nobody answers ({e})")))?;
         let lost = |e: std::io::Error| stale(format!("no answer to the hello: {e}"));
         let mut writer = stream.try_clone().map_err(lost)?;
         stream.set_read_timeout(Some(HELLO_TIMEOUT)).map_err(lost)?;
@@ -135,7 +136,9 @@ impl Connection {
                 Ok(Some((Msg::Reply { id }, Some(token)))) => {
                     (id, (self.decode)(token).map_err(|e| format!("service \"{}\" replied {e}", self.name)))
                 }
-                Ok(Some((Msg::Failed { id, message }, _))) => (id, Err(format!("service \"{}\": {message}", self.name))),
+                Ok(Some((Msg::Failed { id, message }, _))) => {
+                    (id, Err(format!("service \"{}\": {message}", self.name)))
+                }
                 Ok(Some((other, _))) => break format!("it sent an unexpected {other:?}"),
                 Ok(None) => break "it closed the connection".to_string(),
                 Err(e) => break e.to_string(),

@@ -120,9 +120,10 @@ pub(crate) fn read(r: &mut impl Read) -> std::io::Result<Option<(Msg, Option<Wir
         let count = u64::from_le_bytes(read_array(r)?);
         let size = BulkVec::elem_size(kind).ok_or_else(|| bad(format!("a bulk of unknown kind {kind}")))?;
         let len = usize::try_from(count).ok().and_then(|c| c.checked_mul(size));
-        total = len.and_then(|l| total.checked_add(l)).filter(|&t| t <= MAX_TOKEN).ok_or_else(|| {
-            bad(format!("bulks of more than {MAX_TOKEN} bytes"))
-        })?;
+        total = len
+            .and_then(|l| total.checked_add(l))
+            .filter(|&t| t <= MAX_TOKEN)
+            .ok_or_else(|| bad(format!("bulks of more than {MAX_TOKEN} bytes")))?;
         shapes.push((kind, count as usize));
     }
     let mut bulks_in = Vec::with_capacity(shapes.len());

@@ -51,9 +51,7 @@ pub(crate) fn check_name(name: &str) -> Result<(), Error> {
     if name.is_empty() || name.len() > 100 || name.starts_with('.') || !name.chars().all(ok_char) {
         return Err(Error::new(
             ErrorKind::Usage,
-            format!(
-                "service name \"{name}\": use 1 to 100 letters, digits, '.', '_' or '-', not starting with '.'"
-            ),
+            format!("service name \"{name}\": use 1 to 100 letters, digits, '.', '_' or '-', not starting with '.'"),
         ));
     }
     Ok(())
@@ -96,7 +94,10 @@ impl Registry {
             _ => io_error(format!("service \"{name}\": cannot read {}: {e}", path.display())),
         })?;
         serde_json::from_str(&text).map_err(|e| {
-            Error::new(ErrorKind::Service, format!("service \"{name}\": {} is not a service entry: {e}", path.display()))
+            Error::new(
+                ErrorKind::Service,
+                format!("service \"{name}\": {} is not a service entry: {e}", path.display()),
+            )
         })
     }
 
@@ -136,7 +137,10 @@ impl Registry {
                 Err(e) => return Err(unwritable(e.error)),
             }
         }
-        Err(Error::new(ErrorKind::Service, format!("service \"{}\": another exporter took the name meanwhile", entry.name)))
+        Err(Error::new(
+            ErrorKind::Service,
+            format!("service \"{}\": another exporter took the name meanwhile", entry.name),
+        ))
     }
 
     /// Removes the entry of `name` if it is still the one with `nonce`.

@@ -65,8 +65,9 @@ impl Gateway {
     /// Listens, publishes the service in `registry`, and starts accepting clients.
     pub(crate) fn start(served: Served, registry: Registry, host: &str) -> Result<Gateway, Error> {
         let pid = std::process::id();
-        let nonce = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
-            ^ (u64::from(pid) << 32);
+        let nonce =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+                ^ (u64::from(pid) << 32);
         let unix_name = format!("dps-service.{}.{pid}.{nonce:x}", served.name);
         let listen_error =
             |e: std::io::Error| Error::new(ErrorKind::Io, format!("service \"{}\": cannot listen: {e}", served.name));
@@ -171,7 +172,8 @@ fn serve(stream: Stream, peer: &str, served: &Arc<Served>, stats: &Arc<Stats>) {
         Ok(None) => return,
         Err(e) => return eprintln!("dps: service \"{name}\": dropped {peer}: {e}"),
     };
-    let drop_line = |why: &dyn std::fmt::Display| eprintln!("dps: service \"{name}\": dropped {peer} ({client}): {why}");
+    let drop_line =
+        |why: &dyn std::fmt::Display| eprintln!("dps: service \"{name}\": dropped {peer} ({client}): {why}");
     let (replies, outbox) = crossbeam_channel::unbounded::<(u64, CallResult)>();
     let (permit, permits) = crossbeam_channel::bounded::<()>(MAX_IN_FLIGHT);
     let writing = {
@@ -236,7 +238,10 @@ fn handshake(reader: &mut BufReader<Stream>, writer: &mut Stream, served: &Serve
     };
     let ours = format!("{} -> {}", served.request, served.reply);
     let refusal = if protocol != registry::PROTOCOL {
-        Some(format!("service \"{service}\": the client speaks protocol {protocol}, the service {}", registry::PROTOCOL))
+        Some(format!(
+            "service \"{service}\": the client speaks protocol {protocol}, the service {}",
+            registry::PROTOCOL
+        ))
     } else if service != served.name {
         Some(format!("this gateway serves \"{}\", not \"{service}\"", served.name))
     } else if (registry::short_type(&request), registry::short_type(&reply))
