@@ -14,6 +14,8 @@
 #![deny(warnings)]
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use dps::{route, Bulk, MergeFn, Node};
@@ -35,9 +37,15 @@ struct Args {
     /// Serve at most this long.
     #[arg(long, default_value_t = 60.0)]
     seconds: f64,
-    /// Each number of a `squares` request takes this long (to keep calls in flight).
+    /// Each chunk of a `squares` request takes this long (to keep calls in flight).
     #[arg(long, default_value_t = 0)]
     slow_ms: u64,
+    /// Numbers per chunk: a `squares` request is split into chunks of this many.
+    #[arg(long, default_value_t = 64)]
+    chunk: u32,
+    /// The flow-control window of the split into chunks.
+    #[arg(long, default_value_t = dps::DEFAULT_WINDOW)]
+    window: usize,
     #[command(flatten)]
     runtime: dps::RuntimeArgs,
 }
@@ -59,21 +67,36 @@ fn run(args: &Args) -> Result<(), dps::Error> {
     let work = rt.collection("work", "all", |_| ())?;
     let slow = Duration::from_millis(args.slow_ms);
 
-    // Chunks of 64 numbers per token, so a large range spreads over the ranks.
-    let split = Node::split("chunks", &main, route::fixed(0), |_: &mut (), r: Range| {
-        (0..r.len).step_by(64).map(move |at| (r, at))
+    // Chunks of numbers, so a large range spreads over the ranks. The split and the merge
+    // run on rank 0, which counts the chunks that exist (pulled from the split's iterator,
+    // not yet merged): the client's window F1 times this split's window F2 bounds those in
+    // flight, and each open instance pulls one more ahead, so F1·(F2 + 1) bounds these.
+    let chunk = args.chunk.max(1);
+    let (in_flight, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (up, high) = (in_flight.clone(), most.clone());
+    let split = Node::split("chunks", &main, route::fixed(0), move |_: &mut (), r: Range| {
+        let (up, high) = (up.clone(), high.clone());
+        (0..r.len).step_by(chunk as usize).map(move |at| {
+            high.fetch_max(up.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+            (r, at)
+        })
     })
+    .window(args.window)
     .merge_on(|_, _| 0);
     let square = Node::leaf("square", &work, route::round_robin(), move |_: &mut (), (r, at): (Range, u32)| {
         std::thread::sleep(slow);
-        (at..(at + 64).min(r.len)).map(|i| Square { at: i, value: (r.start + u64::from(i)).pow(2) }).collect::<Vec<_>>()
+        (at..(at + chunk).min(r.len))
+            .map(|i| Square { at: i, value: (r.start + u64::from(i)).pow(2) })
+            .collect::<Vec<_>>()
     });
+    let down = in_flight.clone();
     let merge = Node::merge(
         "collect",
         &main,
         MergeFn::new(
             |_: &mut ()| Vec::new(),
-            |_, acc: &mut Vec<u64>, part: Vec<Square>| {
+            move |_, acc: &mut Vec<u64>, part: Vec<Square>| {
+                down.fetch_sub(1, Ordering::SeqCst);
                 for s in part {
                     if acc.len() <= s.at as usize {
                         acc.resize(s.at as usize + 1, 0);
@@ -102,6 +125,7 @@ fn run(args: &Args) -> Result<(), dps::Error> {
         std::thread::sleep(Duration::from_millis(20));
     }
     if rt.is_root() {
+        println!("at most {} chunks in flight", most.load(Ordering::SeqCst));
         for e in &exported {
             println!(
                 "{}: served {} calls; {} connections, {} calls in flight left",

@@ -301,3 +301,81 @@ fn malformed_and_truncated_messages_drop_their_connection_with_one_line() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+/// Two-level flow control (issue 30, item 6): an outer split with window F1 whose tokens
+/// each open an inner split with window F2 has at most F1·F2 inner tokens in flight, since
+/// an outer token's slot returns only once its inner instance is merged. The count here is
+/// of tokens created (pulled from the split's iterator, not yet merged): each open instance
+/// pulls one token ahead of its window, to learn early that it is over, so the bound on
+/// what exists is F1·(F2 + 1), and it is reached.
+#[test]
+fn nested_windows_bound_the_inner_tokens_in_flight_by_their_product() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    use dps::{route, MergeFn, Node, Runtime};
+    let (f1, f2, outer, inner) = (8usize, 16usize, 200u64, 500u64);
+    let rt = Runtime::single();
+    let main = rt.collection("main", "0", |_| ()).unwrap();
+    let middle = rt.collection("middle", "0*4", |_| ()).unwrap();
+    let work = rt.collection("work", "0*4", |_| ()).unwrap();
+    let (count, most) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
+    let (up, high, down) = (count.clone(), most.clone(), count.clone());
+    let outer_split =
+        Node::split("outer", &main, route::fixed(0), move |_: &mut (), n: u64| (0..n).map(move |_| inner)).window(f1);
+    let inner_split = Node::split("inner", &middle, route::round_robin(), move |_: &mut (), n: u64| {
+        let (up, high) = (up.clone(), high.clone());
+        (0..n).map(move |i| {
+            high.fetch_max(up.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
+            i
+        })
+    })
+    .window(f2);
+    let leaf = Node::leaf("touch", &work, route::round_robin(), |_: &mut (), i: u64| i % 7);
+    let inner_merge = Node::merge(
+        "inner_sum",
+        &middle,
+        MergeFn::new(
+            |_: &mut ()| 0u64,
+            move |_, acc: &mut u64, x: u64| {
+                down.fetch_sub(1, Ordering::SeqCst);
+                *acc += x;
+            },
+            |_, acc| acc,
+        ),
+    );
+    let outer_merge = Node::merge(
+        "outer_sum",
+        &main,
+        MergeFn::new(|_: &mut ()| 0u64, |_, acc: &mut u64, x: u64| *acc += x, |_, acc| acc),
+    );
+    let graph = rt.graph("nested", outer_split >> inner_split >> leaf >> inner_merge >> outer_merge).unwrap();
+    let total = rt.call(&graph, outer).unwrap();
+    assert_eq!(total, outer * (0..inner).map(|i| i % 7).sum::<u64>(), "every inner token merged once");
+    let most = most.load(Ordering::SeqCst);
+    assert!(most <= f1 * (f2 + 1), "{most} inner tokens exist at once, above F1·(F2 + 1) = {}", f1 * (f2 + 1));
+    assert!(most > f2, "outer tokens' inner instances overlap ({most} in flight at most)");
+    rt.shutdown().unwrap();
+}
+
+/// The same bound across applications: the client's split (window F1) calls a service whose
+/// graph splits each request (window F2); the service never has more than F1·F2 chunks in flight
+/// (F1·(F2 + 1) created: see above).
+#[test]
+fn a_client_window_times_the_service_window_bounds_the_service_tokens_in_flight() {
+    let _one = one_test();
+    let dir = registry("nested");
+    for ranks in [1, 2] {
+        let name = format!("nested{ranks}");
+        let srv = server(&dir, ranks, &name, &["--chunk", "1", "--window", "4", "--slow-ms", "1"]);
+        let c = client(&dir, ranks, &["--name", &name, "--requests", "200", "--window", "8"]);
+        assert!(c.status.success(), "{}", c.stderr);
+        let (out, _) = stop(&dir, &name, srv);
+        let most: usize = out
+            .lines()
+            .find_map(|l| l.strip_prefix("at most ")?.strip_suffix(" chunks in flight")?.parse().ok())
+            .unwrap_or_else(|| panic!("{out}"));
+        assert!(most <= 8 * (4 + 1), "{most} chunks exist at once, above F1·(F2 + 1) = 40");
+        assert!(most > 4, "the client's calls overlap in the service ({most} chunks in flight at most)");
+    }
+}
