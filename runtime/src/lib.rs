@@ -30,6 +30,10 @@
 //! rt.shutdown().unwrap();
 //! ```
 //!
+//! A running application can export a graph as a **parallel service**
+//! ([`Runtime::export`]); another, started separately, imports it ([`Runtime::import`]) and
+//! calls it as a leaf of its own graphs ([`Service::leaf`]), with many calls in flight.
+//!
 //! See `runtime/examples/` for programs that run under `mpirun`.
 
 #![warn(clippy::undocumented_unsafe_blocks)]
