@@ -325,9 +325,8 @@ fn nested_windows_bound_the_inner_tokens_in_flight_by_their_product() {
         Node::split("outer", &main, route::fixed(0), move |_: &mut (), n: u64| (0..n).map(move |_| inner)).window(f1);
     let inner_split = Node::split("inner", &middle, route::round_robin(), move |_: &mut (), n: u64| {
         let (up, high) = (up.clone(), high.clone());
-        (0..n).map(move |i| {
+        (0..n).inspect(move |_| {
             high.fetch_max(up.fetch_add(1, Ordering::SeqCst) + 1, Ordering::SeqCst);
-            i
         })
     })
     .window(f2);
