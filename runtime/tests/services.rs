@@ -378,3 +378,32 @@ fn a_client_window_times_the_service_window_bounds_the_service_tokens_in_flight(
         assert!(most > 4, "the client's calls overlap in the service ({most} chunks in flight at most)");
     }
 }
+
+/// An export is withdrawn when its runtime ends, also when it is dropped without
+/// `shutdown` (a program that returns an error); a long name fits the socket's.
+#[test]
+fn an_export_is_withdrawn_when_its_runtime_is_dropped() {
+    use dps::{route, Node, Runtime};
+    let _one = one_test();
+    let dir = registry("dropped");
+    // Only this test reads the variable in this process, and ONE_TEST keeps the others out.
+    std::env::set_var("DPS_SERVICES", &dir);
+    let name = format!("dropped.{}", "x".repeat(92));
+    let entry = dir.join(format!("{name}.service"));
+    let rt = Runtime::single();
+    let c = rt.collection("c", "0", |_| ()).unwrap();
+    let g = rt.graph("inc", Node::leaf("inc", &c, route::fixed(0), |_: &mut (), x: u64| x + 1)).unwrap();
+    rt.export(&name, &g).unwrap();
+    assert!(entry.exists());
+    let client = Runtime::single();
+    let here = client.collection("here", "0", |_| ()).unwrap();
+    let inc = client.import::<u64, u64>(&name).unwrap();
+    let call = client.graph("call", inc.leaf("inc", &here, route::fixed(0))).unwrap();
+    assert_eq!(client.call(&call, 1).unwrap(), 2);
+    drop(rt);
+    assert!(!entry.exists(), "withdrawn when dropped");
+    let failed = client.call(&call, 1).unwrap_err();
+    assert!(failed.to_string().contains(&format!("service \"{name}\" is not running")), "{failed}");
+    client.shutdown().unwrap();
+    std::env::remove_var("DPS_SERVICES");
+}

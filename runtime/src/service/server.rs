@@ -68,7 +68,9 @@ impl Gateway {
         let nonce =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
                 ^ (u64::from(pid) << 32);
-        let unix_name = format!("dps-service.{}.{pid}.{nonce:x}", served.name);
+        // An abstract socket's name has at most 107 bytes: the unique part first.
+        let mut unix_name = format!("dps-service.{pid}.{nonce:x}.{}", served.name);
+        unix_name.truncate(100);
         let listen_error =
             |e: std::io::Error| Error::new(ErrorKind::Io, format!("service \"{}\": cannot listen: {e}", served.name));
         let unix = Listener::unix(&unix_name).map_err(listen_error)?;
