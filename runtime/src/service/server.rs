@@ -25,6 +25,9 @@ use crate::graph::GraphImpl;
 use crate::node::AnyToken;
 use crate::wire::WireToken;
 
+/// How long a new connection may take to say hello.
+const HELLO_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The most calls of one connection in flight at once.
 pub(crate) const MAX_IN_FLIGHT: usize = 4096;
 
@@ -168,12 +171,17 @@ fn accept_loop(
 fn serve(stream: Stream, peer: &str, served: &Arc<Served>, stats: &Arc<Stats>) {
     let name = &served.name;
     let Ok(mut writer) = stream.try_clone() else { return };
+    // A peer that connects and says nothing holds a thread only this long.
+    let _ = stream.set_read_timeout(Some(HELLO_TIMEOUT));
     let mut reader = BufReader::new(stream);
     let client = match handshake(&mut reader, &mut writer, served) {
         Ok(Some(client)) => client,
         Ok(None) => return,
         Err(e) => return eprintln!("dps: service \"{name}\": dropped {peer}: {e}"),
     };
+    if reader.get_ref().set_read_timeout(None).is_err() {
+        return;
+    }
     let drop_line =
         |why: &dyn std::fmt::Display| eprintln!("dps: service \"{name}\": dropped {peer} ({client}): {why}");
     let (replies, outbox) = crossbeam_channel::unbounded::<(u64, CallResult)>();
