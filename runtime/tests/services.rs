@@ -17,12 +17,28 @@ fn one_test() -> std::sync::MutexGuard<'static, ()> {
     ONE_TEST.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// A registry directory of its own, emptied.
-fn registry(test: &str) -> PathBuf {
+/// A registry directory of a test's own, with the outputs of its applications; removed
+/// when the test ends.
+struct TempDir(PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn registry(test: &str) -> TempDir {
     let dir = std::env::temp_dir().join(format!("dps-services-test-{test}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    TempDir(dir)
 }
 
 /// A job on `ranks` ranks (0: a plain process, no mpirun) with the registry `dir`.
@@ -387,7 +403,7 @@ fn an_export_is_withdrawn_when_its_runtime_is_dropped() {
     let _one = one_test();
     let dir = registry("dropped");
     // Only this test reads the variable in this process, and ONE_TEST keeps the others out.
-    std::env::set_var("DPS_SERVICES", &dir);
+    std::env::set_var("DPS_SERVICES", &*dir);
     let name = format!("dropped.{}", "x".repeat(92));
     let entry = dir.join(format!("{name}.service"));
     let rt = Runtime::single();
