@@ -51,6 +51,18 @@ macro_rules! bulk_kinds {
             pub(crate) fn byte_len(&self) -> usize {
                 match self { $(BulkVec::$variant(v) => std::mem::size_of_val(v.as_slice())),* }
             }
+            /// The tag of the vector's element type.
+            pub(crate) fn kind(&self) -> u8 {
+                match self { $(BulkVec::$variant(_) => $kind),* }
+            }
+            /// The number of elements.
+            pub(crate) fn count(&self) -> usize {
+                match self { $(BulkVec::$variant(v) => v.len()),* }
+            }
+            /// The vector's memory as bytes, to send from.
+            pub(crate) fn as_bytes(&self) -> &[u8] {
+                match self { $(BulkVec::$variant(v) => bytemuck::cast_slice(v.as_slice())),* }
+            }
             /// The vector's memory as bytes, to receive into.
             pub(crate) fn as_bytes_mut(&mut self) -> &mut [u8] {
                 match self { $(BulkVec::$variant(v) => bytemuck::cast_slice_mut(v.as_mut_slice())),* }

@@ -93,18 +93,50 @@ pub(crate) fn agree_on_graph(engine: &Engine, id: u32, description: &str) -> Res
 
 /// Rank 0's `verdict` on the trace file, on every rank (`None`: rank 0 can write it).
 pub(crate) fn agree_on_trace_file(engine: &Engine, verdict: Option<String>) -> Option<String> {
+    let answer = root_says(
+        engine,
+        verdict,
+        |error| Control::TraceReady { error },
+        |c| match c {
+            Control::TraceReady { error } => Some(error.clone()),
+            _ => None,
+        },
+    );
+    answer.unwrap_or_else(|| {
+        Some(format!("rank 0 did not answer within {GRAPH_AGREEMENT_TIMEOUT:?}: every rank must call trace_to"))
+    })
+}
+
+/// Rank 0's `verdict` on exporting a service, on every rank (`None`: it is exported).
+pub(crate) fn agree_on_export(engine: &Engine, verdict: Option<String>) -> Option<String> {
+    let answer = root_says(
+        engine,
+        verdict,
+        |error| Control::Exported { error },
+        |c| match c {
+            Control::Exported { error } => Some(error.clone()),
+            _ => None,
+        },
+    );
+    answer.unwrap_or_else(|| {
+        Some(format!("rank 0 did not answer within {GRAPH_AGREEMENT_TIMEOUT:?}: every rank must call export"))
+    })
+}
+
+/// Rank 0 sends its `verdict` to every rank; the others wait for it (`None`: it did not come).
+fn root_says(
+    engine: &Engine,
+    verdict: Option<String>,
+    wrap: impl Fn(Option<String>) -> Control,
+    unwrap: impl Fn(&Control) -> Option<Option<String>>,
+) -> Option<Option<String>> {
     if engine.rank() == 0 {
         for r in 1..engine.ranks() {
-            engine.send_control(r, Control::TraceReady { error: verdict.clone() });
+            engine.send_control(r, wrap(verdict.clone()));
         }
-        return verdict;
+        return Some(verdict);
     }
-    let timeout = Some(GRAPH_AGREEMENT_TIMEOUT);
-    let answer = engine.control().wait(timeout, |c| match c {
-        Control::TraceReady { error } => Some(error.clone()),
-        _ => None,
-    });
-    answer.unwrap_or_else(|| Some(format!("rank 0 did not answer within {timeout:?}: every rank must call trace_to")))
+    engine.control().wait(Some(GRAPH_AGREEMENT_TIMEOUT), unwrap)
 }
 
 /// Returns once every rank has called it; with a `timeout`, gives up if the others do not.

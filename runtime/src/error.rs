@@ -26,6 +26,8 @@ pub enum ErrorKind {
     Usage,
     /// A file cannot be created or written.
     Io,
+    /// A parallel service is not running, refuses the client, or does not match its types.
+    Service,
 }
 
 impl Error {

@@ -51,6 +51,27 @@ impl<I, O> Graph<I, O> {
     pub fn description(&self) -> &str {
         &self.imp.description
     }
+
+    /// A fingerprint of the graph's structure (16 hex digits, a 64-bit FNV-1a hash of its
+    /// [`description`](Graph::description)): the same on every build of the same graph,
+    /// so that a client of a parallel service can pin the graph it was written against.
+    ///
+    /// ```
+    /// use dps::{route, Node, Runtime};
+    /// let rt = Runtime::single();
+    /// let c = rt.collection("c", "0", |_| ()).unwrap();
+    /// let g = rt.graph("double", Node::leaf("x2", &c, route::fixed(0), |_: &mut (), x: u64| 2 * x)).unwrap();
+    /// assert_eq!(g.fingerprint().len(), 16);
+    /// rt.shutdown().unwrap();
+    /// ```
+    pub fn fingerprint(&self) -> String {
+        let hash = self
+            .imp
+            .description
+            .bytes()
+            .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3));
+        format!("{hash:016x}")
+    }
 }
 
 /// Freezes `path` into a graph: takes the nodes, links them by index and validates.

@@ -30,6 +30,10 @@
 //! rt.shutdown().unwrap();
 //! ```
 //!
+//! A running application can export a graph as a **parallel service**
+//! ([`Runtime::export`]); another, started separately, imports it ([`Runtime::import`]) and
+//! calls it as a leaf of its own graphs ([`Service::leaf`]), with many calls in flight.
+//!
 //! See `runtime/examples/` for programs that run under `mpirun`.
 
 #![warn(clippy::undocumented_unsafe_blocks)]
@@ -54,6 +58,7 @@ mod output_file;
 mod pool;
 pub mod route;
 mod runtime;
+mod service;
 mod sim;
 mod simclock;
 mod simtime;
@@ -78,6 +83,7 @@ pub use ops::{join, Join, Merge, MergeFn, Posted, Stream};
 pub use output_file::OutputFile;
 pub use route::{Route, RouteCtx};
 pub use runtime::Runtime;
+pub use service::{Export, Service};
 pub use sim::{LinkCost, SimOptions, SimReport, TransferCpu};
 pub use simclock::{pause, simulated, skip_kernel, KernelCost, SimMode};
 pub use token::{Bulk, MaybeBulk, Token};

@@ -36,6 +36,16 @@ pub(crate) enum OpImpl {
     Split(Box<OpenFn>),
     Merge(Box<dyn ErasedMerge>),
     Stream(Box<dyn ErasedStream>),
+    /// A leaf that runs elsewhere (a parallel service): it answers later, so that many of
+    /// its tokens are in flight at once.
+    Remote(Arc<dyn RemoteLeaf>),
+}
+
+/// A leaf whose operation runs outside this application. `call` takes the token and returns
+/// at once; the answer comes later, with `resume` handed back to the engine
+/// (`Engine::resume`), from whichever thread received it.
+pub(crate) trait RemoteLeaf: Send + Sync {
+    fn call(&self, token: AnyToken, resume: Box<dyn Any + Send>);
 }
 
 pub(crate) trait ErasedMerge: Send + Sync {
@@ -195,6 +205,16 @@ impl<I: Token, O: Token> Node<I, O> {
             Box::new(op(state::<S>(s), t))
         };
         Self::make(name, Kind::Leaf, coll, OpImpl::Leaf(Box::new(run)), Some(erase_route::<S, I>(route)))
+    }
+
+    /// A leaf whose operation is `remote`'s (a parallel service), routed by `route`.
+    pub(crate) fn remote<S: Send + 'static>(
+        name: &str,
+        coll: &Collection<S>,
+        route: impl Route<I>,
+        remote: Arc<dyn RemoteLeaf>,
+    ) -> Self {
+        Self::make(name, Kind::Leaf, coll, OpImpl::Remote(remote), Some(erase_route::<S, I>(route)))
     }
 
     /// A split: one token in, the items of the returned iterator out. The iterator is pulled

@@ -18,6 +18,10 @@ use crate::failure;
 use crate::graph::{self, Graph};
 use crate::mode::{Mode, Pending, Stopwatch};
 use crate::node::Path;
+use crate::service::client::{Connection, Expect};
+use crate::service::registry::Registry;
+use crate::service::server::{Gateway, Served};
+use crate::service::{self, Export, Service, Services};
 use crate::sim::{SimOptions, SimReport, Simulator};
 use crate::trace::TraceFile;
 use crate::transport::mpi::{CoreShare, MpiTransport};
@@ -55,6 +59,8 @@ pub struct Runtime {
     mode: Mode,
     /// Where rank 0 writes the trace, if tracing.
     trace: Option<TraceFile>,
+    /// The parallel services this application exports and imports.
+    services: Services,
     finished: bool,
 }
 
@@ -237,6 +243,7 @@ impl Runtime {
             binding: Arc::new(Binding::none()),
             mode: Mode::Single,
             trace: None,
+            services: Services::default(),
             finished: false,
         }
     }
@@ -501,6 +508,132 @@ impl Runtime {
         self.mode.pending(rx, graph.imp.decode_out)
     }
 
+    /// Exports `graph` as the parallel service `name`: other applications, started
+    /// separately on this node or another, may then [`import`](Runtime::import) it and call
+    /// it as a leaf of their graphs. Collective: every rank calls it, after building the
+    /// graph; rank 0 serves the clients (each request is a call of `graph` started there) and
+    /// publishes the service in the registry directory (`DPS_SERVICES`, default
+    /// `$TMPDIR/dps-services-UID`; a directory all nodes share for clients on other nodes).
+    /// The service is withdrawn when the runtime ends (`shutdown`, or dropped); a killed
+    /// application leaves an entry that clients find stale ("not running").
+    ///
+    /// ```
+    /// use dps::{route, Node, Runtime};
+    /// let registry = tempfile::tempdir().unwrap();
+    /// std::env::set_var("DPS_SERVICES", registry.path());
+    /// let server = Runtime::single();
+    /// let c = server.collection("c", "0", |_| ()).unwrap();
+    /// let g = server.graph("double", Node::leaf("x2", &c, route::fixed(0), |_: &mut (), x: u64| 2 * x)).unwrap();
+    /// let export = server.export("doubler", &g).unwrap();
+    /// assert!(server.export("doubler", &g).is_err(), "a live name is refused");
+    ///
+    /// // Another application would do this, in its own process.
+    /// let client = Runtime::single();
+    /// let here = client.collection("here", "0", |_| ()).unwrap();
+    /// let doubler = client.import::<u64, u64>("doubler").unwrap();
+    /// let add = Node::leaf("add", &here, route::fixed(0), |_: &mut (), x: u64| x + 1);
+    /// let call = client.graph("call", doubler.leaf("doubler", &here, route::fixed(0)) >> add).unwrap();
+    /// assert_eq!(client.call(&call, 20).unwrap(), 41);
+    /// assert_eq!(export.served(), 1);
+    /// client.shutdown().unwrap();
+    /// server.shutdown().unwrap();
+    /// ```
+    ///
+    /// # Errors
+    /// On every rank: if the name is malformed or another running application exports it
+    /// ([`ErrorKind::Service`]), the registry directory is missing or not writable
+    /// ([`ErrorKind::Io`]), or this is a simulation ([`ErrorKind::Usage`]).
+    pub fn export<I: Token, O: Token>(&self, name: &str, graph: &Graph<I, O>) -> Result<Export, Error> {
+        service::registry::check_name(name)?;
+        self.refuse_simulated("export")?;
+        let stats = Arc::default();
+        let mut error = None;
+        if self.is_root() {
+            let served = Served {
+                name: name.to_string(),
+                engine: self.engine.clone(),
+                graph: graph.imp.clone(),
+                decode_in: service::frame::decode_boxed::<I>,
+                request: std::any::type_name::<I>(),
+                reply: std::any::type_name::<O>(),
+                fingerprint: graph.fingerprint(),
+            };
+            let host = &self.engine.hosts()[self.rank()];
+            match Registry::from_env().and_then(|r| Gateway::start(served, r, host)) {
+                Ok(gateway) => {
+                    let export = Export::new(name, gateway.stats.clone());
+                    self.services.exported.lock().unwrap().push(gateway);
+                    if self.ranks() == 1 {
+                        return Ok(export);
+                    }
+                    collectives::agree_on_export(&self.engine, None);
+                    return Ok(export);
+                }
+                Err(e) => error = Some(e),
+            }
+        }
+        let verdict = match &error {
+            Some(e) if self.ranks() == 1 => return Err(e.clone()),
+            Some(e) => Some(e.to_string()),
+            None => None,
+        };
+        match (collectives::agree_on_export(&self.engine, verdict), error) {
+            (_, Some(e)) => Err(e),
+            (Some(message), None) => Err(Error::new(ErrorKind::Service, message)),
+            (None, None) => Ok(Export::new(name, stats)),
+        }
+    }
+
+    /// Imports the parallel service `name` that another application exports, with requests
+    /// of type `I` and replies of type `O`: checks the registry entry and connects (this
+    /// rank's own connection; call it on every rank, as graphs are built). Use
+    /// [`Service::leaf`] to call it from a graph.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Service`] if nobody exports `name`, its application is not running (a
+    /// stale entry: it was killed), or the types differ (the message names both sides);
+    /// [`ErrorKind::Io`] if the registry directory is missing or unreadable;
+    /// [`ErrorKind::Usage`] on a simulation.
+    pub fn import<I: Token, O: Token>(&self, name: &str) -> Result<Service<I, O>, Error> {
+        self.import_with(name, None)
+    }
+
+    /// As [`Runtime::import`], and the service's graph must have `fingerprint`
+    /// ([`Graph::fingerprint`], [`Service::fingerprint`]): the client was written against
+    /// that graph.
+    ///
+    /// # Errors
+    /// As [`Runtime::import`], and if the fingerprints differ (the message names both).
+    pub fn import_pinned<I: Token, O: Token>(&self, name: &str, fingerprint: &str) -> Result<Service<I, O>, Error> {
+        self.import_with(name, Some(fingerprint.to_string()))
+    }
+
+    fn import_with<I: Token, O: Token>(&self, name: &str, fingerprint: Option<String>) -> Result<Service<I, O>, Error> {
+        service::registry::check_name(name)?;
+        self.refuse_simulated("import")?;
+        let entry = Registry::from_env()?.read(name)?;
+        let expect = Expect {
+            request: std::any::type_name::<I>(),
+            reply: std::any::type_name::<O>(),
+            fingerprint,
+            encode: crate::wire::encode::<I>,
+            decode: service::frame::decode_boxed::<O>,
+        };
+        let conn = Connection::open(&entry, expect, &self.engine)?;
+        self.services.imported.lock().unwrap().push(conn.clone());
+        Ok(Service::new(conn))
+    }
+
+    fn refuse_simulated(&self, what: &str) -> Result<(), Error> {
+        match self.mode {
+            Mode::Simulated(_) => Err(Error::new(
+                ErrorKind::Usage,
+                format!("dps simulator: a simulated run cannot {what} parallel services"),
+            )),
+            Mode::Single | Mode::Mpi { .. } => Ok(()),
+        }
+    }
+
     /// Ends the runtime on this rank. Collective: each rank calls it once its own calls are
     /// done; the ranks keep serving each other's tokens until every rank has called it.
     ///
@@ -528,7 +661,11 @@ impl Runtime {
                 _ => Ok(()),
             };
         }
+        // Exports end first: a client's call must fail at once, not wait for a rank that
+        // has stopped serving. Imports end once every rank is done with them.
+        self.services.end_exports();
         collectives::shut_down_together(&self.engine, timeout)?;
+        self.services.end_imports();
         self.finished = true;
         let trace_result = self.collect_trace();
         self.stop_workers();

@@ -25,8 +25,25 @@ pub(super) struct Calls {
 
 #[derive(Default)]
 struct Slots {
-    waiting: HashMap<u64, Sender<CallResult>>,
+    waiting: HashMap<u64, Slot>,
     failure: Option<String>,
+}
+
+/// Where a call's outcome goes: a caller's receiver, or a function (a service's gateway).
+enum Slot {
+    Channel(Sender<CallResult>),
+    Then(Box<dyn FnOnce(CallResult) + Send>),
+}
+
+impl Slot {
+    fn send(self, result: CallResult) {
+        match self {
+            Slot::Channel(tx) => {
+                let _ = tx.send(result);
+            }
+            Slot::Then(done) => done(result),
+        }
+    }
 }
 
 impl Calls {
@@ -42,23 +59,44 @@ impl Calls {
     /// Registers a call and returns its id and the receiver of its result.
     pub(super) fn new_call(&self) -> (u64, Receiver<CallResult>) {
         let (tx, rx) = crossbeam_channel::bounded(1);
+        (self.register(Slot::Channel(tx)), rx)
+    }
+
+    /// Registers a call whose result goes to `done`, and returns its id.
+    pub(super) fn new_call_then(&self, done: Box<dyn FnOnce(CallResult) + Send>) -> u64 {
+        self.register(Slot::Then(done))
+    }
+
+    fn register(&self, slot: Slot) -> u64 {
         let id = self.next_call.fetch_add(1, Ordering::Relaxed);
         let mut slots = self.slots.lock().unwrap();
         match &slots.failure {
             Some(msg) => {
-                let _ = tx.send(Err(msg.clone()));
+                let msg = msg.clone();
+                drop(slots);
+                slot.send(Err(msg));
             }
             None => {
-                slots.waiting.insert(id, tx);
+                slots.waiting.insert(id, slot);
             }
         }
-        (id, rx)
+        id
     }
 
     /// Delivers the output of call `call`.
     pub(super) fn reply(&self, call: u64, payload: Payload) {
-        if let Some(slot) = self.slots.lock().unwrap().waiting.remove(&call) {
-            let _ = slot.send(Ok(payload));
+        let slot = self.slots.lock().unwrap().waiting.remove(&call);
+        if let Some(slot) = slot {
+            slot.send(Ok(payload));
+        }
+    }
+
+    /// Ends call `call` with a failure (a service it called did not answer); the other
+    /// calls go on. A later reply for it, if any, is dropped.
+    pub(super) fn fail_one(&self, call: u64, message: String) {
+        let slot = self.slots.lock().unwrap().waiting.remove(&call);
+        if let Some(slot) = slot {
+            slot.send(Err(message));
         }
     }
 
@@ -66,8 +104,10 @@ impl Calls {
     pub(super) fn fail(&self, message: String) {
         let mut slots = self.slots.lock().unwrap();
         slots.failure.get_or_insert(message.clone());
-        for (_, slot) in slots.waiting.drain() {
-            let _ = slot.send(Err(message.clone()));
+        let waiting: Vec<Slot> = slots.waiting.drain().map(|(_, slot)| slot).collect();
+        drop(slots);
+        for slot in waiting {
+            slot.send(Err(message.clone()));
         }
     }
 

@@ -98,6 +98,11 @@ pub(crate) enum Header {
         graph: u32,
         call: u64,
     },
+    /// Call `call` failed: a parallel service it called did not answer.
+    Failed {
+        call: u64,
+        message: String,
+    },
     Control(Control),
 }
 
@@ -118,6 +123,8 @@ pub(crate) enum Control {
     TraceReady { error: Option<String> },
     /// To the requester of move `id`: the thread has arrived.
     Moved { id: u64 },
+    /// Rank 0 to all: whether it exported a service (`None`) or what is wrong.
+    Exported { error: Option<String> },
 }
 
 /// A token, moved (same rank) or encoded (from another rank).

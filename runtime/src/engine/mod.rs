@@ -41,7 +41,7 @@ use thread::ThreadBody;
 
 use crate::activity::Activity;
 use crate::failure;
-use crate::node::{AnyToken, Encoder, Kind};
+use crate::node::{AnyToken, Encoder, Kind, OpImpl};
 use crate::trace::Tracer;
 use crate::transport::Transport;
 use crate::wire::WireToken;
@@ -260,6 +260,7 @@ impl Engine {
                 }
             }
             Header::Reply { call, .. } => self.calls.reply(call, payload.expect("dps: reply without token")),
+            Header::Failed { call, message } => self.calls.fail_one(call, message),
             Header::Control(c) => self.control.push(c),
             Header::Located { thread, rank, epoch } => self.located(thread, rank, epoch),
         }
@@ -273,7 +274,8 @@ impl Engine {
             Header::Token { graph, node, .. } => {
                 let g = self.registry.graph(*graph);
                 let n = &g.nodes[*node as usize];
-                n.kind == Kind::Leaf && n.is_cheaper_than(RUN_HERE_NS)
+                // A remote leaf writes to a socket, which may block: never on the progress thread.
+                n.kind == Kind::Leaf && !matches!(n.op, OpImpl::Remote(_)) && n.is_cheaper_than(RUN_HERE_NS)
             }
             _ => false,
         }

@@ -150,6 +150,7 @@ impl ThreadBody {
                         self.open(engine, g.clone(), node, ctx, merge_at, source);
                     }
                     OpImpl::Merge(_) | OpImpl::Stream(_) => self.merge_token(engine, &g, node, token, ctx),
+                    OpImpl::Remote(remote) => remote.call(token, Box::new(Resume { graph: g.clone(), node, ctx })),
                 }
                 n.record_cost(start.elapsed().as_nanos() as u64);
             }
@@ -168,6 +169,7 @@ impl ThreadBody {
                 }
             }
             Header::Reply { .. }
+            | Header::Failed { .. }
             | Header::Control(_)
             | Header::Located { .. }
             | Header::Move { .. }
@@ -353,6 +355,13 @@ impl ThreadBody {
     }
 }
 
+/// Where a remote leaf's answer continues: its graph, the leaf, and the token's context.
+struct Resume {
+    graph: Arc<GraphImpl>,
+    node: usize,
+    ctx: Ctx,
+}
+
 impl Engine {
     /// Starts a call of `g` on `input` from this rank: its output comes on the receiver.
     pub(crate) fn start_call(&self, g: &GraphImpl, input: AnyToken) -> Receiver<CallResult> {
@@ -360,6 +369,25 @@ impl Engine {
         let ctx = Ctx { call_rank: self.rank as u32, call, frames: Vec::new() };
         self.forward(g, Some(&g.entry), input, ctx);
         rx
+    }
+
+    /// Starts a call of `g` on `input` from this rank; `done` gets its outcome, on the
+    /// thread that delivers it (keep it short: that may be the progress thread).
+    pub(crate) fn start_call_then(&self, g: &GraphImpl, input: AnyToken, done: Box<dyn FnOnce(CallResult) + Send>) {
+        let call = self.calls.new_call_then(done);
+        let ctx = Ctx { call_rank: self.rank as u32, call, frames: Vec::new() };
+        self.forward(g, Some(&g.entry), input, ctx);
+    }
+
+    /// A remote leaf's answer (`resume` is what its `call` was given): the output continues
+    /// after the leaf, as a leaf's would; a failure ends the call the token belongs to, on
+    /// the rank that made it.
+    pub(crate) fn resume(&self, resume: Box<dyn std::any::Any + Send>, outcome: Result<AnyToken, String>) {
+        let Resume { graph, node, ctx } = *resume.downcast::<Resume>().expect("dps: a remote leaf's resume");
+        match outcome {
+            Ok(out) => self.forward(&graph, graph.nodes[node].next.as_ref(), out, ctx),
+            Err(message) => self.post(ctx.call_rank as usize, Header::Failed { call: ctx.call, message }, None),
+        }
     }
 
     /// Sends `token`, produced with context `ctx`, to the successor `next` (or back to the

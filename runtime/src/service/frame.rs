@@ -1,0 +1,215 @@
+//! The messages between a service's clients and its gateway, on a socket. A message is
+//! `u32 header_len, header (bincode Msg), u8 has_token, [u32 len, token bytes, u16 nbulk,
+//! nbulk x (u8 kind, u64 count), then each bulk's raw bytes]`: the bulks of a token are
+//! written from the token's own memory and read straight into the vectors the decoded token
+//! keeps, so a large reply is not copied on its way through the socket.
+//!
+//! Every length read is checked against a limit before anything is allocated, and every
+//! malformed or truncated message is an error (the connection is then dropped), never a panic.
+
+use std::io::{Read, Write};
+
+use serde::{Deserialize, Serialize};
+
+use crate::bulk_vec::BulkVec;
+use crate::pool;
+use crate::token::Token;
+use crate::wire::WireToken;
+
+/// The largest header a peer may send (a type name, an error message).
+const MAX_HEADER: usize = 1 << 20;
+/// The largest token, encoded bytes and bulks together (1 GiB).
+const MAX_TOKEN: usize = 1 << 30;
+
+/// What a client and a service say to each other.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub(crate) enum Msg {
+    /// Client to service, first: what the client expects.
+    Hello {
+        protocol: u32,
+        service: String,
+        request: String,
+        reply: String,
+        /// The graph fingerprint the client pinned, if any.
+        fingerprint: Option<String>,
+        /// Who the client is, for the service's log lines.
+        client: String,
+    },
+    /// Service to client: the types agree; the graph behind the name.
+    Welcome { graph: String, fingerprint: String },
+    /// Service to client: the types or fingerprint differ (`reason` names both sides).
+    Refused { reason: String },
+    /// Client to service: a call, tagged `id`; the request token follows.
+    Request { id: u64 },
+    /// Service to client: the output of call `id`; the reply token follows.
+    Reply { id: u64 },
+    /// Service to client: call `id` failed.
+    Failed { id: u64, message: String },
+}
+
+/// Writes `msg` and `token` to `w` (flushed).
+pub(crate) fn write(w: &mut impl Write, msg: &Msg, token: Option<&WireToken>) -> std::io::Result<()> {
+    let header = bincode::serialize(msg).expect("dps: a service message encodes");
+    let mut head = Vec::with_capacity(16 + header.len() + token.map_or(0, |t| t.bytes.len() + 16));
+    head.extend_from_slice(&(header.len() as u32).to_le_bytes());
+    head.extend_from_slice(&header);
+    let Some(t) = token else {
+        head.push(0);
+        w.write_all(&head)?;
+        return w.flush();
+    };
+    head.push(1);
+    head.extend_from_slice(&(t.bytes.len() as u32).to_le_bytes());
+    head.extend_from_slice(&t.bytes);
+    head.extend_from_slice(&((t.bulks_out.len() + t.bulks_in.len()) as u16).to_le_bytes());
+    for b in &t.bulks_out {
+        head.push(b.kind);
+        head.extend_from_slice(&(b.count as u64).to_le_bytes());
+    }
+    for b in &t.bulks_in {
+        head.push(b.kind());
+        head.extend_from_slice(&(b.count() as u64).to_le_bytes());
+    }
+    w.write_all(&head)?;
+    for b in &t.bulks_out {
+        // SAFETY: `t.keep` owns the memory `b` points into and is alive while `t` is
+        // borrowed here (see `wire::WireToken`).
+        w.write_all(unsafe { std::slice::from_raw_parts(b.ptr, b.len) })?;
+    }
+    for b in &t.bulks_in {
+        w.write_all(b.as_bytes())?;
+    }
+    w.flush()
+}
+
+/// Reads one message. `Ok(None)`: the peer closed the connection between messages.
+///
+/// # Errors
+/// A read error, a truncated message, or one that breaks the format or its limits.
+pub(crate) fn read(r: &mut impl Read) -> std::io::Result<Option<(Msg, Option<WireToken>)>> {
+    let mut len = [0u8; 4];
+    // Nothing at all is a connection closed between messages; part of a length is a cut.
+    loop {
+        match r.read(&mut len[..1]) {
+            Ok(0) => return Ok(None),
+            Ok(_) => break,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    r.read_exact(&mut len[1..]).map_err(truncated)?;
+    let hlen = u32::from_le_bytes(len) as usize;
+    if hlen > MAX_HEADER {
+        return Err(bad(format!("a header of {hlen} bytes (at most {MAX_HEADER})")));
+    }
+    let header = read_vec(r, hlen)?;
+    let msg: Msg = bincode::deserialize(&header).map_err(|e| bad(format!("a header that does not decode: {e}")))?;
+    if read_vec(r, 1)?[0] == 0 {
+        return Ok(Some((msg, None)));
+    }
+    let plen = u32::from_le_bytes(read_array(r)?) as usize;
+    if plen > MAX_TOKEN {
+        return Err(bad(format!("a token of {plen} bytes (at most {MAX_TOKEN})")));
+    }
+    let bytes = read_vec(r, plen)?;
+    let nbulk = u16::from_le_bytes(read_array(r)?);
+    let mut total = plen;
+    let mut shapes = Vec::with_capacity(nbulk as usize);
+    for _ in 0..nbulk {
+        let kind = read_vec(r, 1)?[0];
+        let count = u64::from_le_bytes(read_array(r)?);
+        let size = BulkVec::elem_size(kind).ok_or_else(|| bad(format!("a bulk of unknown kind {kind}")))?;
+        let len = usize::try_from(count).ok().and_then(|c| c.checked_mul(size));
+        total = len
+            .and_then(|l| total.checked_add(l))
+            .filter(|&t| t <= MAX_TOKEN)
+            .ok_or_else(|| bad(format!("bulks of more than {MAX_TOKEN} bytes")))?;
+        shapes.push((kind, count as usize));
+    }
+    let mut bulks_in = Vec::with_capacity(shapes.len());
+    for (kind, count) in shapes {
+        let mut v = pool::alloc(kind, count).expect("dps: a checked bulk kind");
+        r.read_exact(v.as_bytes_mut()).map_err(truncated)?;
+        bulks_in.push(v);
+    }
+    Ok(Some((msg, Some(WireToken { bytes, bulks_out: Vec::new(), bulks_in, keep: None }))))
+}
+
+/// Decodes a received token as `T`, or says why it does not decode (never panics: the
+/// token comes from another program).
+pub(crate) fn decode<T: Token>(wire: WireToken) -> Result<T, String> {
+    let bytes = &wire.bytes;
+    crate::bulk_vec::stage_incoming(wire.bulks_in, || bincode::deserialize::<T>(bytes))
+        .map_err(|e| format!("a {} that does not decode: {e}", std::any::type_name::<T>()))
+}
+
+/// [`decode`], boxed as the engine carries tokens.
+pub(crate) fn decode_boxed<T: Token>(wire: WireToken) -> Result<Box<dyn std::any::Any + Send>, String> {
+    decode::<T>(wire).map(|t| Box::new(t) as Box<dyn std::any::Any + Send>)
+}
+
+fn read_vec(r: &mut impl Read, n: usize) -> std::io::Result<Vec<u8>> {
+    let mut v = vec![0u8; n];
+    r.read_exact(&mut v).map_err(truncated)?;
+    Ok(v)
+}
+
+fn read_array<const N: usize>(r: &mut impl Read) -> std::io::Result<[u8; N]> {
+    let mut a = [0u8; N];
+    r.read_exact(&mut a).map_err(truncated)?;
+    Ok(a)
+}
+
+fn bad(what: String) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::InvalidData, format!("malformed message: {what}"))
+}
+
+fn truncated(e: std::io::Error) -> std::io::Error {
+    match e.kind() {
+        std::io::ErrorKind::UnexpectedEof => bad("truncated".into()),
+        _ => e,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Bulk;
+
+    #[test]
+    fn a_token_with_bulks_round_trips_and_a_truncated_one_is_an_error() {
+        let value = (7u32, Bulk::from(vec![1.5f64; 5000]));
+        let wire = crate::wire::encode::<(u32, Bulk<f64>)>(Box::new(value.clone()));
+        let mut buf = Vec::new();
+        write(&mut buf, &Msg::Request { id: 3 }, Some(&wire)).unwrap();
+        assert!(buf.len() > 40_000 && buf.len() < 40_100, "bulk bytes written once: {}", buf.len());
+        let (msg, token) = read(&mut buf.as_slice()).unwrap().unwrap();
+        assert_eq!(msg, Msg::Request { id: 3 });
+        let back: (u32, Bulk<f64>) = decode(token.unwrap()).unwrap();
+        assert_eq!(back, value);
+        // Every cut is an error, not a panic; a cut before anything is a closed connection.
+        assert!(read(&mut &buf[..0]).unwrap().is_none());
+        for cut in [1, 3, 5, 20, 100, buf.len() - 1] {
+            let e = read(&mut &buf[..cut]).unwrap_err();
+            assert!(e.to_string().contains("malformed message"), "cut {cut}: {e}");
+        }
+    }
+
+    #[test]
+    fn garbage_and_huge_lengths_are_refused_before_allocating() {
+        for junk in [&b"\xff\xff\xff\xff"[..], b"\x02\x00\x00\x00\xff\xff\x00", b"GET / HTTP/1.1\r\n\r\n"] {
+            assert!(read(&mut &junk[..]).is_err(), "{junk:?}");
+        }
+        let mut huge = Vec::new();
+        write(&mut huge, &Msg::Reply { id: 1 }, None).unwrap();
+        huge.pop();
+        huge.push(1);
+        huge.extend_from_slice(&0u32.to_le_bytes());
+        huge.extend_from_slice(&1u16.to_le_bytes());
+        huge.push(8);
+        huge.extend_from_slice(&u64::MAX.to_le_bytes());
+        assert!(read(&mut huge.as_slice()).unwrap_err().to_string().contains("bulks of more than"));
+        let wrong = decode::<String>(WireToken { bytes: vec![9; 3], bulks_out: vec![], bulks_in: vec![], keep: None });
+        assert!(wrong.is_err());
+    }
+}

@@ -1,0 +1,284 @@
+//! A service's gateway, on rank 0 of the exporting application: it listens (abstract Unix
+//! socket and TCP), publishes its addresses in the registry, and for each connection checks
+//! the client's types, then starts one call of the exported graph per request and writes
+//! each reply as it completes, in any order, tagged with the request's id.
+//!
+//! Per connection: a reader thread (requests in) and a writer thread (replies out). At most
+//! [`MAX_IN_FLIGHT`] calls of one connection run at once; beyond that the reader stops
+//! reading, so a client that floods is held back by its socket, not buffered. When a client
+//! goes away, the calls it started still complete and their replies are dropped; then both
+//! threads end and nothing of the connection is left. A malformed or truncated message
+//! drops its connection with one logged line.
+
+use std::collections::HashMap;
+use std::io::BufReader;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use super::frame::{self, Msg};
+use super::net::{self, Listener, Stream};
+use super::registry::{self, Entry, Registry};
+use crate::engine::{CallResult, Engine, Payload};
+use crate::error::{Error, ErrorKind};
+use crate::graph::GraphImpl;
+use crate::node::AnyToken;
+use crate::wire::WireToken;
+
+/// How long a new connection may take to say hello.
+const HELLO_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The most calls of one connection in flight at once.
+pub(crate) const MAX_IN_FLIGHT: usize = 4096;
+
+/// What a gateway serves: the graph and how to take its requests.
+pub(crate) struct Served {
+    pub(crate) name: String,
+    pub(crate) engine: Arc<Engine>,
+    pub(crate) graph: Arc<GraphImpl>,
+    pub(crate) decode_in: fn(WireToken) -> Result<AnyToken, String>,
+    pub(crate) request: &'static str,
+    pub(crate) reply: &'static str,
+    pub(crate) fingerprint: String,
+}
+
+/// A gateway's counters (see `Export`).
+#[derive(Default, Debug)]
+pub(crate) struct Stats {
+    pub(crate) connections: AtomicUsize,
+    pub(crate) in_flight: AtomicUsize,
+    pub(crate) served: AtomicU64,
+}
+
+/// A running gateway; [`Gateway::stop`] withdraws it.
+pub(crate) struct Gateway {
+    name: String,
+    registry: Registry,
+    nonce: u64,
+    stopping: Arc<AtomicBool>,
+    unix_name: String,
+    tcp_port: Option<u16>,
+    accepting: Vec<JoinHandle<()>>,
+    /// Every open connection, to end them all at withdrawal.
+    open: Arc<Mutex<HashMap<u64, Stream>>>,
+    pub(crate) stats: Arc<Stats>,
+}
+
+impl Gateway {
+    /// Listens, publishes the service in `registry`, and starts accepting clients.
+    pub(crate) fn start(served: Served, registry: Registry, host: &str) -> Result<Gateway, Error> {
+        let pid = std::process::id();
+        let nonce =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+                ^ (u64::from(pid) << 32);
+        // An abstract socket's name has at most 107 bytes: the unique part first.
+        let mut unix_name = format!("dps-service.{pid}.{nonce:x}.{}", served.name);
+        unix_name.truncate(100);
+        let listen_error =
+            |e: std::io::Error| Error::new(ErrorKind::Io, format!("service \"{}\": cannot listen: {e}", served.name));
+        let unix = Listener::unix(&unix_name).map_err(listen_error)?;
+        let tcp = Listener::tcp().map_err(listen_error)?;
+        let tcp_port = tcp.port();
+        let entry = Entry {
+            name: served.name.clone(),
+            protocol: registry::PROTOCOL,
+            pid,
+            host: host.to_string(),
+            nonce,
+            graph: served.graph.name.clone(),
+            fingerprint: served.fingerprint.clone(),
+            request: served.request.to_string(),
+            reply: served.reply.to_string(),
+            unix: Some(unix_name.clone()),
+            tcp: tcp_port.map(net::tcp_addresses).unwrap_or_default(),
+        };
+        registry.publish(&entry, |old| net::connect(old.unix.as_deref(), &old.tcp).is_ok())?;
+        let stopping = Arc::new(AtomicBool::new(false));
+        let open = Arc::new(Mutex::new(HashMap::new()));
+        let stats = Arc::new(Stats::default());
+        let served = Arc::new(served);
+        let accepting = [unix, tcp]
+            .into_iter()
+            .map(|listener| {
+                let (served, stopping, open, stats) = (served.clone(), stopping.clone(), open.clone(), stats.clone());
+                std::thread::Builder::new()
+                    .name(format!("dps-service-accept-{}", served.name))
+                    .spawn(move || accept_loop(&listener, &served, &stopping, &open, &stats))
+                    .expect("dps: cannot spawn a service thread")
+            })
+            .collect();
+        Ok(Gateway { name: entry.name, registry, nonce, stopping, unix_name, tcp_port, accepting, open, stats })
+    }
+
+    /// Withdraws the service: removes its entry, stops accepting, ends every connection
+    /// (their clients' calls in flight fail with "not running").
+    pub(crate) fn stop(self) {
+        self.registry.withdraw(&self.name, self.nonce);
+        self.stopping.store(true, Ordering::SeqCst);
+        // Wake each accept with a connection of our own.
+        let _ = net::connect(Some(&self.unix_name), &[]);
+        if let Some(port) = self.tcp_port {
+            let _ = std::net::TcpStream::connect(("127.0.0.1", port));
+        }
+        for t in self.accepting {
+            let _ = t.join();
+        }
+        for (_, s) in self.open.lock().unwrap().drain() {
+            s.shutdown();
+        }
+    }
+}
+
+fn accept_loop(
+    listener: &Listener,
+    served: &Arc<Served>,
+    stopping: &AtomicBool,
+    open: &Arc<Mutex<HashMap<u64, Stream>>>,
+    stats: &Arc<Stats>,
+) {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    loop {
+        let accepted = listener.accept();
+        if stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        let (stream, peer) = match accepted {
+            Ok(a) => a,
+            Err(e) => {
+                eprintln!("dps: service \"{}\": accept: {e}", served.name);
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                continue;
+            }
+        };
+        let id = NEXT.fetch_add(1, Ordering::Relaxed);
+        if let Ok(c) = stream.try_clone() {
+            open.lock().unwrap().insert(id, c);
+        }
+        let (mine, open, stats) = (served.clone(), open.clone(), stats.clone());
+        stats.connections.fetch_add(1, Ordering::SeqCst);
+        let spawned = std::thread::Builder::new().name(format!("dps-service-{}", served.name)).spawn(move || {
+            serve(stream, &peer, &mine, &stats);
+            open.lock().unwrap().remove(&id);
+            stats.connections.fetch_sub(1, Ordering::SeqCst);
+        });
+        if let Err(e) = spawned {
+            eprintln!("dps: service \"{}\": cannot serve {id}: {e}", served.name);
+        }
+    }
+}
+
+/// Serves one connection until it ends; returns once its last call has completed.
+fn serve(stream: Stream, peer: &str, served: &Arc<Served>, stats: &Arc<Stats>) {
+    let name = &served.name;
+    let Ok(mut writer) = stream.try_clone() else { return };
+    // A peer that connects and says nothing holds a thread only this long.
+    let _ = stream.set_read_timeout(Some(HELLO_TIMEOUT));
+    let mut reader = BufReader::new(stream);
+    let client = match handshake(&mut reader, &mut writer, served) {
+        Ok(Some(client)) => client,
+        Ok(None) => return,
+        Err(e) => return eprintln!("dps: service \"{name}\": dropped {peer}: {e}"),
+    };
+    if reader.get_ref().set_read_timeout(None).is_err() {
+        return;
+    }
+    let drop_line =
+        |why: &dyn std::fmt::Display| eprintln!("dps: service \"{name}\": dropped {peer} ({client}): {why}");
+    let (replies, outbox) = crossbeam_channel::unbounded::<(u64, CallResult)>();
+    let (permit, permits) = crossbeam_channel::bounded::<()>(MAX_IN_FLIGHT);
+    let writing = {
+        let (served, stats) = (served.clone(), stats.clone());
+        std::thread::Builder::new().name(format!("dps-service-out-{name}")).spawn(move || {
+            let mut broken = false;
+            // Ends once the reader and every call's `done` have dropped their senders.
+            for (id, result) in outbox {
+                let _ = permits.recv();
+                stats.in_flight.fetch_sub(1, Ordering::SeqCst);
+                stats.served.fetch_add(1, Ordering::Relaxed);
+                if !broken {
+                    broken = write_reply(&mut writer, id, result, &served).is_err();
+                }
+            }
+        })
+    };
+    let Ok(writing) = writing else { return drop_line(&"cannot start its writer thread") };
+    loop {
+        let (id, token) = match frame::read(&mut reader) {
+            Ok(Some((Msg::Request { id }, Some(token)))) => (id, token),
+            Ok(None) => break,
+            Ok(Some((other, _))) => {
+                drop_line(&format!("unexpected message {other:?}"));
+                break;
+            }
+            Err(e) => {
+                // A reset by a client that died is not worth a line; anything else is.
+                if e.kind() != std::io::ErrorKind::ConnectionReset {
+                    drop_line(&e);
+                }
+                break;
+            }
+        };
+        let input = match (served.decode_in)(token) {
+            Ok(t) => t,
+            Err(e) => {
+                drop_line(&format!("request {id}: {e}"));
+                break;
+            }
+        };
+        if permit.send(()).is_err() {
+            break;
+        }
+        stats.in_flight.fetch_add(1, Ordering::SeqCst);
+        let replies = replies.clone();
+        let done = Box::new(move |result| {
+            let _ = replies.send((id, result));
+        });
+        served.engine.start_call_then(&served.graph, input, done);
+    }
+    drop(replies);
+    let _ = writing.join();
+}
+
+/// Reads the client's `Hello` and answers it; `Ok(Some(client))` if the types agree,
+/// `Ok(None)` if the client was refused (or only knocked: a liveness check).
+fn handshake(reader: &mut BufReader<Stream>, writer: &mut Stream, served: &Served) -> std::io::Result<Option<String>> {
+    let Some((hello, _)) = frame::read(reader)? else { return Ok(None) };
+    let Msg::Hello { protocol, service, request, reply, fingerprint, client } = hello else {
+        return Err(std::io::Error::other(format!("expected a hello, got {hello:?}")));
+    };
+    let ours = format!("{} -> {}", served.request, served.reply);
+    let refusal = if protocol != registry::PROTOCOL {
+        Some(format!(
+            "service \"{service}\": the client speaks protocol {protocol}, the service {}",
+            registry::PROTOCOL
+        ))
+    } else if service != served.name {
+        Some(format!("this gateway serves \"{}\", not \"{service}\"", served.name))
+    } else if (registry::short_type(&request), registry::short_type(&reply))
+        != (registry::short_type(served.request), registry::short_type(served.reply))
+    {
+        Some(format!("service \"{service}\": types differ: the client imports {request} -> {reply}, the service (graph \"{}\") takes {ours}", served.graph.name))
+    } else {
+        fingerprint.filter(|f| *f != served.fingerprint).map(|f| {
+            format!(
+                "service \"{service}\": graph fingerprints differ: the client pinned {f}, the service's graph \"{}\" is {}",
+                served.graph.name, served.fingerprint
+            )
+        })
+    };
+    let answer = match &refusal {
+        Some(reason) => Msg::Refused { reason: reason.clone() },
+        None => Msg::Welcome { graph: served.graph.name.clone(), fingerprint: served.fingerprint.clone() },
+    };
+    frame::write(writer, &answer, None)?;
+    Ok(refusal.is_none().then_some(client))
+}
+
+fn write_reply(w: &mut Stream, id: u64, result: CallResult, served: &Served) -> std::io::Result<()> {
+    match result {
+        // From another rank: written as it came, never decoded here.
+        Ok(Payload::Wire(wire)) => frame::write(w, &Msg::Reply { id }, Some(&wire)),
+        Ok(Payload::Local(token)) => frame::write(w, &Msg::Reply { id }, Some(&(served.graph.encode_out)(token))),
+        Err(message) => frame::write(w, &Msg::Failed { id, message }, None),
+    }
+}
