@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, ValueEnum};
 use dps_harness::options::{Check, Output, Seed};
 use dps_harness::simulate::{Simulate, Support};
 use dps_harness::{Common, OutputFile};
@@ -20,23 +20,13 @@ use crate::{dp, heuristic, plot, tour_io, BadInput};
 
 /// Travelling salesman branch and bound on DPS (thesis ch. 10).
 #[derive(Parser, Debug)]
-#[command(name = "dps-tsp", args_conflicts_with_subcommands = true)]
+#[command(name = "dps-tsp")]
 #[command(mut_arg("seed", |a| a.help("Seed of `--random` (and of the local search's kicks)")))]
 #[command(mut_arg("verify", |a| a.help("Check the tour independently (and against the dynamic program for n <= 12)")))]
 pub struct Cli {
-    /// `bench`: the TSPLIB table on 1 and 2 ranks.
-    #[command(subcommand)]
-    pub command: Option<Command>,
     /// Options of a single run.
     #[command(flatten)]
     pub solve: SolveArgs,
-}
-
-/// Subcommands.
-#[derive(Subcommand, Debug)]
-pub enum Command {
-    /// Solves every instance of a directory on 1 and 2 ranks and writes a markdown table.
-    Bench(crate::bench::BenchArgs),
 }
 
 /// The search strategy.
@@ -138,7 +128,7 @@ pub const MAX_FAST_CUTOFF: usize = 8;
 pub const MAX_TIME_LIMIT_S: f64 = 1e9;
 
 /// Checks the options that need no file and no memory figures: every refusal names its
-/// option. Also used by `bench` on the runs it would launch.
+/// option.
 ///
 /// # Errors
 /// A [`BadInput`] naming the option.

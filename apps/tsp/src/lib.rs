@@ -4,8 +4,8 @@
 //! [`heuristic`] finds a first tour, [`bound`] computes Held-Karp 1-tree bounds, [`search`]
 //! is the serial depth-first branch and bound with a node budget, [`thesis`] the thesis's
 //! own search, [`dp`] the exact dynamic program. The graph: [`graph`] wires a master and
-//! slaves with DPS, [`variants`] plugs the two searches into it. The CLI: [`cli`], [`bench`],
-//! [`tour_io`] and [`plot`].
+//! slaves with DPS, [`variants`] plugs the two searches into it. The CLI: [`cli`], [`tour_io`]
+//! and [`plot`].
 //!
 //! ```
 //! use dps_tsp::{deadline::Deadline, dp, heuristic, search, tsplib::Instance};
@@ -15,7 +15,6 @@
 //! assert_eq!(length, dp::solve(&inst).unwrap().0);
 //! ```
 
-pub mod bench;
 pub mod bound;
 pub mod cli;
 pub mod deadline;

@@ -4,20 +4,16 @@
 //! dps-tsp berlin52.tsp                                 # fast variant, one rank
 //! scripts/mpirun -n 2 target/release/dps-tsp att48.tsp --json --verify
 //! scripts/mpirun -n 2 target/release/dps-tsp --random 14 --variant thesis
-//! target/release/dps-tsp bench                         # the TSPLIB table on 1 and 2 ranks
+//! target/release/dps-bench sweep tsp-tsplib            # the TSPLIB table on 1 and 2 ranks
 //! ```
 //!
 //! Exit codes: 0 success, 2 unusable input, 1 any other failure.
 
 use std::process::ExitCode;
 
-use dps_tsp::cli::{Cli, Command};
+use dps_tsp::cli::Cli;
 
 fn main() -> ExitCode {
     let cli: Cli = dps_harness::parse_args();
-    let result = match &cli.command {
-        Some(Command::Bench(b)) => dps_tsp::bench::run(b),
-        None => dps_tsp::cli::run(&cli.solve),
-    };
-    dps_harness::finish("dps-tsp", result)
+    dps_harness::finish("dps-tsp", dps_tsp::cli::run(&cli.solve))
 }
