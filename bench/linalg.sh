@@ -5,7 +5,7 @@
 #           each n of $MM_N
 #   lu:     dps-lu stream and merge-split (2 ranks) against dgetrf with 2 threads (OpenBLAS,
 #           MKL), n = $LU_N
-#   gemm:   dps-bench calibrate's gemm rate at 256^3 (one thread) against MKL's
+#   gemm:   dps-bench calibrate's gemm rate at 256^3 (one thread, one rank) against MKL's
 #   peak:   the machine's measured double-precision peak (dps-bench peak), beside every rate
 # (The DPS paper's Table 1, pipelined against phased, is the sweep's experiment table1-overlap.)
 # MKL comes from PyPI (`mkl`, about 1 GB, installed once into $DPS_MKL_DIR, default
@@ -54,10 +54,11 @@ for _ in $(seq "$REPS"); do
   run -n 2 "$bin/dps-lu" --variant stream --n "$LU_N" "${lu_block[@]}" --json >> "$out/lu.jsonl"
   run -n 2 "$bin/dps-lu" --variant merge-split --n "$LU_N" "${lu_block[@]}" --json >> "$out/lu.jsonl"
 done
-# calibrate's gemm table (one thread) at 256^3 against MKL's, alternating.
+# calibrate's gemm table (one thread; one rank: the kernels, not the links) at 256^3 against
+# MKL's, alternating.
 : > "$out/calibrate.jsonl"
 for _ in $(seq "$REPS"); do
-  "$bin/dps-bench" calibrate --quick --json --out "$out/platform.toml" >> "$out/calibrate.jsonl"
+  "$bin/dps-bench" calibrate --quick --ranks 1 --json --out "$out/platform.toml" >> "$out/calibrate.jsonl"
   mkl_ref 1 dgemm 256 200 | sed 's/"op":"dgemm"/"op":"dgemm1"/' >> "$out/mkl.jsonl"
 done
 

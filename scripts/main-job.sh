@@ -43,22 +43,25 @@ run() { timeout -k 5 600 scripts/mpirun "$@"; }
 EXPERIMENTS=${EXPERIMENTS:-"table1-overlap matmul-speedup lu-speedup lu-variants transport overlap tsp-tsplib tsp-random100 life-fig9 life-efficiency life-short life-kernel life-table2 skeleton-migration skeleton-mixed skeleton-blobs radiocontrol-fig96 radiocontrol-floor filter-fig7-14 filter-throughput lu-dynamic-allocation"}
 if ((full)); then
   sweep_size=() linalg_size=(REPS=3) median_size=(ROUNDS=3 REPS=3) simaccuracy_size=()
+  radio_data=results/radiocontrol/data radio_watches=300 flood_tokens=1000000
 else
   # Quick: each experiment's `quick` table (bench/experiments.toml); LU at n = 4096 (not
   # 8192) and the median on 4096² (not 8192²), 2 rounds each; one block size per app and 2
   # rounds per point in sim-accuracy.
   sweep_size=(--quick) linalg_size=(REPS=2 LU_N=4096) median_size=(SIZE=4096 ROUNDS=2 REPS=3)
   simaccuracy_size=(--quick --launches 2)
+  radio_data=results/radiocontrol/data-quick radio_watches=100 flood_tokens=200000
 fi
+# Tables of an earlier job must not stand in for a failed step of this one.
+rm -f results/linalg/summary.md results/median-vs-opencv/table.md
 
-# The radiocontrol-fig96 data set (151 MB, ~12 s; deterministic, so kept between runs, and
-# made again when the generator's source changes).
+# The radiocontrol-fig96 data set (151 MB, ~12 s; 50 MB for the quick version; deterministic,
+# so kept between runs, and made again when the generator's source changes).
 begin
-radio_data=results/radiocontrol/data
 generator=$(cat apps/radiocontrol/src/generate.rs apps/radiocontrol/src/data.rs | sha256sum | cut -c1-16)
 if [[ ! -f $radio_data/radio.json || "$(cat "$radio_data/.generator" 2>/dev/null)" != "$generator" ]]; then
   rm -rf "$radio_data"
-  target/release/dps-radiocontrol generate --watches 300 --stations 16 --hours 2 --seed 1 \
+  target/release/dps-radiocontrol generate --watches "$radio_watches" --stations 16 --hours 2 --seed 1 \
     --dir "$radio_data" > /dev/null
   echo "$generator" > "$radio_data/.generator"
 fi
@@ -97,7 +100,7 @@ begin
   echo "## Runtime examples"
   echo '```'
   for n in 1 2 4; do echo "$n ranks: $(run -n "$n" target/release/examples/uppercase --map 'all*2')"; done
-  for n in 1 2 4; do run -n "$n" target/release/examples/flood --tokens 1000000 --window 256; done
+  for n in 1 2 4; do run -n "$n" target/release/examples/flood --tokens "$flood_tokens" --window 256; done
   echo '```'
   echo "(4 ranks on 2 cores are oversubscribed: correctness, not speed.)"
 } >> results/report.md
