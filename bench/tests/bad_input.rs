@@ -125,7 +125,8 @@ fn a_run_past_its_timeout_is_killed_and_recorded() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("x.toml");
     // `peak --seconds 30` would measure for 30 s.
-    std::fs::write(&file, experiments("dps-bench", "args = [\"peak\", \"--seconds\", \"30\"]\ntimeout_s = 1\n")).unwrap();
+    std::fs::write(&file, experiments("dps-bench", "args = [\"peak\", \"--seconds\", \"30\"]\ntimeout_s = 1\n"))
+        .unwrap();
     let started = std::time::Instant::now();
     let job = Command::new(BIN)
         .args(["sweep", "a", "--file"])
@@ -136,6 +137,9 @@ fn a_run_past_its_timeout_is_killed_and_recorded() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&job.stderr);
     assert_eq!(job.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("1 run(s) failed") && stderr.contains("a ranks=1: failed: timed out after 1 s"), "{stderr}");
+    assert!(
+        stderr.contains("1 run(s) failed") && stderr.contains("a ranks=1: failed: timed out after 1 s"),
+        "{stderr}"
+    );
     assert!(started.elapsed().as_secs() < 20, "the sweep waited {:?}", started.elapsed());
 }

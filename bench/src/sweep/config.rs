@@ -297,7 +297,8 @@ mod tests {
         assert_eq!((q.title.as_str(), q.repeat, q.params["world"].len()), ("small", 1, 1));
         assert_eq!((q.args, q.ranks, q.params["depth"].len()), (e.args, e.ranks, 2), "the fields not named are kept");
         assert!(q.quick.is_none());
-        let plain = load_text("[[experiment]]\nname = \"b\"\ntitle = \"t\"\napp = \"x\"\n").unwrap().experiment.remove(0);
+        let plain =
+            load_text("[[experiment]]\nname = \"b\"\ntitle = \"t\"\napp = \"x\"\n").unwrap().experiment.remove(0);
         assert_eq!(plain.clone().quick().title, plain.title);
     }
 
