@@ -21,7 +21,9 @@ cd "$(dirname "$0")/.."
 SIZE=${SIZE:-8192} ROUNDS=${ROUNDS:-5} REPS=${REPS:-5}
 out=results/median-vs-opencv; mkdir -p "$out"
 bin=target/release/dps-filter
-cargo build --release --quiet -p dps-filter
+# The main job's build (dps-filter alone would compile the workspace's crates a second time,
+# with other features).
+cargo build --release --quiet --workspace --bins --examples
 grep -m1 'model name' /proc/cpuinfo | sed 's/.*: /CPU: /' | tee "$out/cpu.txt"
 echo "vector extensions: $(grep -o 'avx[^ ]*' /proc/cpuinfo | sort -u | tr '\n' ' ')" | tee -a "$out/cpu.txt"
 

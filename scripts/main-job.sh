@@ -1,39 +1,87 @@
 #!/usr/bin/env bash
 # The main job: builds everything in release mode and runs the local reproduction of the
-# paper experiments at a size that fits a 2-core laptop (a few minutes), then writes
-# results/report.md with every table (beside the published numbers) and plot:
-#   - the runtime's examples on 1, 2 and 4 ranks;
+# paper experiments, then writes results/report.md with every table (beside the published
+# numbers) and plot:
 #   - `dps-bench sweep` of the default experiments of bench/experiments.toml;
 #   - the linear-algebra floors against OpenBLAS/LAPACK and Intel MKL with 2 threads, beside the
 #     machine's measured peak (bench/linalg.sh);
-#   - the 5x5 median against OpenCV (bench/median-vs-opencv.sh).
+#   - the 5x5 median against OpenCV (bench/median-vs-opencv.sh);
+#   - the runtime's examples on 1, 2 and 4 ranks;
+#   - a quick calibration (the platform file), the P3L farm tuning, the simulator's accuracy
+#     and LU's dynamic allocation simulated at P = 8;
+#   - at the end, the time each section took.
+#
+#   scripts/main-job.sh          # the quick version: every table, smaller sizes and fewer
+#                                # runs (about 10 minutes of experiments on 2 cores)
+#   scripts/main-job.sh --full   # the long version: the published sizes (`dps-bench sweep`
+#                                # without --quick, linalg.sh's and median-vs-opencv.sh's own
+#                                # sizes with 3 rounds, sim-accuracy's every point)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+full=0
+case "${1:-}" in
+  "") ;;
+  --full) full=1 ;;
+  -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+  *) echo "main job: unknown option ${1}; usage: scripts/main-job.sh [--full]" >&2; exit 2 ;;
+esac
+
+# Each section's wall time, for the table at the end of the report.
+sections=()
+section_start=0
+begin() { section_start=$(date +%s%N); }
+end() { sections+=("$1|$((($(date +%s%N) - section_start) / 1000000))"); }
+
+begin
 scripts/setup.sh
+# The same build as bench/linalg.sh and bench/median-vs-opencv.sh (one set of features: a
+# build of a few packages alone would compile the workspace's crates a second time).
 cargo build --release --workspace --bins --examples --quiet
+end "setup and build"
 mkdir -p results
 run() { timeout -k 5 600 scripts/mpirun "$@"; }
-EXPERIMENTS=${EXPERIMENTS:-"table1-overlap matmul-speedup lu-speedup lu-variants transport overlap tsp-tsplib tsp-random100 life-fig9 life-efficiency life-short skeleton-migration skeleton-mixed radiocontrol-fig96 radiocontrol-floor filter-fig7-14 filter-throughput lu-dynamic-allocation"}
+EXPERIMENTS=${EXPERIMENTS:-"table1-overlap matmul-speedup lu-speedup lu-variants transport overlap tsp-tsplib tsp-random100 life-fig9 life-efficiency life-short life-kernel life-table2 skeleton-migration skeleton-mixed skeleton-blobs radiocontrol-fig96 radiocontrol-floor filter-fig7-14 filter-throughput lu-dynamic-allocation"}
+if ((full)); then
+  sweep_size=() linalg_size=(REPS=3) median_size=(ROUNDS=3 REPS=3) simaccuracy_size=()
+  radio_data=results/radiocontrol/data radio_watches=300 flood_tokens=1000000
+else
+  # Quick: each experiment's `quick` table (bench/experiments.toml); LU at n = 4096 (not
+  # 8192) and the median on 4096² (not 8192²), 2 rounds each; one block size per app and 2
+  # rounds per point in sim-accuracy.
+  sweep_size=(--quick) linalg_size=(REPS=2 LU_N=4096) median_size=(SIZE=4096 ROUNDS=2 REPS=3)
+  simaccuracy_size=(--quick --launches 2)
+  radio_data=results/radiocontrol/data-quick radio_watches=100 flood_tokens=200000
+fi
+# Tables of an earlier job must not stand in for a failed step of this one.
+rm -f results/linalg/summary.md results/median-vs-opencv/table.md
 
-# The radiocontrol-fig96 data set (151 MB, ~12 s; deterministic, so kept between runs, and
-# made again when the generator's source changes).
-radio_data=results/radiocontrol/data
+# The radiocontrol-fig96 data set (151 MB, ~12 s; 50 MB for the quick version; deterministic,
+# so kept between runs, and made again when the generator's source changes).
+begin
 generator=$(cat apps/radiocontrol/src/generate.rs apps/radiocontrol/src/data.rs | sha256sum | cut -c1-16)
 if [[ ! -f $radio_data/radio.json || "$(cat "$radio_data/.generator" 2>/dev/null)" != "$generator" ]]; then
   rm -rf "$radio_data"
-  target/release/dps-radiocontrol generate --watches 300 --stations 16 --hours 2 --seed 1 \
+  target/release/dps-radiocontrol generate --watches "$radio_watches" --stations 16 --hours 2 --seed 1 \
     --dir "$radio_data" > /dev/null
   echo "$generator" > "$radio_data/.generator"
 fi
+end "radiocontrol data set"
 
 # shellcheck disable=SC2086  # the experiment names are words
 # A failed run is recorded in its table and makes the sweep exit 1 (listing the failures):
 # the rest of the job still runs, and the job ends with the same status.
+begin
 sweep_status=0
-target/release/dps-bench sweep --report results/report.md $EXPERIMENTS || sweep_status=$?
-REPS=3 bench/linalg.sh > results/linalg.log 2>&1 || echo "main job: bench/linalg.sh failed, see results/linalg.log" >&2
-ROUNDS=3 REPS=3 bench/median-vs-opencv.sh > results/median-vs-opencv.log 2>&1 \
+target/release/dps-bench sweep "${sweep_size[@]}" --report results/report.md $EXPERIMENTS || sweep_status=$?
+end "sweep ($(wc -w <<< "$EXPERIMENTS") experiments; each one's time is under its table)"
+begin
+env "${linalg_size[@]}" bench/linalg.sh > results/linalg.log 2>&1 \
+  || echo "main job: bench/linalg.sh failed, see results/linalg.log" >&2
+end "linear algebra against OpenBLAS and MKL (bench/linalg.sh)"
+begin
+env "${median_size[@]}" bench/median-vs-opencv.sh > results/median-vs-opencv.log 2>&1 \
   || echo "main job: bench/median-vs-opencv.sh failed, see results/median-vs-opencv.log" >&2
+end "5x5 median against OpenCV (bench/median-vs-opencv.sh)"
 
 {
   echo
@@ -45,16 +93,21 @@ ROUNDS=3 REPS=3 bench/median-vs-opencv.sh > results/median-vs-opencv.log 2>&1 \
   echo
   cat results/median-vs-opencv/cpu.txt results/median-vs-opencv/table.md 2>/dev/null \
     || echo "(failed: see results/median-vs-opencv.log)"
+} >> results/report.md
+begin
+{
   echo
   echo "## Runtime examples"
   echo '```'
   for n in 1 2 4; do echo "$n ranks: $(run -n "$n" target/release/examples/uppercase --map 'all*2')"; done
-  for n in 1 2 4; do run -n "$n" target/release/examples/flood --tokens 1000000 --window 256; done
+  for n in 1 2 4; do run -n "$n" target/release/examples/flood --tokens "$flood_tokens" --window 256; done
   echo '```'
   echo "(4 ranks on 2 cores are oversubscribed: correctness, not speed.)"
 } >> results/report.md
-# Issue 14 groundwork (bench/README.md): a quick calibration on 2 ranks (the platform file),
-# then the P3L farm plan against a measured farm, batch (case A) and a fast stream (case B).
+end "runtime examples"
+# A quick calibration on 2 ranks (the platform file), then the P3L farm plan against a
+# measured farm, batch (case A) and a fast stream (case B).
+begin
 {
   echo
   echo "## Platform calibration (quick, 2 ranks) and P3L farm tuning"
@@ -69,20 +122,44 @@ ROUNDS=3 REPS=3 bench/median-vs-opencv.sh > results/median-vs-opencv.log 2>&1 \
       || echo "(tune-farm failed)"
   done
   echo
-  echo "(Model: seed 002's P3L farm on the platform file's link; simulator: the same farm in Runtime::simulate, PDEXEC, the busy loop charged exactly.)"
+  echo "(Model: the P3L paper's farm on the platform file's link; simulator: the same farm in Runtime::simulate, PDEXEC, the busy loop charged exactly.)"
 } >> results/report.md
-# Issue 14: the simulator's predictions (DE, PDEXEC) against real runs on 1 and 2 ranks.
+end "calibration and farm tuning"
+# The simulator's predictions (DE, PDEXEC) against real runs on 1 and 2 ranks.
+begin
 {
   echo
   echo "## Simulator accuracy: predictions against real runs on 1 and 2 ranks"
   echo
-  target/release/dps-bench sim-accuracy --platform results/platform.toml || echo "(sim-accuracy failed)"
+  target/release/dps-bench sim-accuracy "${simaccuracy_size[@]}" --platform results/platform.toml \
+    || echo "(sim-accuracy failed)"
 } >> results/report.md
-# Issue 14 point 4: LU's dynamic efficiency and thread removal simulated at P = 8 (needs the
-# platform file above, so it runs after the calibration, not in $EXPERIMENTS).
+end "simulator accuracy"
+# LU's dynamic efficiency and thread removal simulated at P = 8 (needs the platform file
+# above, so it runs after the calibration, not in $EXPERIMENTS).
+begin
 {
   echo
-  target/release/dps-bench sweep lu-dynamic-allocation-sim || echo "(lu-dynamic-allocation-sim failed)"
+  target/release/dps-bench sweep "${sweep_size[@]}" lu-dynamic-allocation-sim || echo "(lu-dynamic-allocation-sim failed)"
+} >> results/report.md
+end "lu-dynamic-allocation-sim"
+
+# The time each section took; the experiments are every section after the build.
+{
+  echo
+  echo "## Time per section ($( ((full)) && echo "--full" || echo "quick, the default"))"
+  echo
+  echo "| section | seconds |"
+  echo "| --- | ---: |"
+  total=0 experiments=0
+  for s in "${sections[@]}"; do
+    name=${s%|*} ms=${s##*|}
+    printf '| %s | %d.%d |\n' "$name" $((ms / 1000)) $((ms % 1000 / 100))
+    total=$((total + ms))
+    [[ $name == "setup and build" ]] || experiments=$((experiments + ms))
+  done
+  printf '| **experiments** (every section after the build) | **%d.%d** |\n' $((experiments / 1000)) $((experiments % 1000 / 100))
+  printf '| **total** | **%d.%d** |\n' $((total / 1000)) $((total % 1000 / 100))
 } >> results/report.md
 echo "main job: wrote results/report.md"
 if ((sweep_status != 0)); then

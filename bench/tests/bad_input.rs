@@ -117,3 +117,29 @@ fn a_sweep_writes_whole_files_and_records_failed_runs() {
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(left.len(), 3, "x.toml, results and report.md only: {left:?}");
 }
+
+/// A run that outlives its experiment's `timeout_s` is killed and recorded as timed out (the
+/// sweep goes on, lists it and exits 1), well before the run would have ended.
+#[test]
+fn a_run_past_its_timeout_is_killed_and_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("x.toml");
+    // `peak --seconds 30` would measure for 30 s.
+    std::fs::write(&file, experiments("dps-bench", "args = [\"peak\", \"--seconds\", \"30\"]\ntimeout_s = 1\n"))
+        .unwrap();
+    let started = std::time::Instant::now();
+    let job = Command::new(BIN)
+        .args(["sweep", "a", "--file"])
+        .arg(&file)
+        .arg("--out")
+        .arg(dir.path().join("results"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&job.stderr);
+    assert_eq!(job.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("1 run(s) failed") && stderr.contains("a ranks=1: failed: timed out after 1 s"),
+        "{stderr}"
+    );
+    assert!(started.elapsed().as_secs() < 20, "the sweep waited {:?}", started.elapsed());
+}

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Result;
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, ValueEnum};
 use dps_harness::options::{Seed, Standard};
 use dps_harness::{bad_input, BadInput};
 
@@ -17,23 +17,13 @@ use crate::tsplib;
 
 /// Travelling salesman branch and bound on DPS (thesis ch. 10).
 #[derive(Parser, Debug)]
-#[command(name = "dps-tsp", args_conflicts_with_subcommands = true)]
+#[command(name = "dps-tsp")]
 #[command(mut_arg("seed", |a| a.help("Seed of `--random` (and of the local search's kicks)")))]
 #[command(mut_arg("verify", |a| a.help("Check the tour independently (and against the dynamic program for n <= 12)")))]
 pub struct Cli {
-    /// `bench`: the TSPLIB table on 1 and 2 ranks.
-    #[command(subcommand)]
-    pub command: Option<Command>,
     /// Options of a single run.
     #[command(flatten)]
     pub solve: SolveArgs,
-}
-
-/// Subcommands.
-#[derive(Subcommand, Debug)]
-pub enum Command {
-    /// Solves every instance of a directory on 1 and 2 ranks and writes a markdown table.
-    Bench(crate::bench::BenchArgs),
 }
 
 /// The search strategy.
@@ -115,11 +105,11 @@ pub const MAX_FAST_CUTOFF: usize = 8;
 pub const MAX_TIME_LIMIT_S: f64 = 1e9;
 
 /// Checks the options that need no file and no memory figures: every refusal names its
-/// option. Also used by `bench` on the runs it would launch.
+/// option.
 ///
 /// # Errors
 /// A [`BadInput`] naming the option.
-pub fn check_options(args: &SolveArgs) -> Result<()> {
+fn check_options(args: &SolveArgs) -> Result<()> {
     if !(1..=MAX_THREADS).contains(&args.threads) {
         bad_input!("--threads {}: give 1 to {MAX_THREADS} slave threads per rank", args.threads);
     }
@@ -163,7 +153,7 @@ pub fn check_options(args: &SolveArgs) -> Result<()> {
 /// Memory a run on `n` cities needs on rank 0 and on every other rank: the distance
 /// matrix on every rank and, for the fast variant, each search's Held-Karp costs (`f64`)
 /// and constraint states (`i8`), one per slave thread plus the master's (saturating).
-pub fn run_bytes(n: usize, variant: Variant, threads: usize) -> (u64, u64) {
+fn run_bytes(n: usize, variant: Variant, threads: usize) -> (u64, u64) {
     let square = (n as u64).saturating_mul(n as u64);
     let matrix = matrix_bytes(n);
     let search = match variant {
@@ -206,7 +196,7 @@ pub struct Plan {
 
 impl SolveArgs {
     /// Checks every option, opens the output files and loads the instance (bad input, before
-    /// any work), in this order: the options alone ([`check_options`]), the files written
+    /// any work), in this order: the options alone (`check_options`), the files written
     /// (`--trace`, `--tour-out`, `--plot`), then the instance with the memory its run needs.
     ///
     /// # Errors

@@ -1,8 +1,8 @@
 //! Travelling salesman branch and bound on DPS (thesis ch. 10): the options checked into a
 //! plan ([`cli`]), the runner ([`run`]), the distributed search's graph and its two
 //! strategies ([`graph`]), the kernels and the serial reference of `--verify` ([`kernel`]),
-//! the record ([`record`]), TSPLIB files ([`tsplib`]), the output files ([`outputs`],
-//! [`plot`]), and `dps-tsp bench` ([`mod@bench`]).
+//! the record ([`record`]), TSPLIB files ([`tsplib`]), and the output files ([`outputs`],
+//! [`plot`]).
 //!
 //! ```
 //! use dps_tsp::kernel::{deadline::Deadline, dp, heuristic, instance::Instance, search};
@@ -12,7 +12,6 @@
 //! assert_eq!(length, dp::solve(&inst).unwrap().0);
 //! ```
 
-pub mod bench;
 pub mod cli;
 pub mod graph;
 pub mod kernel;

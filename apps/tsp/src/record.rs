@@ -1,4 +1,4 @@
-//! The result record of a solve: the JSON object `--json` prints (and `dps-tsp bench`
+//! The result record of a solve: the JSON object `--json` prints (and `dps-bench sweep`
 //! reads back) and the human-readable report, both from [`Record`].
 
 use std::fmt;

@@ -10,7 +10,7 @@ use dps::Runtime;
 use dps_harness::simulate::Support;
 use dps_harness::Common;
 
-use crate::cli::{Cli, Command, Plan, Variant};
+use crate::cli::{Cli, Plan, Variant};
 use crate::graph::variants::{Fast, Thesis};
 use crate::graph::{Kernel, Layout, Search, Solution, Start};
 use crate::kernel::deadline::Deadline;
@@ -27,15 +27,12 @@ const SIMULATION: Support = Support {
     kernels: &[],
 };
 
-/// The program: `bench`, or one solve: checks the options into a plan, then executes it.
+/// The program: checks the options into a plan, then executes it.
 ///
 /// # Errors
 /// Bad options (before any work) or a failed run.
 pub fn run(cli: &Cli) -> Result<()> {
-    match &cli.command {
-        Some(Command::Bench(b)) => crate::bench::run(b),
-        None => execute(cli.solve.plan()?),
-    }
+    execute(cli.solve.plan()?)
 }
 
 /// Executes a plan on this rank (every rank runs it; rank 0 reports). It takes the plan by

@@ -2,14 +2,12 @@
 //! (with `RUST_BACKTRACE=1`) and states the exit code and the words of its message; the
 //! runner also fails a row on a panic, a backtrace, an allocation failure, a hang or a
 //! bad-input message printed more than once. Then the cases a table cannot state: time
-//! limits that hold, outputs on a full disk, the bench's runs.
+//! limits that hold, outputs on a full disk.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::Instant;
 
 use dps_launch::bad_input::{case, case_on, check_table};
-use dps_launch::{Job, Launcher};
 
 fn exe() -> &'static Path {
     Path::new(env!("CARGO_BIN_EXE_dps-tsp"))
@@ -88,11 +86,6 @@ fn bad_input_table() {
     let missing_dir = f.path("no/such/dir/t.tour");
     let dir = f.dir.path().display().to_string();
     let gr17 = data("gr17.tsp");
-    let empty_dir = f.path("empty");
-    std::fs::create_dir(&empty_dir).unwrap();
-    let bad_bench = f.path("badbench");
-    std::fs::create_dir(&bad_bench).unwrap();
-    f.write("badbench/inf.tsp", &with(1, "inf"));
 
     // One statement, so that the argument arrays live as long as the table.
     check_table(
@@ -130,20 +123,6 @@ fn bad_input_table() {
             case(&["--random", "8", "--tour-out", "/dev/full"], 1, &["cannot write /dev/full"]),
             case(&["--random", "8", "--plot", "/dev/full"], 1, &["cannot write /dev/full"]),
             case(&[&gr17, "--plot", &f.path("gr17.png")], 2, &["--plot", "no coordinates"]),
-            // E. The bench: everything checked before anything is launched.
-            case(&["bench", "--out", "/proc/foo/b.md"], 2, &["--out /proc/foo/b.md", "/proc/foo"]),
-            case(&["bench", "--extra", "--bogus"], 2, &["--extra", "--bogus"]),
-            case(&["bench", "--extra", "--steps 0"], 2, &["--extra", "--steps 0"]),
-            case(&["bench", "--extra", "--tour-out x.tour"], 2, &["--tour-out", "write no files"]),
-            case(&["bench", "--ranks", "0"], 2, &["--ranks 0"]),
-            case(&["bench", "--ranks", "1,-2"], 2, &["--ranks"]),
-            case(&["bench", "--repeat", "0"], 2, &["--repeat 0"]),
-            case(&["bench", "--timeout", "0"], 2, &["--timeout 0"]),
-            case(&["bench", "--dir", "/nonexistent"], 2, &["--dir /nonexistent"]),
-            case(&["bench", "--dir", &empty_dir], 2, &["no .tsp files"]),
-            case(&["bench", "--dir", &bad_bench], 2, &["inf.tsp", "line 7"]),
-            case(&["bench", "--dir", &empty_dir, "--random", "2"], 2, &["--random 2"]),
-            case(&["bench", "--dir", &empty_dir, "--random", "8", "--out", &f.path("b.md")], 2, &["not under mpirun"]),
             // F. Option errors: once, exit 2.
             case_on(2, &["--bogus"], 2, &["--bogus"]),
             case(&[], 2, &["FILE.tsp"]),
@@ -232,26 +211,6 @@ fn a_full_standard_output_is_a_failure() {
     assert!(stderr.contains("standard output") && !stderr.contains("panicked"), "{stderr}");
 }
 
-/// The bench, run directly as it must be: a run that fails is reported with its own
-/// message (here the timeout), and the table file is not written.
-#[test]
-fn the_bench_reports_a_failed_run_and_writes_no_table() {
-    let f = Files::new();
-    let empty = f.path("empty");
-    std::fs::create_dir(&empty).unwrap();
-    let table = f.path("b.md");
-    let start = Instant::now();
-    let bench = ["bench", "--dir", &empty, "--random", "3000", "--ranks", "1", "--repeat", "1", "--timeout", "1"];
-    let job = Job::new(exe()).launcher(Launcher::None).args(bench).args(["--out", &table]).timeout_s(60);
-    let out = dps_launch::test_job(job);
-    let stderr = &out.stderr;
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("random3000 seed 1 on 1 ranks timed out after 1 s (--timeout)"), "{stderr}");
-    assert!(start.elapsed().as_secs() < 30);
-    let left: Vec<PathBuf> = std::fs::read_dir(f.dir.path()).unwrap().map(|e| e.unwrap().path()).collect();
-    assert_eq!(left, [PathBuf::from(&empty)], "only the input directory remains");
-}
-
 /// `--simulate` refusals: each one line, exit 2, before any work.
 #[test]
 fn bad_simulations_are_refused_once_with_exit_2() {
@@ -282,7 +241,6 @@ fn bad_simulations_are_refused_once_with_exit_2() {
                 &["--time-limit", "wall-clock"],
             ),
             case(&["--random", "8", "--sim-mode", "de"], 2, &["--simulate"]),
-            case(&["bench", "--extra", "--simulate 2"], 2, &["--extra", "--simulate"]),
         ],
     );
 }

@@ -1,5 +1,6 @@
 //! The experiments file (`bench/experiments.toml`): what each experiment runs, over which
-//! parameters and rank counts, and the published numbers to show beside the results.
+//! parameters and rank counts, its quick version, and the published numbers to show beside
+//! the results.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -61,6 +62,24 @@ pub(crate) struct Experiment {
     /// Where a run's time comes from.
     #[serde(default)]
     pub(crate) timing: Timing,
+    /// What `--quick` changes (the main job's default: smaller sizes, fewer runs).
+    #[serde(default)]
+    pub(crate) quick: Option<Quick>,
+}
+
+/// The fields of an experiment that its quick version may replace; each one given replaces
+/// the experiment's, except `params`, whose axes replace the experiment's axes of the same
+/// name (the other axes are kept).
+#[derive(Debug, Deserialize, Clone, Default)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Quick {
+    title: Option<String>,
+    args: Option<Vec<String>>,
+    reference: Option<Vec<String>>,
+    #[serde(default)]
+    params: BTreeMap<String, Vec<toml::Value>>,
+    ranks: Option<Vec<usize>>,
+    repeat: Option<usize>,
 }
 
 /// Where a run's time comes from.
@@ -126,6 +145,14 @@ impl Experiments {
             if let Err(why) = e.check() {
                 return Err(refuse(why).into());
             }
+            if let Some(quick) = &e.quick {
+                if let Some(axis) = quick.params.keys().find(|k| !e.params.contains_key(*k)) {
+                    return Err(refuse(format!("quick: params: {axis:?} is not an axis of the experiment")).into());
+                }
+                if let Err(why) = e.clone().quick().check() {
+                    return Err(refuse(format!("quick: {why}")).into());
+                }
+            }
             if file.experiment[..i].iter().any(|o| o.name == e.name) {
                 return Err(refuse("the name is used twice".into()).into());
             }
@@ -155,6 +182,23 @@ impl Experiments {
 }
 
 impl Experiment {
+    /// The quick version: the `quick` table's fields in place of the experiment's (the
+    /// experiment itself if it has none).
+    pub(crate) fn quick(mut self) -> Experiment {
+        let Some(q) = self.quick.take() else { return self };
+        let mut params = self.params;
+        params.extend(q.params);
+        Experiment {
+            title: q.title.unwrap_or(self.title),
+            args: q.args.unwrap_or(self.args),
+            reference: q.reference.or(self.reference),
+            params,
+            ranks: q.ranks.unwrap_or(self.ranks),
+            repeat: q.repeat.unwrap_or(self.repeat),
+            ..self
+        }
+    }
+
     /// What is inconsistent in the experiment, if anything.
     fn check(&self) -> Result<(), String> {
         let plain = |s: &str| !s.is_empty() && s != "." && s != ".." && !s.contains(['/', '\\']);
@@ -242,6 +286,35 @@ mod tests {
         assert_eq!(grid(&BTreeMap::new()), vec![Vec::new()]);
     }
 
+    #[test]
+    fn the_quick_version_replaces_the_fields_it_names_and_the_axes_it_names() {
+        let text = "[[experiment]]\nname = \"a\"\ntitle = \"big\"\napp = \"dps-life\"\nargs = [\"--n\", \"4096\"]\n\
+                    params = { depth = [1, 8], world = [1024, 4096] }\nranks = [1, 2]\n\
+                    [experiment.quick]\ntitle = \"small\"\nparams = { world = [1024] }\nrepeat = 1\n";
+        let e = load_text(text).unwrap().experiment.remove(0);
+        assert_eq!((e.title.as_str(), e.repeat, e.params["world"].len()), ("big", 3, 2));
+        let q = e.clone().quick();
+        assert_eq!((q.title.as_str(), q.repeat, q.params["world"].len()), ("small", 1, 1));
+        assert_eq!((q.args, q.ranks, q.params["depth"].len()), (e.args, e.ranks, 2), "the fields not named are kept");
+        assert!(q.quick.is_none());
+        let plain =
+            load_text("[[experiment]]\nname = \"b\"\ntitle = \"t\"\napp = \"x\"\n").unwrap().experiment.remove(0);
+        assert_eq!(plain.clone().quick().title, plain.title);
+    }
+
+    #[test]
+    fn the_shipped_file_loads_and_its_input_files_exist() {
+        let bench = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let file = Experiments::load(&bench.join("experiments.toml")).unwrap();
+        for e in file.experiment.iter().flat_map(|e| [e.clone(), e.clone().quick()]) {
+            // A positional parameter (`_instance`) names an input file, from the workspace root.
+            for value in e.params.iter().filter(|(k, _)| k.starts_with('_')).flat_map(|(_, v)| v) {
+                let path = bench.join("..").join(arg(value));
+                assert!(path.is_file(), "experiment {}: {} is not a file", e.name, path.display());
+            }
+        }
+    }
+
     fn load_text(text: &str) -> Result<Experiments> {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.toml");
@@ -266,6 +339,12 @@ mod tests {
         assert!(e.to_string().contains("used twice"), "{e}");
         let e = load_text(&base.replace("\"a\"", "\"../a\"")).unwrap_err();
         assert!(e.to_string().contains("plain file name"), "{e}");
+        let e = load_text(&format!("{base}quick = {{ repeat = 0 }}\n")).unwrap_err();
+        assert!(e.to_string().contains("experiment \"a\": quick: repeat 0"), "{e}");
+        let e = load_text(&format!("{base}quick = {{ params = {{ n = [1] }} }}\n")).unwrap_err();
+        assert!(e.to_string().contains("quick: params: \"n\" is not an axis"), "{e}");
+        let e = load_text(&format!("{base}quick = {{ name = \"b\" }}\n")).unwrap_err();
+        assert!(e.to_string().contains("name"), "{e}");
         let file = load_text(base).unwrap();
         let e = file.select(&["nope".to_string()]).unwrap_err();
         assert!(e.is::<BadInput>() && e.to_string().contains("no experiment named \"nope\"; known: a"), "{e}");

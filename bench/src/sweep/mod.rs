@@ -38,6 +38,10 @@ pub(crate) struct SweepArgs {
     /// Where results go.
     #[arg(long, default_value = "results")]
     pub(crate) out: PathBuf,
+    /// The quick version of each experiment (its `quick` table: smaller sizes, fewer runs),
+    /// as the main job runs by default.
+    #[arg(long)]
+    pub(crate) quick: bool,
     /// Runs per point (overrides each experiment's `repeat`; 1 to 1000).
     #[arg(long)]
     pub(crate) repeat: Option<usize>,
@@ -128,6 +132,7 @@ pub(crate) fn run(args: &SweepArgs) -> Result<()> {
     let stamp = timestamp();
     let mut planned = Vec::new();
     for e in selected {
+        let e = if args.quick { e.quick() } else { e };
         let e = Experiment { repeat: args.repeat.unwrap_or(e.repeat), ..e };
         let dir = RunDir::create(&args.out.join(&e.name), &stamp).map_err(|why| {
             BadInput::new(format!("--out {}: cannot create a directory for {}: {why}", args.out.display(), e.name))
@@ -139,6 +144,7 @@ pub(crate) fn run(args: &SweepArgs) -> Result<()> {
     let mut failed = Vec::new();
     for (e, run_dir, out) in planned {
         let dir = run_dir.0.clone();
+        let started = Instant::now();
         let mut runs = out.runs;
         let mut raw = BufWriter::new(runs.file());
         let (rows, references) = run_experiment(&e, &launcher, &bin_dir, &mut raw)?;
@@ -151,7 +157,7 @@ pub(crate) fn run(args: &SweepArgs) -> Result<()> {
         out.csv.write_and_commit(table::csv(&rows)?.as_bytes())?;
         let plots = plot::draw(&e, &rows, &references, [out.time_png, out.speedup_png])?;
         crate::print_out(&format!("\n{md}\n"))?;
-        sections.push((e, dir, md, plots));
+        sections.push(Section { dir, md, plots, seconds: started.elapsed().as_secs_f64() });
     }
     if let (Some(path), Some(out)) = (&args.report, report.take()) {
         out.write_and_commit(report_text(path, &sections).as_bytes())?;
@@ -204,16 +210,27 @@ impl Drop for RunDir {
     }
 }
 
-fn report_text(path: &Path, sections: &[(Experiment, PathBuf, String, Vec<PathBuf>)]) -> String {
+/// What the report shows of one experiment.
+struct Section {
+    /// Its results directory.
+    dir: PathBuf,
+    /// Its markdown table.
+    md: String,
+    plots: Vec<PathBuf>,
+    /// How long its runs took, in seconds.
+    seconds: f64,
+}
+
+fn report_text(path: &Path, sections: &[Section]) -> String {
     let base = path.parent().unwrap_or(Path::new("."));
     let mut text = format!("# DPS reproduction report ({})\n\n", timestamp());
-    for (_, dir, md, plots) in sections {
-        text += md;
-        for p in plots {
+    for s in sections {
+        text += &s.md;
+        for p in &s.plots {
             let rel = p.strip_prefix(base).unwrap_or(p);
             text += &format!("\n![{}]({})\n", p.file_stem().and_then(|s| s.to_str()).unwrap_or("plot"), rel.display());
         }
-        text += &format!("\nRaw runs: `{}`\n\n", dir.join("runs.jsonl").display());
+        text += &format!("\nRaw runs: `{}` ({:.0} s)\n\n", s.dir.join("runs.jsonl").display(), s.seconds);
     }
     text
 }
