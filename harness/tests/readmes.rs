@@ -141,3 +141,15 @@ fn the_link_reader_finds_links_and_skips_code() {
     let relative: Vec<&String> = targets.iter().filter(|t| is_relative(t)).collect();
     assert_eq!(relative, ["docs/a.md#x", "img.png", "other/b.md"]);
 }
+
+#[test]
+fn every_dated_measurement_is_in_the_index() {
+    let dir = workspace().join("docs/measurements");
+    let index = std::fs::read_to_string(dir.join("README.md")).expect("docs/measurements/README.md");
+    let missing: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name != "README.md" && name.ends_with(".md") && !index.contains(&format!("]({name})")))
+        .collect();
+    assert!(missing.is_empty(), "docs/measurements/README.md does not list: {}", missing.join(", "));
+}
