@@ -9,7 +9,8 @@
 #       slurmctld and one slurmd per node (clients: `. DIR/env` sets SLURM_CONF and Open MPI's).
 #   slurm/cluster.sh down [DIR]    remove everything up made (idempotent, also after a crash;
 #       with DIR, only if the cluster that is up is DIR's)
-#   slurm/cluster.sh kill NODE     a node failure: KILL every process on the node
+#   slurm/cluster.sh kill NODE     a node failure: KILL every process on the node, which stays
+#       down: the agent refuses to start anything there (as ssh to a dead host fails)
 # Every object is found by its name (below), not from state files, so `down` also cleans up
 # after a killed `up`. One cluster per machine.
 set -euo pipefail
@@ -33,7 +34,7 @@ SLURMD_TIMEOUT=5 MESSAGE_TIMEOUT=5
 
 die() { echo "cluster: $*" >&2; exit 1; }
 missing() { echo "cluster: $*" >&2; exit 2; }
-usage() { sed -n '4,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '4,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 
 nodes_up() { ip netns list 2>/dev/null | sed -n "s/^${NETNS}\(n[0-9]\{1,\}\)\b.*/\1/p" | sort -V; }
 
@@ -186,6 +187,7 @@ up() {
 # Open MPI's launch agent (plm_rsh_agent): agent NODE COMMAND...
 h=\$1; shift
 [ -e /run/netns/$NETNS\$h ] || { echo "agent: \$h is not a node of the cluster in $dir" >&2; exit 255; }
+[ -e $RUN/dead/\$h ] && { echo "agent: \$h is down (slurm/cluster.sh kill \$h)" >&2; exit 255; }
 echo \$\$ > $CG/\$h/cgroup.procs
 exec nsenter --net=/run/netns/$NETNS\$h --uts=$RUN/uts/\$h sh -c "\$*"
 AGENT
@@ -277,6 +279,9 @@ case ${1:-} in
       die "the cluster that is up is $(cat "$RUN/dir")'s, not $2's (to take it down: $0 down)"
     fi
     teardown "${2:-}" ;;
-  kill) [[ -n ${2:-} ]] || usage; [[ -e /run/netns/$NETNS$2 ]] || die "no node $2"; kill_node "$2" ;;
+  kill)
+    [[ -n ${2:-} ]] || usage; [[ -e /run/netns/$NETNS$2 ]] || die "no node $2"
+    mkdir -p "$RUN/dead"; touch "$RUN/dead/$2"   # before the kill: nothing starts there again
+    kill_node "$2" ;;
   *) usage ;;
 esac

@@ -1,7 +1,8 @@
 //! The emulated cluster end to end (`slurm/cluster.sh`, three nodes on this machine): ranks
 //! land on the nodes' hosts and CPU shares, a host-name mapping places threads (and a host
 //! outside the job is a clear error), a verified LU runs across the nodes over TCP, a node
-//! that dies mid-run ends the job within seconds naming the node, and `down` leaves nothing.
+//! that dies mid-run ends the job within seconds naming the node, `dps-radiocontrol
+//! supervise` restarts a job on the nodes that survive one, and `down` leaves nothing.
 //! Each test stands up its own cluster (one at a time: there is one per machine) and a guard
 //! takes it down even when the test fails. Needs root, as the Slurm test does.
 
@@ -216,4 +217,60 @@ fn down_leaves_nothing_behind() {
     assert_eq!(leftovers(), Vec::<String>::new(), "left behind after down");
     let again = script(&["down", cluster.path()]);
     assert!(again.status.success(), "down twice must succeed: {}", String::from_utf8_lossy(&again.stderr));
+}
+
+/// Runs `dps-radiocontrol` with `args`; panics unless it succeeds.
+fn radiocontrol(args: &[&str]) {
+    let out = Command::new(binary("dps-radiocontrol")).args(args).output().expect("dps-radiocontrol is built");
+    assert!(out.status.success(), "dps-radiocontrol {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn supervise_restarts_radiocontrol_on_the_surviving_nodes() {
+    let cluster = Cluster::up("supervise", &[]);
+    let tmp = tempfile::tempdir().unwrap();
+    let (data, serial, out) = (tmp.path().join("data"), tmp.path().join("serial"), tmp.path().join("out"));
+    let (d, s, o) = (data.to_str().unwrap(), serial.to_str().unwrap(), out.to_str().unwrap());
+    // 6 jobs (2 hours of 3 stations), each paced to 0.7 s on its worker: n2 dies mid-run.
+    radiocontrol(&["generate", "--watches", "12", "--stations", "3", "--hours", "2", "--seed", "1", "--dir", d]);
+    radiocontrol(&["run", d, "--out", s, "--serial"]);
+    let reference = std::fs::read(serial.join("results.bin")).unwrap();
+
+    let bin = binary("dps-radiocontrol");
+    let b = bin.to_str().unwrap();
+    let job =
+        [dps_launch::MPIRUN, "--cluster", cluster.path(), "-n", "3", b, "run", d, "--out", o, "--throttle-ms", "700"];
+    let child = Command::new("timeout")
+        .args(["-k", "5", "80", b, "supervise", "--poll-ms", "50", "--"])
+        .args(job)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once the first record is in the file (a 64-byte header, 5780-byte records), the
+    // node of a worker dies, and stays down.
+    let results = out.join("results.bin");
+    let start = Instant::now();
+    while std::fs::metadata(&results).map_or(0, |m| m.len()) < 64 + 5780 {
+        assert!(start.elapsed() < Duration::from_secs(60), "no record after 60 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let on_n2 = std::fs::read_to_string(out.join("ranks/rank-1.pid")).unwrap();
+    let killed = Command::new(SCRIPT).args(["kill", "n2"]).status().unwrap();
+    assert!(killed.success(), "cluster.sh kill n2 failed");
+    let len = std::fs::metadata(&results).unwrap().len();
+    assert!(len < 64 + 6 * 5780, "the job ended before the kill ({len} B)");
+
+    let done = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert!(done.status.success(), "supervise failed ({}):\n{stderr}", done.status);
+    assert!(on_n2.trim_end().ends_with(" n2"), "rank 1 ran on n2: {on_n2}");
+    assert!(stderr.contains("host(s) n2 do not answer (rank 1 on n2)"), "{stderr}");
+    let restart = format!("--mca orte_default_hostfile {o}/hosts.alive -n 2 ");
+    assert!(stderr.contains("attempt 2") && stderr.contains(&restart), "{stderr}");
+    assert!(stderr.contains("completed after 1 restarts"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(out.join("hosts.alive")).unwrap(), "n1 slots=1\nn3 slots=1\n");
+    let on_n3 = std::fs::read_to_string(out.join("ranks/rank-1.pid")).unwrap();
+    assert!(on_n3.trim_end().ends_with(" n3"), "the restart's rank 1 ran on n3: {on_n3}");
+    assert!(std::fs::read(&results).unwrap() == reference, "the restarted run's bytes differ from the serial run's");
 }

@@ -10,12 +10,14 @@
 //! - [`job`]: one (hour, station) job and the serial reference; [`results`]: the
 //!   self-checking result file.
 //! - [`graph`]: the farm on DPS; [`record`]: the record; [`verify`]: the ground-truth check
-//!   and summary; [`supervise`]: the watchdog, restarting the command [`launcher`] reads.
+//!   and summary; [`supervise`]: the watchdog, restarting the command [`launcher`] reads
+//!   on the [`hosts`] that are alive.
 
 pub mod cli;
 pub mod data;
 pub mod generate;
 pub mod graph;
+pub mod hosts;
 pub mod job;
 pub mod kernel;
 pub mod launcher;

@@ -15,6 +15,10 @@
 //! `T`/`Z`) while the launcher still runs: the launcher kills the other ranks right after,
 //! so only the ranks that vanished first count. Ranks on other hosts cannot be checked
 //! from here; a crash there counts as one dead rank.
+//!
+//! When the job's hosts are known (`--hostfile`, the emulated cluster's, or the Slurm
+//! allocation's: [`crate::hosts`]), every failure also asks each host whether it is alive;
+//! the ranks that ran on a dead host count as dead, and the restart runs on the survivors.
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -25,6 +29,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::cli::supervise::SupervisePlan;
 use crate::data::DataSet;
+use crate::hosts::Hosts;
 use crate::launcher::{data_dir, rank_count, with_ranks};
 
 /// After the job exited 0: its result file must exist and hold every job of its data set.
@@ -51,6 +56,11 @@ fn progress_mark(path: &Path) -> Option<(u64, SystemTime)> {
 /// The rank pids the job recorded on this host.
 fn rank_pids(ranks_dir: &Path) -> Vec<(usize, i32)> {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    rank_files(ranks_dir).into_iter().filter(|(_, _, h)| h == host.trim()).map(|(r, p, _)| (r, p)).collect()
+}
+
+/// Every rank the job recorded: its pid and host.
+fn rank_files(ranks_dir: &Path) -> Vec<(usize, i32, String)> {
     let Ok(entries) = std::fs::read_dir(ranks_dir) else { return Vec::new() };
     let mut out = Vec::new();
     for e in entries.flatten() {
@@ -62,9 +72,7 @@ fn rank_pids(ranks_dir: &Path) -> Vec<(usize, i32)> {
         let text = std::fs::read_to_string(e.path()).unwrap_or_default();
         let mut words = text.split_whitespace();
         if let (Some(Ok(pid)), Some(h)) = (words.next().map(str::parse::<i32>), words.next()) {
-            if h == host.trim() {
-                out.push((rank, pid));
-            }
+            out.push((rank, pid, h.to_string()));
         }
     }
     out
@@ -187,6 +195,25 @@ fn attempt(s: &SupervisePlan, cmd: &[String], results: &Path, ranks_dir: &Path) 
     Ok(outcome)
 }
 
+/// Asks the job's hosts which are alive; returns how many ranks of the last attempt ran on
+/// the hosts found dead now.
+fn ranks_on_lost_hosts(hosts: &mut Hosts, ranks_dir: &Path) -> Result<usize> {
+    let lost = hosts.probe()?;
+    if lost.is_empty() {
+        return Ok(0);
+    }
+    let mut on_lost = rank_files(ranks_dir);
+    on_lost.sort_unstable();
+    let ranks: Vec<String> =
+        on_lost.into_iter().filter(|(_, _, h)| lost.contains(h)).map(|(r, _, h)| format!("rank {r} on {h}")).collect();
+    eprintln!(
+        "supervise: host(s) {} do not answer ({}); restarting on the others",
+        lost.join(", "),
+        if ranks.is_empty() { "no rank recorded there".to_string() } else { ranks.join(", ") }
+    );
+    Ok(ranks.len())
+}
+
 /// Runs the watchdog.
 ///
 /// # Errors
@@ -197,6 +224,7 @@ pub fn run(s: &SupervisePlan) -> Result<()> {
     let ranks_dir = out.join("ranks");
     let mut ranks = rank_count(&s.command).map(|(_, n, _)| n);
     let mut cmd = s.command.clone();
+    let mut hosts = s.hosts.clone();
     for restart in 0..=s.max_restarts {
         eprintln!("supervise: attempt {} : {}", restart + 1, cmd.join(" "));
         let end = attempt(s, &cmd, &results, &ranks_dir)?;
@@ -221,10 +249,17 @@ pub fn run(s: &SupervisePlan) -> Result<()> {
                 dead
             }
         };
+        let dead = match hosts.as_mut() {
+            Some(h) => dead.max(ranks_on_lost_hosts(h, &ranks_dir)?),
+            None => dead,
+        };
         if let Some(n) = ranks {
             let next = n.saturating_sub(dead).max(s.min_ranks);
             ranks = Some(next);
             cmd = with_ranks(&s.command, next);
+        }
+        if let Some(h) = &hosts {
+            cmd = h.restrict(cmd, out)?;
         }
         // A restart resumes: `--fresh` would throw away what the last attempt wrote.
         cmd.retain(|w| w != "--fresh");

@@ -1,11 +1,13 @@
 //! `supervise`: its options and the job's command, checked into a [`SupervisePlan`]: the
-//! watchdog's timings, and the output directory it watches, the one the job writes.
+//! watchdog's timings, the output directory it watches, the one the job writes, and the
+//! hosts it may restart the job on.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use dps_harness::bad_input;
 
+use crate::hosts::Hosts;
 use crate::launcher::out_dir;
 
 /// `supervise`.
@@ -27,6 +29,16 @@ pub struct SuperviseArgs {
     /// The run's output directory (default: the command's `--out`).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// The job's hosts (Open MPI's hostfile; default: the emulated cluster's, for
+    /// `scripts/mpirun --cluster DIR` or `DPS_CLUSTER=DIR`; under srun, the Slurm allocation's
+    /// nodes): after a failure the job restarts on the hosts that still answer.
+    #[arg(long)]
+    pub hostfile: Option<PathBuf>,
+    /// How to ask a host whether it is alive: `PROBE HOST true` must exit 0 within 10 s
+    /// (default: the cluster's launch agent, else `ssh -o BatchMode=yes -o ConnectTimeout=5`;
+    /// under srun, Slurm's node state).
+    #[arg(long)]
+    pub probe: Option<String>,
     /// The job: `mpirun -n N dps-radiocontrol run DATA --out DIR` or `srun -n N ...`.
     #[arg(last = true, required = true, num_args = 1..)]
     pub command: Vec<String>,
@@ -47,6 +59,8 @@ pub struct SupervisePlan {
     pub out: PathBuf,
     /// The job's command, as given.
     pub command: Vec<String>,
+    /// The job's hosts, when they can be known.
+    pub hosts: Option<Hosts>,
 }
 
 impl SuperviseArgs {
@@ -86,6 +100,7 @@ impl SuperviseArgs {
             min_ranks: s.min_ranks,
             out,
             command: s.command.clone(),
+            hosts: Hosts::for_job(s.hostfile.as_deref(), s.probe.as_deref(), &s.command)?,
         })
     }
 }
