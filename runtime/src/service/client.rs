@@ -34,10 +34,10 @@ pub(crate) struct Expect {
 
 /// One rank's connection to a service.
 pub(crate) struct Connection {
-    pub(crate) name: String,
+    pub(super) name: String,
     /// The exported graph's name and fingerprint, as the service said.
-    pub(crate) graph: String,
-    pub(crate) fingerprint: String,
+    pub(super) graph: String,
+    pub(super) fingerprint: String,
     writer: Mutex<Stream>,
     /// The remote leaf's calls in flight, by id; the failure once the connection broke.
     pending: Mutex<Pending>,
@@ -126,7 +126,7 @@ impl Connection {
     }
 
     /// Ends the connection (at shutdown): the reader thread ends, calls in flight fail.
-    pub(crate) fn close(&self) {
+    pub(super) fn close(&self) {
         self.writer.lock().unwrap().shutdown();
     }
 

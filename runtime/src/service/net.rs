@@ -12,17 +12,17 @@ use std::time::Duration;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// `DPS_SERVICE_NET=tcp` makes clients use TCP even where a Unix socket would do.
-pub(crate) const NET_ENV: &str = "DPS_SERVICE_NET";
+pub(super) const NET_ENV: &str = "DPS_SERVICE_NET";
 
 /// A connection between a client and a service.
 #[derive(Debug)]
-pub(crate) enum Stream {
+pub(super) enum Stream {
     Unix(UnixStream),
     Tcp(TcpStream),
 }
 
 impl Stream {
-    pub(crate) fn try_clone(&self) -> std::io::Result<Stream> {
+    pub(super) fn try_clone(&self) -> std::io::Result<Stream> {
         Ok(match self {
             Stream::Unix(s) => Stream::Unix(s.try_clone()?),
             Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
@@ -30,14 +30,14 @@ impl Stream {
     }
 
     /// Ends the connection both ways: a thread blocked reading it returns.
-    pub(crate) fn shutdown(&self) {
+    pub(super) fn shutdown(&self) {
         let _ = match self {
             Stream::Unix(s) => s.shutdown(Shutdown::Both),
             Stream::Tcp(s) => s.shutdown(Shutdown::Both),
         };
     }
 
-    pub(crate) fn set_read_timeout(&self, t: Option<Duration>) -> std::io::Result<()> {
+    pub(super) fn set_read_timeout(&self, t: Option<Duration>) -> std::io::Result<()> {
         match self {
             Stream::Unix(s) => s.set_read_timeout(t),
             Stream::Tcp(s) => s.set_read_timeout(t),
@@ -75,24 +75,24 @@ impl Write for Stream {
 }
 
 /// A listening socket of a service's gateway.
-pub(crate) enum Listener {
+pub(super) enum Listener {
     Unix(UnixListener),
     Tcp(TcpListener),
 }
 
 impl Listener {
     /// Listens on the abstract Unix socket `name`.
-    pub(crate) fn unix(name: &str) -> std::io::Result<Listener> {
+    pub(super) fn unix(name: &str) -> std::io::Result<Listener> {
         let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())?;
         Ok(Listener::Unix(UnixListener::bind_addr(&addr)?))
     }
 
     /// Listens on a free TCP port of every interface.
-    pub(crate) fn tcp() -> std::io::Result<Listener> {
+    pub(super) fn tcp() -> std::io::Result<Listener> {
         Ok(Listener::Tcp(TcpListener::bind("0.0.0.0:0")?))
     }
 
-    pub(crate) fn accept(&self) -> std::io::Result<(Stream, String)> {
+    pub(super) fn accept(&self) -> std::io::Result<(Stream, String)> {
         Ok(match self {
             Listener::Unix(l) => (Stream::Unix(l.accept()?.0), "a local client".to_string()),
             Listener::Tcp(l) => {
@@ -103,7 +103,7 @@ impl Listener {
     }
 
     /// The TCP port, if a TCP listener.
-    pub(crate) fn port(&self) -> Option<u16> {
+    pub(super) fn port(&self) -> Option<u16> {
         match self {
             Listener::Tcp(l) => l.local_addr().ok().map(|a| a.port()),
             Listener::Unix(_) => None,
@@ -113,7 +113,7 @@ impl Listener {
 
 /// Connects to the first address that answers: the abstract Unix socket `unix` (unless
 /// `DPS_SERVICE_NET=tcp`), then each of `tcp` in order. The error names every address tried.
-pub(crate) fn connect(unix: Option<&str>, tcp: &[String]) -> Result<Stream, String> {
+pub(super) fn connect(unix: Option<&str>, tcp: &[String]) -> Result<Stream, String> {
     let mut tried = Vec::new();
     let tcp_only = std::env::var(NET_ENV).is_ok_and(|v| v == "tcp");
     if let (Some(name), false) = (unix, tcp_only) {
@@ -142,7 +142,7 @@ pub(crate) fn connect(unix: Option<&str>, tcp: &[String]) -> Result<Stream, Stri
 
 /// This host's IPv4 addresses with `port`, `ip:port`: the interfaces' own first (another
 /// node reaches the service there), loopback last.
-pub(crate) fn tcp_addresses(port: u16) -> Vec<String> {
+pub(super) fn tcp_addresses(port: u16) -> Vec<String> {
     let mut own = Vec::new();
     let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
     // SAFETY: getifaddrs fills `list` with a linked list that stays valid until freeifaddrs;

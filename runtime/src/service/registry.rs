@@ -12,31 +12,31 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, ErrorKind};
 
 /// The environment variable that names the registry directory.
-pub(crate) const ENV: &str = "DPS_SERVICES";
+pub(super) const ENV: &str = "DPS_SERVICES";
 
 /// The version of the protocol between a client and a service (`service::frame`).
-pub(crate) const PROTOCOL: u32 = 1;
+pub(super) const PROTOCOL: u32 = 1;
 
 /// What the registry says about one exported service.
 #[derive(Serialize, Deserialize, Clone, Debug)]
 pub(crate) struct Entry {
-    pub(crate) name: String,
-    pub(crate) protocol: u32,
+    pub(super) name: String,
+    pub(super) protocol: u32,
     /// The serving process (rank 0 of its job) and its host, for messages.
-    pub(crate) pid: u32,
-    pub(crate) host: String,
+    pub(super) pid: u32,
+    pub(super) host: String,
     /// Tells this export from a later one under the same name (withdrawal removes only its own).
-    pub(crate) nonce: u64,
+    pub(super) nonce: u64,
     /// The exported graph's name and fingerprint (`Graph::fingerprint`).
-    pub(crate) graph: String,
-    pub(crate) fingerprint: String,
+    pub(super) graph: String,
+    pub(super) fingerprint: String,
     /// The request and reply types, as `std::any::type_name` spells them.
-    pub(crate) request: String,
-    pub(crate) reply: String,
+    pub(super) request: String,
+    pub(super) reply: String,
     /// An abstract Unix socket (same node, same network namespace).
-    pub(crate) unix: Option<String>,
+    pub(super) unix: Option<String>,
     /// TCP addresses, `ip:port`, the host's own first and loopback last.
-    pub(crate) tcp: Vec<String>,
+    pub(super) tcp: Vec<String>,
 }
 
 /// A registry directory.
@@ -74,7 +74,7 @@ impl Registry {
     }
 
     /// The registry in `dir`, which must be a directory.
-    pub(crate) fn at(dir: PathBuf) -> Result<Registry, Error> {
+    pub(super) fn at(dir: PathBuf) -> Result<Registry, Error> {
         match std::fs::metadata(&dir) {
             Ok(m) if m.is_dir() => Ok(Registry { dir }),
             Ok(_) => Err(io_error(format!("service registry {} ({ENV}) is not a directory", dir.display()))),
@@ -103,7 +103,7 @@ impl Registry {
 
     /// Publishes `entry`. If another entry has the name, `is_live` decides: a live one is
     /// refused, a stale one (its service was killed) replaced.
-    pub(crate) fn publish(&self, entry: &Entry, is_live: impl Fn(&Entry) -> bool) -> Result<(), Error> {
+    pub(super) fn publish(&self, entry: &Entry, is_live: impl Fn(&Entry) -> bool) -> Result<(), Error> {
         let path = self.path(&entry.name);
         let unwritable = |e: std::io::Error| {
             io_error(format!("service registry {} ({ENV}) is not writable: {e}", self.dir.display()))
@@ -144,7 +144,7 @@ impl Registry {
     }
 
     /// Removes the entry of `name` if it is still the one with `nonce`.
-    pub(crate) fn withdraw(&self, name: &str, nonce: u64) {
+    pub(super) fn withdraw(&self, name: &str, nonce: u64) {
         if self.read(name).is_ok_and(|e| e.nonce == nonce) {
             let _ = std::fs::remove_file(self.path(name));
         }
@@ -154,7 +154,7 @@ impl Registry {
 /// A type name without its module paths: `alloc::vec::Vec<app::Range>` is `Vec<Range>`.
 /// A client and a service are two programs that compile the same type each in its own
 /// crate, so their full names differ where the types agree.
-pub(crate) fn short_type(name: &str) -> String {
+pub(super) fn short_type(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     let mut word = String::new();
     let is_path = |c: char| c.is_alphanumeric() || c == '_' || c == ':';
@@ -176,7 +176,7 @@ fn io_error(message: String) -> Error {
 }
 
 /// The error of a service that is not running, with `why`.
-pub(crate) fn not_running(name: &str, why: &str) -> Error {
+pub(super) fn not_running(name: &str, why: &str) -> Error {
     Error::new(ErrorKind::Service, format!("service \"{name}\" is not running: {why}"))
 }
 

@@ -29,7 +29,7 @@ use crate::wire::WireToken;
 const HELLO_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The most calls of one connection in flight at once.
-pub(crate) const MAX_IN_FLIGHT: usize = 4096;
+pub(super) const MAX_IN_FLIGHT: usize = 4096;
 
 /// What a gateway serves: the graph and how to take its requests.
 pub(crate) struct Served {
@@ -45,9 +45,9 @@ pub(crate) struct Served {
 /// A gateway's counters (see `Export`).
 #[derive(Default, Debug)]
 pub(crate) struct Stats {
-    pub(crate) connections: AtomicUsize,
-    pub(crate) in_flight: AtomicUsize,
-    pub(crate) served: AtomicU64,
+    pub(super) connections: AtomicUsize,
+    pub(super) in_flight: AtomicUsize,
+    pub(super) served: AtomicU64,
 }
 
 /// A running gateway; [`Gateway::stop`] withdraws it.
@@ -112,7 +112,7 @@ impl Gateway {
 
     /// Withdraws the service: removes its entry, stops accepting, ends every connection
     /// (their clients' calls in flight fail with "not running").
-    pub(crate) fn stop(self) {
+    pub(super) fn stop(self) {
         self.registry.withdraw(&self.name, self.nonce);
         self.stopping.store(true, Ordering::SeqCst);
         // Wake each accept with a connection of our own.
