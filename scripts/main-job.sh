@@ -144,6 +144,22 @@ begin
 } >> results/report.md
 end "lu-dynamic-allocation-sim"
 
+# Issue 31: the layered scheduler of malleable task graphs (the scheduling paper) against CPA
+# and static allocation, and its lookahead set for LU n = 2592 on 8 virtual nodes.
+begin
+{
+  echo
+  echo "## Scheduling malleable task graphs: layered against CPA and static, and the lookahead switch"
+  echo
+  target/release/dps-bench schedule --compare --platform results/platform.toml || echo "(schedule --compare failed)"
+  echo
+  echo '```'
+  target/release/dps-bench schedule --lu 2592 --block 324 --procs 8 --platform results/platform.toml \
+    --lookahead lose:1,lose:2,gain:1 | sed -n '/^TIME/,$p' || echo "(schedule --lookahead failed)"
+  echo '```'
+} >> results/report.md
+end "malleable task graph scheduling"
+
 # The time each section took; the experiments are every section after the build.
 {
   echo
