@@ -71,9 +71,10 @@ impl GatherArgs {
         self.repeat.check()?;
         let source = self.source.plan()?;
         let outputs = [("--out", self.out.as_deref()), ("--trace", self.standard.runtime.trace.as_deref())];
-        check_outputs_outside_store(source.dir.as_deref(), &outputs)?; // before the runtime, as median's
-                                                                       // Tried before the runtime too: a bad path then ends the job at once, where after the
-                                                                       // start rank 0 would wait for the other ranks' shutdown (10 s) before ending it.
+        // Before the runtime, as median's.
+        check_outputs_outside_store(source.dir.as_deref(), &outputs)?;
+        // Tried before the runtime too: a bad path then ends the job at once, where after the
+        // start rank 0 would wait for the other ranks' shutdown (10 s) before ending it.
         if let (Some(path), true) = (&self.out, dps_harness::launch_rank().unwrap_or(0) == 0) {
             drop(OutputFile::create("--out", path)?);
         }
