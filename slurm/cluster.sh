@@ -14,6 +14,7 @@
 # Every object is found by its name (below), not from state files, so `down` also cleans up
 # after a killed `up`. One cluster per machine.
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 
 # The bridge's subnet, named here only: inside 198.18.0.0/15, the range reserved for
 # benchmarking (RFC 2544), which no real network routes; `up` also checks that no route on
@@ -219,20 +220,7 @@ slurm_up() {
   cat > "$s/slurm.conf" <<CONF
 ClusterName=dpsbox
 SlurmctldHost=$(hostname -s)($NET.254)
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
-MpiDefault=pmix
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-ReturnToService=2
-SlurmdParameters=config_overrides
+$(slurm_conf_common)
 SlurmdTimeout=$SLURMD_TIMEOUT
 KillWait=2
 MessageTimeout=$MESSAGE_TIMEOUT
@@ -252,12 +240,7 @@ CONF
   done
   echo "PartitionName=box Nodes=n[1-$nodes] Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES" >> "$s/slurm.conf"
   echo "export SLURM_CONF=$s/slurm.conf" >> "$dir/env"
-  install -d -o munge -g munge -m 0755 /run/munge
-  if ! munge -n >/dev/null 2>&1; then
-    runuser -u munge -- /usr/sbin/munged
-    echo started > "$dir/munged.ours"
-    for _ in $(seq 50); do munge -n >/dev/null 2>&1 && break; sleep 0.1; done
-  fi
+  start_munge "$dir"
   sh -c "echo \$\$ > $CG/ctl/cgroup.procs && exec slurmctld -f $s/slurm.conf"
   for i in $(seq "$nodes"); do
     n=n$i

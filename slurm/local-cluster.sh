@@ -5,6 +5,7 @@
 #   slurm/local-cluster.sh down DIR   stop the daemons it started
 # FAKE_CPUS sets the CPUs slurmd announces (default: the real count).
 set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cmd=${1:?usage: local-cluster.sh up|down DIR}
 dir=$(mkdir -p "${2:?usage: local-cluster.sh up|down DIR}" && cd "$2" && pwd)
 conf=$dir/slurm.conf
@@ -19,20 +20,7 @@ up)
   cat > "$conf" <<CONF
 ClusterName=dpslocal
 SlurmctldHost=$host
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
-MpiDefault=pmix
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/none
-ReturnToService=2
-SlurmdParameters=config_overrides
+$(slurm_conf_common)
 StateSaveLocation=$dir/state
 SlurmdSpoolDir=$dir/spool
 SlurmctldPidFile=$dir/slurmctld.pid
@@ -44,12 +32,7 @@ SlurmdPort=${SLURMD_PORT:-16818}
 NodeName=$host CPUs=$cpus Boards=1 SocketsPerBoard=1 CoresPerSocket=$cpus ThreadsPerCore=1 RealMemory=4000 State=UNKNOWN
 PartitionName=debug Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 CONF
-  install -d -o munge -g munge -m 0755 /run/munge
-  if ! munge -n >/dev/null 2>&1; then
-    runuser -u munge -- /usr/sbin/munged
-    echo started > "$dir/munged.ours"
-    for _ in $(seq 50); do munge -n >/dev/null 2>&1 && break; sleep 0.1; done
-  fi
+  start_munge "$dir"
   alive "$dir/slurmctld.pid" || slurmctld -f "$conf"
   alive "$dir/slurmd.pid" || slurmd -f "$conf"
   export SLURM_CONF=$conf
