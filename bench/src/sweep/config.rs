@@ -62,9 +62,53 @@ pub(crate) struct Experiment {
     /// Where a run's time comes from.
     #[serde(default)]
     pub(crate) timing: Timing,
+    /// Run on an emulated cluster of one node per rank (`slurm/cluster.sh`), not on this
+    /// machine's cores.
+    #[serde(default)]
+    pub(crate) cluster: Option<Cluster>,
     /// What `--quick` changes (the main job's default: smaller sizes, fewer runs).
     #[serde(default)]
     pub(crate) quick: Option<Quick>,
+}
+
+/// An emulated cluster (`slurm/cluster.sh up`) of as many nodes as the experiment's largest
+/// rank count: each rank on a node of its own, the serial reference on node n1.
+#[derive(Debug, Deserialize, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Cluster {
+    /// Each node's share of a CPU core.
+    pub(crate) cpu: f64,
+    /// Each node's link rate into the bridge (`100mbit`, `1gbit`) or `none` (unshaped).
+    pub(crate) link: String,
+}
+
+impl Cluster {
+    /// What is wrong with the cluster's settings, if anything.
+    fn check(&self) -> Result<(), String> {
+        if !(self.cpu >= 0.01 && self.cpu <= 1.0) {
+            return Err(format!("cluster: cpu {} must be a share of a core between 0.01 and 1", self.cpu));
+        }
+        let rate = self.link.trim_end_matches("bit").trim_end_matches(['k', 'm', 'g']);
+        let is_rate = self.link.ends_with("bit") && rate.parse::<f64>().is_ok_and(|r| r > 0.0);
+        if self.link != "none" && !is_rate {
+            return Err(format!("cluster: link {:?} must be a rate (100mbit, 1gbit) or \"none\"", self.link));
+        }
+        Ok(())
+    }
+
+    /// Why `nodes` such nodes do not fit on `cores` cores, if they do not: their shares
+    /// together may not exceed the machine's cores.
+    pub(crate) fn too_big(&self, nodes: usize, cores: usize) -> Option<String> {
+        let needed = self.cpu * nodes as f64;
+        (needed > cores as f64 + 1e-9)
+            .then(|| format!("{nodes} nodes at {} of a core need {needed} cores; this machine has {cores}", self.cpu))
+    }
+
+    /// The table's heading line for it.
+    pub(crate) fn describe(&self) -> String {
+        let link = if self.link == "none" { "unshaped links".to_string() } else { format!("{} links", self.link) };
+        format!("Emulated cluster: one rank per node, each node {} of a core, {link}.", self.cpu)
+    }
 }
 
 /// The fields of an experiment that its quick version may replace; each one given replaces
@@ -80,6 +124,7 @@ pub(crate) struct Quick {
     params: BTreeMap<String, Vec<toml::Value>>,
     ranks: Option<Vec<usize>>,
     repeat: Option<usize>,
+    cluster: Option<Cluster>,
 }
 
 /// Where a run's time comes from.
@@ -195,6 +240,7 @@ impl Experiment {
             params,
             ranks: q.ranks.unwrap_or(self.ranks),
             repeat: q.repeat.unwrap_or(self.repeat),
+            cluster: q.cluster.or(self.cluster),
             ..self
         }
     }
@@ -219,6 +265,9 @@ impl Experiment {
         }
         if self.launcher != "mpi" && self.launcher != "none" {
             return Err(format!("launcher must be \"mpi\" or \"none\", not {:?}", self.launcher));
+        }
+        if let Some(cluster) = &self.cluster {
+            cluster.check()?;
         }
         Ok(())
     }

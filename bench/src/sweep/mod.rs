@@ -4,6 +4,7 @@
 //! the raw JSON lines, a CSV, a markdown table beside the published numbers, and PNG plots.
 //! A run that fails or times out is recorded with its error and the sweep goes on.
 
+mod cluster;
 mod config;
 mod path;
 mod plot;
@@ -63,6 +64,9 @@ pub(crate) struct Row {
     pub(crate) ranks: usize,
     pub(crate) oversubscribed: bool,
     pub(crate) seconds: Option<f64>,
+    /// The spread of the point's run times, (slowest − fastest) / median, if it ran twice
+    /// or more.
+    pub(crate) spread: Option<f64>,
     pub(crate) status: String,
     /// The run kept, if any succeeded.
     pub(crate) record: Option<RunRecord>,
@@ -174,7 +178,7 @@ fn failures(e: &Experiment, rows: &[Row], references: &References) -> Vec<String
     let label = |params: &[(String, String)]| params.iter().map(|(k, v)| format!(" {k}={v}")).collect::<String>();
     let rows = rows
         .iter()
-        .filter(|r| r.status != "ok")
+        .filter(|r| r.status != "ok" && !r.status.starts_with("skipped"))
         .map(|r| format!("  {}{} ranks={}: {}", e.name, label(&r.params), r.ranks, r.status));
     let references = references.iter().filter(|(_, seconds)| seconds.is_none()).map(|(point, _)| {
         let params: Vec<(String, String)> = point.iter().map(|(k, v)| (k.clone(), config::arg(v))).collect();
@@ -266,16 +270,80 @@ fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// Runs every point of `e`; returns its rows and the reference time of each parameter point.
+/// Where an experiment's jobs run: the launcher of its MPI runs, and the emulated cluster
+/// if it has one.
+struct Placement<'a> {
+    launcher: Launcher,
+    cluster: Option<&'a Path>,
+}
+
+impl Placement<'_> {
+    /// The job of `app` on `ranks` ranks, launched by `launch`, on the cluster if any.
+    fn job(&self, launch: Launcher, app: &Path, ranks: usize) -> Job {
+        let job = Job::new(app).launcher(launch).ranks(ranks);
+        match self.cluster {
+            Some(dir) => job.env("DPS_CLUSTER", dir),
+            None => job,
+        }
+    }
+}
+
+/// Runs every point of `e` (on its emulated cluster, stood up for it, if it has one);
+/// returns its rows and the reference time of each parameter point.
 fn run_experiment(
     e: &Experiment,
     launcher: &Launcher,
     bin_dir: &Path,
     raw: &mut impl Write,
 ) -> Result<(Vec<Row>, References)> {
+    let Some(spec) = &e.cluster else {
+        return run_points(e, &Placement { launcher: *launcher, cluster: None }, bin_dir, raw);
+    };
+    if *launcher != Launcher::Mpirun {
+        return Ok(not_run(e, "failed: an emulated cluster's runs are launched with mpirun, not srun"));
+    }
+    let nodes = e.ranks.iter().copied().max().unwrap_or(1);
+    match cluster::Up::stand_up(spec, nodes, cores()) {
+        Ok(up) => run_points(e, &Placement { launcher: *launcher, cluster: Some(up.dir()) }, bin_dir, raw),
+        Err(cluster::NotUp::Unavailable(why)) => {
+            eprintln!("sweep: {}: skipped, no emulated cluster on this machine: {why}", e.name);
+            Ok(not_run(e, &format!("skipped: no emulated cluster here ({why})")))
+        }
+        Err(cluster::NotUp::Failed(why)) => Ok(not_run(e, &format!("failed: {why}"))),
+    }
+}
+
+/// The rows of an experiment none of whose points ran, each with `status`.
+fn not_run(e: &Experiment, status: &str) -> (Vec<Row>, References) {
+    let rows = config::grid(&e.params)
+        .iter()
+        .flat_map(|point| {
+            let params: Vec<(String, String)> = point.iter().map(|(k, v)| (k.clone(), config::arg(v))).collect();
+            e.ranks.iter().map(move |&ranks| Row {
+                params: params.clone(),
+                ranks,
+                oversubscribed: false,
+                seconds: None,
+                spread: None,
+                status: status.to_string(),
+                record: None,
+            })
+        })
+        .collect();
+    (rows, Vec::new())
+}
+
+/// Runs every point of `e` where `placement` says.
+fn run_points(
+    e: &Experiment,
+    placement: &Placement,
+    bin_dir: &Path,
+    raw: &mut impl Write,
+) -> Result<(Vec<Row>, References)> {
     let app = bin_dir.join(&e.app);
     let points = config::grid(&e.params);
     let progress = progress_bar(points.len() * (e.ranks.len() + usize::from(e.reference.is_some())));
+    let mpi = e.launcher == "mpi";
     let (mut rows, mut references) = (Vec::new(), Vec::new());
     for point in &points {
         let point_args: Vec<String> = config::command_line(point);
@@ -289,7 +357,11 @@ fn run_experiment(
                 Some(s) => s,
                 None => {
                     let args: Vec<String> = reference.iter().cloned().chain(config::command_line(&shared)).collect();
-                    measure(e, Launcher::None, &app, &args, &shared, 1, Run::Reference, raw, &progress)?.seconds
+                    // On a cluster, the reference runs on node n1 (mpirun's first host), at
+                    // the same CPU share as the ranks; elsewhere, as a plain process.
+                    let launch = if placement.cluster.is_some() && mpi { placement.launcher } else { Launcher::None };
+                    let job = placement.job(launch, &app, 1).args(&args);
+                    measure(e, job, &shared, 1, Run::Reference, raw, &progress)?.seconds
                 }
             };
             progress.inc(1);
@@ -297,9 +369,12 @@ fn run_experiment(
         }
         for &ranks in &e.ranks {
             let args: Vec<String> = e.args.iter().cloned().chain(point_args.clone()).collect();
-            let launch = if e.launcher == "mpi" { *launcher } else { Launcher::None };
-            let mut row = measure(e, launch, &app, &args, point, ranks, Run::Row, raw, &progress)?;
-            row.oversubscribed = matches!(launcher, Launcher::Mpirun) && e.launcher == "mpi" && ranks > cores();
+            let launch = if mpi { placement.launcher } else { Launcher::None };
+            let job = placement.job(launch, &app, ranks).args(&args);
+            let mut row = measure(e, job, point, ranks, Run::Row, raw, &progress)?;
+            // On a cluster, the nodes' shares together fit the machine's cores.
+            row.oversubscribed =
+                placement.launcher == Launcher::Mpirun && mpi && placement.cluster.is_none() && ranks > cores();
             progress.inc(1);
             rows.push(row);
         }
@@ -329,13 +404,10 @@ enum Run {
     Reference,
 }
 
-/// Runs one point `e.repeat` times; keeps the run with the median time.
-#[allow(clippy::too_many_arguments)]
+/// Runs `job` (one point) `e.repeat` times; keeps the run with the median time.
 fn measure(
     e: &Experiment,
-    launch: Launcher,
-    app: &Path,
-    args: &[String],
+    job: Job,
     point: &Point,
     ranks: usize,
     kind: Run,
@@ -350,7 +422,7 @@ fn measure(
         let reference = if kind == Run::Reference { "reference " } else { "" };
         let run = format!("{reference}{label} ranks={ranks} run {}/{}", rep + 1, e.repeat);
         progress.set_message(format!("{} {run}", e.name));
-        let job = Job::new(app).launcher(launch).ranks(ranks).args(args).arg("--json").timeout_s(e.timeout_s);
+        let job = job.clone().arg("--json").timeout_s(e.timeout_s);
         let started = Instant::now();
         let out = job.output()?;
         let stdout = &out.stdout;
@@ -378,12 +450,19 @@ fn measure(
         }
     }
     runs.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
+    let spread = match (runs.first(), runs.last()) {
+        (Some(fastest), Some(slowest)) if runs.len() > 1 => {
+            Some((slowest.seconds - fastest.seconds) / runs[runs.len() / 2].seconds)
+        }
+        _ => None,
+    };
     let median = (!runs.is_empty()).then(|| runs.swap_remove(runs.len() / 2));
     Ok(Row {
         params,
         ranks,
         oversubscribed: false,
         seconds: median.as_ref().map(|r| r.seconds),
+        spread,
         status: if median.is_some() {
             status
         } else if status == "ok" {

@@ -1,5 +1,6 @@
-//! PNG plots of a sweep: time against ranks and speedup against ranks (with the ideal line),
-//! one series per parameter point. Text uses DejaVu Sans (Debian's fonts-dejavu-core).
+//! PNG plots of a sweep: time against ranks and speedup against ranks (with the ideal line,
+//! and the published speedups and model curve where the experiment lists them), one series
+//! per parameter point. Text uses DejaVu Sans (Debian's fonts-dejavu-core).
 
 use std::path::{Path, PathBuf};
 
@@ -9,7 +10,7 @@ use std::sync::Once;
 use anyhow::{Context, Result};
 use plotters::prelude::*;
 
-use super::config::Experiment;
+use super::config::{self, Experiment};
 use super::{References, Row};
 
 const FONT: &str = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
@@ -26,6 +27,30 @@ fn register_font() -> bool {
 }
 
 type Series = Vec<(String, Vec<(f64, f64)>)>;
+
+/// The published values drawn on the speedup plot: the paper's measured speedup, and its
+/// model's.
+const PUBLISHED_SPEEDUPS: [&str; 2] = ["S", "model S"];
+
+/// The published speedups of `e`, one series per key of [`PUBLISHED_SPEEDUPS`] (and per
+/// other parameter the published rows match on): points at the rows' `ranks`.
+fn published_speedups(e: &Experiment) -> Series {
+    let mut series: Series = Vec::new();
+    for p in &e.published {
+        let Some(ranks) = p.when.get("ranks").and_then(toml::Value::as_integer) else { continue };
+        let others: Vec<String> =
+            p.when.iter().filter(|(k, _)| *k != "ranks").map(|(k, v)| format!(" {k}={}", config::arg(v))).collect();
+        for key in PUBLISHED_SPEEDUPS {
+            let Some(value) = p.values.get(key).and_then(|v| config::arg(v).parse::<f64>().ok()) else { continue };
+            let label = format!("paper: {key}{}", others.concat());
+            match series.iter_mut().find(|(l, _)| *l == label) {
+                Some((_, points)) => points.push((ranks as f64, value)),
+                None => series.push((label, vec![(ranks as f64, value)])),
+            }
+        }
+    }
+    series
+}
 
 /// Draws the time and speedup plots into their files (`time.png`, `speedup.png`) when the
 /// experiment has several rank counts; returns the paths written. A file not drawn is
@@ -65,12 +90,13 @@ pub(crate) fn draw(
     }
     let max_ranks = *e.ranks.iter().max().unwrap() as f64;
     let mut out = vec![time_png.path().to_path_buf()];
-    let png = chart(&format!("{}: time", e.name), "time (s)", &times, max_ranks, false)?;
+    let png = chart(&format!("{}: time", e.name), "time (s)", &times, &Vec::new(), max_ranks, false)?;
     time_png.write_and_commit(&png)?;
     if !speedups.is_empty() {
         out.push(speed_png.path().to_path_buf());
         let against = if e.reference.is_some() { "speedup vs serial" } else { "speedup vs 1 rank" };
-        let png = chart(&format!("{}: {against}", e.name), against, &speedups, max_ranks, true)?;
+        let published = published_speedups(e);
+        let png = chart(&format!("{}: {against}", e.name), against, &speedups, &published, max_ranks, true)?;
         speed_png.write_and_commit(&png)?;
     }
     Ok(out)
@@ -80,9 +106,17 @@ pub(crate) fn draw(
 const SIZE: (u32, u32) = (800, 500);
 
 /// A chart as PNG bytes: drawn into memory, so that only a complete file reaches the disk.
-fn chart(title: &str, y_label: &str, series: &Series, max_ranks: f64, ideal: bool) -> Result<Vec<u8>> {
+/// `published` series are drawn dashed, with hollow marks.
+fn chart(
+    title: &str,
+    y_label: &str,
+    series: &Series,
+    published: &Series,
+    max_ranks: f64,
+    ideal: bool,
+) -> Result<Vec<u8>> {
     let mut pixels = vec![0u8; SIZE.0 as usize * SIZE.1 as usize * 3];
-    draw_chart(&mut pixels, title, y_label, series, max_ranks, ideal)?;
+    draw_chart(&mut pixels, title, y_label, series, published, max_ranks, ideal)?;
     let image = image::RgbImage::from_raw(SIZE.0, SIZE.1, pixels).context("the plot buffer has the wrong size")?;
     let mut png = std::io::Cursor::new(Vec::new());
     image.write_to(&mut png, image::ImageFormat::Png).context("cannot encode the plot as PNG")?;
@@ -94,12 +128,16 @@ fn draw_chart(
     title: &str,
     y_label: &str,
     series: &Series,
+    published: &Series,
     max_ranks: f64,
     ideal: bool,
 ) -> Result<()> {
-    let y_max =
-        series.iter().flat_map(|(_, pts)| pts.iter().map(|p| p.1)).fold(if ideal { max_ranks } else { 0.0 }, f64::max)
-            * 1.1;
+    let y_max = series
+        .iter()
+        .chain(published)
+        .flat_map(|(_, pts)| pts.iter().map(|p| p.1))
+        .fold(if ideal { max_ranks } else { 0.0 }, f64::max)
+        * 1.1;
     let root = BitMapBackend::with_buffer(pixels, SIZE).into_drawing_area();
     root.fill(&WHITE)?;
     let mut chart = ChartBuilder::on(&root)
@@ -108,7 +146,15 @@ fn draw_chart(
         .x_label_area_size(40)
         .y_label_area_size(60)
         .build_cartesian_2d(0.5..max_ranks + 0.5, 0.0..y_max.max(1e-9))?;
-    chart.configure_mesh().x_desc("ranks").y_desc(y_label).draw()?;
+    // Ranks are whole: a label at each integer, none between.
+    let whole = |x: &f64| if x.fract() == 0.0 { format!("{x}") } else { String::new() };
+    chart
+        .configure_mesh()
+        .x_desc("ranks")
+        .y_desc(y_label)
+        .x_labels(max_ranks as usize + 2)
+        .x_label_formatter(&whole)
+        .draw()?;
     if ideal {
         chart
             .draw_series(LineSeries::new([(1.0, 1.0), (max_ranks, max_ranks)], BLACK.stroke_width(1)))?
@@ -122,6 +168,14 @@ fn draw_chart(
             .label(label.as_str())
             .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color.stroke_width(2)));
         chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, color.filled())))?;
+    }
+    for (i, (label, pts)) in published.iter().enumerate() {
+        let color = Palette99::pick(series.len() + i).to_rgba();
+        chart
+            .draw_series(DashedLineSeries::new(pts.iter().copied(), 6, 4, color.stroke_width(2)))?
+            .label(label.as_str())
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color.stroke_width(1)));
+        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 5, color.stroke_width(2))))?;
     }
     chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
     root.present().context("cannot draw the plot")?;

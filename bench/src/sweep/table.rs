@@ -63,6 +63,10 @@ pub(crate) fn markdown(e: &Experiment, rows: &[Row], references: &References) ->
     let mut head: Vec<String> = param_keys.iter().map(|k| k.to_string()).collect();
     head.push("ranks".into());
     head.push("time (s)".into());
+    let show_spread = e.repeat > 1;
+    if show_spread {
+        head.push("spread".into());
+    }
     if has_ref {
         head.extend(["speedup vs serial".into(), "efficiency vs serial".into()]);
     }
@@ -76,11 +80,20 @@ pub(crate) fn markdown(e: &Experiment, rows: &[Row], references: &References) ->
     if !e.source.is_empty() {
         out += &format!("{}\n\n", e.source);
     }
+    if let Some(cluster) = &e.cluster {
+        out += &format!("{}\n\n", cluster.describe());
+    }
+    if show_spread {
+        out += &format!("Time: the median of {} runs; spread: (slowest − fastest) / median.\n\n", e.repeat);
+    }
     out += &format!("| {} |\n|{}\n", head.join(" | "), " --- |".repeat(head.len()));
     for r in rows {
         let mut cells: Vec<String> = r.params.iter().map(|(_, v)| v.clone()).collect();
         cells.push(if r.oversubscribed { format!("{} (oversubscribed)", r.ranks) } else { r.ranks.to_string() });
         cells.push(r.seconds.map_or("-".into(), |s| format!("{s:.4}")));
+        if show_spread {
+            cells.push(r.spread.map_or("-".into(), |s| format!("{:.0} %", s * 100.0)));
+        }
         let ratio = |base: Option<f64>| match (base, r.seconds) {
             (Some(b), Some(s)) if s > 0.0 => (format!("{:.2}", b / s), format!("{:.2}", b / s / r.ranks as f64)),
             _ => ("-".into(), "-".into()),
@@ -104,7 +117,7 @@ pub(crate) fn markdown(e: &Experiment, rows: &[Row], references: &References) ->
     out
 }
 
-/// Every row as CSV: parameters, ranks, oversubscribed, seconds, status, then every scalar
+/// Every row as CSV: parameters, ranks, oversubscribed, seconds, spread, status, then every scalar
 /// field of the kept run (`run.<name>`, sorted; empty where a run has no such field or it
 /// is null).
 ///
@@ -117,7 +130,7 @@ pub(crate) fn csv(rows: &[Row]) -> Result<String> {
         rows.first().map(|r| r.params.iter().map(|(k, _)| k.as_str()).collect()).unwrap_or_default();
     let mut out = csv::Writer::from_writer(Vec::new());
     let run_fields = fields.iter().map(|f| format!("run.{f}"));
-    let fixed = ["ranks", "oversubscribed", "seconds", "status"].map(String::from);
+    let fixed = ["ranks", "oversubscribed", "seconds", "spread", "status"].map(String::from);
     out.write_record(params.iter().map(|p| p.to_string()).chain(fixed).chain(run_fields))?;
     for r in rows {
         let mut cells: Vec<String> = r.params.iter().map(|(_, v)| v.clone()).collect();
@@ -125,6 +138,7 @@ pub(crate) fn csv(rows: &[Row]) -> Result<String> {
             r.ranks.to_string(),
             r.oversubscribed.to_string(),
             r.seconds.map_or(String::new(), |s| s.to_string()),
+            r.spread.map_or(String::new(), |s| s.to_string()),
             r.status.clone(),
         ]);
         cells.extend(fields.iter().map(|f| match r.record.as_ref().and_then(|rec| rec.field(f)) {
