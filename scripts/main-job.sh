@@ -2,7 +2,8 @@
 # The main job: builds everything in release mode and runs the local reproduction of the
 # paper experiments, then writes results/report.md with every table (beside the published
 # numbers) and plot:
-#   - `dps-bench sweep` of the default experiments of bench/experiments.toml;
+#   - `dps-bench sweep` of the default experiments of bench/experiments.toml, then of its
+#     published tables at P = 1..8 on emulated clusters (slurm/cluster.sh; needs root);
 #   - the linear-algebra floors against OpenBLAS/LAPACK and Intel MKL with 2 threads, beside the
 #     machine's measured peak (bench/linalg.sh);
 #   - the 5x5 median against OpenCV (bench/median-vs-opencv.sh);
@@ -74,6 +75,21 @@ begin
 sweep_status=0
 target/release/dps-bench sweep "${sweep_size[@]}" --report results/report.md $EXPERIMENTS || sweep_status=$?
 end "sweep ($(wc -w <<< "$EXPERIMENTS") experiments; each one's time is under its table)"
+# The published tables at P = 1..8 on emulated clusters (slurm/cluster.sh, one per experiment,
+# stood up and taken down by the sweep; skipped with a line in their tables where this
+# machine cannot emulate one: no root, namespaces or cgroups). Their platforms: docs/cluster-tables.md.
+CLUSTER_EXPERIMENTS=${CLUSTER_EXPERIMENTS:-"table1-cluster matmul-speedup-cluster lu-speedup-cluster lu-dynamic-cluster filter-cluster radiocontrol-cluster skeleton-cluster"}
+begin
+# shellcheck disable=SC2086  # the experiment names are words
+target/release/dps-bench sweep "${sweep_size[@]}" --report results/cluster-report.md $CLUSTER_EXPERIMENTS \
+  || sweep_status=$?
+{
+  echo
+  echo "## The published tables on an emulated cluster"
+  echo
+  tail -n +2 results/cluster-report.md
+} >> results/report.md
+end "sweep on emulated clusters ($(wc -w <<< "$CLUSTER_EXPERIMENTS") experiments)"
 begin
 env "${linalg_size[@]}" bench/linalg.sh > results/linalg.log 2>&1 \
   || echo "main job: bench/linalg.sh failed, see results/linalg.log" >&2

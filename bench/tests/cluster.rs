@@ -274,3 +274,52 @@ fn supervise_restarts_radiocontrol_on_the_surviving_nodes() {
     assert!(on_n3.trim_end().ends_with(" n3"), "the restart's rank 1 ran on n3: {on_n3}");
     assert!(std::fs::read(&results).unwrap() == reference, "the restarted run's bytes differ from the serial run's");
 }
+
+/// Runs `dps-bench sweep` on the experiments `file` into `out`, killed after 150 s.
+fn sweep(file: &Path, out: &Path) -> std::process::Output {
+    let bench = env!("CARGO_BIN_EXE_dps-bench");
+    let (file, out) = (file.to_str().unwrap(), out.to_str().unwrap());
+    Command::new("timeout").args(["-k", "5", "150", bench, "sweep", "--file", file, "--out", out]).output().unwrap()
+}
+
+#[test]
+fn a_sweep_runs_an_experiment_on_a_cluster_it_stands_up_and_takes_down() {
+    // The sweep stands up its own cluster: it takes its turn like the other tests.
+    let _turn = ONE_CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("experiments.toml");
+    let experiment = |name: &str, cpu: &str, ranks: &str| {
+        format!(
+            "[[experiment]]\nname = \"{name}\"\ntitle = \"t\"\napp = \"dps-matmul\"\n\
+             args = [\"--variant\", \"pipelined\", \"--n\", \"256\", \"--block\", \"64\", \"--verify\"]\n\
+             reference = [\"--variant\", \"serial\", \"--n\", \"256\", \"--block\", \"64\"]\n\
+             ranks = [{ranks}]\nrepeat = 2\ncolumns = [\"verified\"]\n\
+             cluster = {{ cpu = {cpu}, link = \"1gbit\" }}\n\
+             published = [{{ match = {{ ranks = 3 }}, values = {{ S = \"2.9\" }} }}]\n"
+        )
+    };
+    // One node more than cores, at a core each, does not fit: skipped, not failed.
+    let cores = std::thread::available_parallelism().unwrap().get();
+    let too_many = format!("1, {}", cores + 1);
+    std::fs::write(&file, experiment("fits", "0.3", "1, 3") + &experiment("too-big", "1.0", &too_many)).unwrap();
+    let done = sweep(&file, &tmp.path().join("out"));
+    let (stdout, stderr) = (String::from_utf8_lossy(&done.stdout), String::from_utf8_lossy(&done.stderr));
+    assert!(done.status.success(), "the sweep failed:\n{stdout}\n{stderr}");
+    let table = |name: &str| {
+        let dir = std::fs::read_dir(tmp.path().join("out").join(name)).unwrap().next().unwrap().unwrap().path();
+        std::fs::read_to_string(dir.join("table.md")).unwrap()
+    };
+    let fits = table("fits");
+    assert!(fits.contains("Emulated cluster: one rank per node, each node 0.3 of a core, 1gbit links."), "{fits}");
+    let rows: Vec<&str> = fits.lines().filter(|l| l.starts_with("| 1 ") || l.starts_with("| 3 ")).collect();
+    assert_eq!(rows.len(), 2, "{fits}");
+    for row in rows {
+        // ranks, time, spread (two runs), speedups, verified, paper: S, status.
+        assert!(row.ends_with("| true | 2.9 | ok |") || row.ends_with("| true |  | ok |"), "{row}");
+        assert!(row.split('|').nth(3).unwrap().trim().ends_with('%'), "no spread in {row}");
+    }
+    let too_big = table("too-big");
+    let why = format!("skipped: no emulated cluster here ({} nodes at 1 of a core need", cores + 1);
+    assert!(too_big.contains(&why), "{too_big}");
+    assert_eq!(leftovers(), Vec::<String>::new(), "the sweep left its cluster behind");
+}

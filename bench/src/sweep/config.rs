@@ -324,6 +324,15 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_cluster_fits_when_its_shares_add_up_to_the_cores_at_most() {
+        let c = Cluster { cpu: 0.25, link: "100mbit".into() };
+        assert_eq!(c.too_big(8, 2), None);
+        assert_eq!(c.too_big(9, 2).unwrap(), "9 nodes at 0.25 of a core need 2.25 cores; this machine has 2");
+        assert!(c.check().is_ok() && Cluster { cpu: 1.0, link: "none".into() }.check().is_ok());
+        assert!(Cluster { cpu: 1.5, link: "none".into() }.check().is_err());
+    }
+
+    #[test]
     fn grid_covers_every_combination() {
         let mut params = BTreeMap::new();
         params.insert("a".to_string(), vec![toml::Value::Integer(1), toml::Value::Integer(2)]);
@@ -394,6 +403,12 @@ mod tests {
         assert!(e.to_string().contains("quick: params: \"n\" is not an axis"), "{e}");
         let e = load_text(&format!("{base}quick = {{ name = \"b\" }}\n")).unwrap_err();
         assert!(e.to_string().contains("name"), "{e}");
+        let e = load_text(&format!("{base}cluster = {{ cpu = 0, link = \"none\" }}\n")).unwrap_err();
+        assert!(e.to_string().contains("cluster: cpu 0 must be a share of a core"), "{e}");
+        let e = load_text(&format!("{base}cluster = {{ cpu = 0.5, link = \"fast\" }}\n")).unwrap_err();
+        assert!(e.to_string().contains("cluster: link \"fast\" must be a rate"), "{e}");
+        let e = load_text(&format!("{base}cluster = {{ cpu = 0.5 }}\n")).unwrap_err();
+        assert!(e.to_string().contains("link"), "{e}");
         let file = load_text(base).unwrap();
         let e = file.select(&["nope".to_string()]).unwrap_err();
         assert!(e.is::<BadInput>() && e.to_string().contains("no experiment named \"nope\"; known: a"), "{e}");
