@@ -187,6 +187,28 @@ fn srun_across_the_nodes() {
     assert_ok(&done, "srun -N 3 uppercase --map \"n1 n2 n3\"");
     assert!(done.stdout.contains("HELLO SLURM"), "{}", done.stdout);
 
+    // A sweep submitted with sbatch -N 3: its runs on 1, 2 and 3 ranks go through srun.
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("experiments.toml");
+    std::fs::write(
+        &file,
+        "[[experiment]]\nname = \"n3\"\ntitle = \"t\"\napp = \"dps-lu\"\n\
+         args = [\"--n\", \"256\", \"--block\", \"32\", \"--verify\"]\nranks = [1, 2, 3]\nrepeat = 1\n\
+         columns = [\"verified\"]\n",
+    )
+    .unwrap();
+    let (file, out) = (file.to_str().unwrap(), tmp.path().join("out"));
+    let output = format!("--output={}/sweep-%j.out", tmp.path().display());
+    let bin = format!("DPS_BIN={}", binary("dps-bench").parent().unwrap().display());
+    let sbatch = ["-k", "5", "120", "sbatch", "--wait", "-N", "3", &output, "--export", &format!("ALL,{bin}")];
+    let sweep = ["slurm/sweep.sbatch", "--file", file, "n3", "--out", out.to_str().unwrap()];
+    let done = Command::new("timeout").args(sbatch).args(sweep).envs(settings.iter().copied()).current_dir(ROOT).output();
+    let done = done.unwrap();
+    assert!(done.status.success(), "sbatch -N 3 sweep.sbatch: {}", String::from_utf8_lossy(&done.stderr));
+    let run = std::fs::read_dir(out.join("n3")).unwrap().next().unwrap().unwrap().path();
+    let table = std::fs::read_to_string(run.join("table.md")).unwrap();
+    assert_eq!(table.matches("| true | ok |").count(), 3, "{table}");
+
     // A node that dies: slurmctld declares it DOWN (SlurmdTimeout, MessageTimeout: about
     // 15 s) and srun ends the step.
     let killer = kill_n2_mid_run();
