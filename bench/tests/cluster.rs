@@ -202,7 +202,8 @@ fn srun_across_the_nodes() {
     let bin = format!("DPS_BIN={}", binary("dps-bench").parent().unwrap().display());
     let sbatch = ["-k", "5", "120", "sbatch", "--wait", "-N", "3", &output, "--export", &format!("ALL,{bin}")];
     let sweep = ["slurm/sweep.sbatch", "--file", file, "n3", "--out", out.to_str().unwrap()];
-    let done = Command::new("timeout").args(sbatch).args(sweep).envs(settings.iter().copied()).current_dir(ROOT).output();
+    let done =
+        Command::new("timeout").args(sbatch).args(sweep).envs(settings.iter().copied()).current_dir(ROOT).output();
     let done = done.unwrap();
     assert!(done.status.success(), "sbatch -N 3 sweep.sbatch: {}", String::from_utf8_lossy(&done.stderr));
     let run = std::fs::read_dir(out.join("n3")).unwrap().next().unwrap().unwrap().path();
@@ -247,54 +248,115 @@ fn radiocontrol(args: &[&str]) {
     assert!(out.status.success(), "dps-radiocontrol {args:?}: {}", String::from_utf8_lossy(&out.stderr));
 }
 
+/// A Radiocontrol run under `supervise`: its data, the serial run's result bytes, and its
+/// output directory.
+struct Supervised {
+    tmp: tempfile::TempDir,
+    reference: Vec<u8>,
+}
+
+impl Supervised {
+    /// 6 jobs (2 hours of 3 stations), each paced to 0.7 s on its worker (`--throttle-ms
+    /// 700`): a node can die mid-run.
+    fn prepare() -> Supervised {
+        let tmp = tempfile::tempdir().unwrap();
+        let (data, serial) = (tmp.path().join("data"), tmp.path().join("serial"));
+        let (d, s) = (data.to_str().unwrap(), serial.to_str().unwrap());
+        radiocontrol(&["generate", "--watches", "12", "--stations", "3", "--hours", "2", "--seed", "1", "--dir", d]);
+        radiocontrol(&["run", d, "--out", s, "--serial"]);
+        let reference = std::fs::read(serial.join("results.bin")).unwrap();
+        Supervised { tmp, reference }
+    }
+
+    fn data(&self) -> String {
+        self.tmp.path().join("data").to_str().unwrap().to_string()
+    }
+
+    fn out(&self) -> PathBuf {
+        self.tmp.path().join("out")
+    }
+
+    /// `run DATA --out OUT --throttle-ms 700`, the job's words after its launcher's.
+    fn run_words(&self) -> Vec<String> {
+        let out = self.out().to_str().unwrap().to_string();
+        let bin = binary("dps-radiocontrol").to_str().unwrap().to_string();
+        [bin, "run".into(), self.data(), "--out".into(), out, "--throttle-ms".into(), "700".into()].into()
+    }
+
+    /// Once the first record is in the file (a 64-byte header, 5780-byte records), kills
+    /// node n2, which stays down; returns where rank 1 ran before.
+    fn kill_n2_after_the_first_record(&self) -> String {
+        let results = self.out().join("results.bin");
+        let start = Instant::now();
+        while std::fs::metadata(&results).map_or(0, |m| m.len()) < 64 + 5780 {
+            assert!(start.elapsed() < Duration::from_secs(60), "no record after 60 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let on_n2 = std::fs::read_to_string(self.out().join("ranks/rank-1.pid")).unwrap();
+        let killed = Command::new(SCRIPT).args(["kill", "n2"]).status().unwrap();
+        assert!(killed.success(), "cluster.sh kill n2 failed");
+        let len = std::fs::metadata(&results).unwrap().len();
+        assert!(len < 64 + 6 * 5780, "the job ended before the kill ({len} B)");
+        assert!(on_n2.trim_end().ends_with(" n2"), "rank 1 ran on n2: {on_n2}");
+        on_n2
+    }
+
+    /// The supervisor's end: success after one restart, bytes equal to the serial run's;
+    /// returns its standard error.
+    fn assert_restarted_once(&self, done: std::process::Output) -> String {
+        let stderr = String::from_utf8_lossy(&done.stderr).into_owned();
+        assert!(done.status.success(), "supervise failed ({}):\n{stderr}", done.status);
+        assert!(stderr.contains("attempt 2") && stderr.contains("completed after 1 restarts"), "{stderr}");
+        let results = std::fs::read(self.out().join("results.bin")).unwrap();
+        assert!(results == self.reference, "the restarted run's bytes differ from the serial run's");
+        stderr
+    }
+}
+
+/// `dps-radiocontrol supervise` with its options, killed after 80 s.
+fn supervise() -> Command {
+    let mut command = Command::new("timeout");
+    command.args(["-k", "5", "80"]).arg(binary("dps-radiocontrol")).args(["supervise", "--poll-ms", "50", "--"]);
+    command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    command
+}
+
 #[test]
 fn supervise_restarts_radiocontrol_on_the_surviving_nodes() {
     let cluster = Cluster::up("supervise", &[]);
-    let tmp = tempfile::tempdir().unwrap();
-    let (data, serial, out) = (tmp.path().join("data"), tmp.path().join("serial"), tmp.path().join("out"));
-    let (d, s, o) = (data.to_str().unwrap(), serial.to_str().unwrap(), out.to_str().unwrap());
-    // 6 jobs (2 hours of 3 stations), each paced to 0.7 s on its worker: n2 dies mid-run.
-    radiocontrol(&["generate", "--watches", "12", "--stations", "3", "--hours", "2", "--seed", "1", "--dir", d]);
-    radiocontrol(&["run", d, "--out", s, "--serial"]);
-    let reference = std::fs::read(serial.join("results.bin")).unwrap();
-
-    let bin = binary("dps-radiocontrol");
-    let b = bin.to_str().unwrap();
-    let job =
-        [dps_launch::MPIRUN, "--cluster", cluster.path(), "-n", "3", b, "run", d, "--out", o, "--throttle-ms", "700"];
-    let child = Command::new("timeout")
-        .args(["-k", "5", "80", b, "supervise", "--poll-ms", "50", "--"])
-        .args(job)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Once the first record is in the file (a 64-byte header, 5780-byte records), the
-    // node of a worker dies, and stays down.
-    let results = out.join("results.bin");
-    let start = Instant::now();
-    while std::fs::metadata(&results).map_or(0, |m| m.len()) < 64 + 5780 {
-        assert!(start.elapsed() < Duration::from_secs(60), "no record after 60 s");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let on_n2 = std::fs::read_to_string(out.join("ranks/rank-1.pid")).unwrap();
-    let killed = Command::new(SCRIPT).args(["kill", "n2"]).status().unwrap();
-    assert!(killed.success(), "cluster.sh kill n2 failed");
-    let len = std::fs::metadata(&results).unwrap().len();
-    assert!(len < 64 + 6 * 5780, "the job ended before the kill ({len} B)");
-
-    let done = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&done.stderr);
-    assert!(done.status.success(), "supervise failed ({}):\n{stderr}", done.status);
-    assert!(on_n2.trim_end().ends_with(" n2"), "rank 1 ran on n2: {on_n2}");
+    let run = Supervised::prepare();
+    let mut command = supervise();
+    command.args([dps_launch::MPIRUN, "--cluster", cluster.path(), "-n", "3"]).args(run.run_words());
+    let child = command.spawn().unwrap();
+    run.kill_n2_after_the_first_record();
+    let stderr = run.assert_restarted_once(child.wait_with_output().unwrap());
     assert!(stderr.contains("host(s) n2 do not answer (rank 1 on n2)"), "{stderr}");
+    let o = run.out().to_str().unwrap().to_string();
     let restart = format!("--mca orte_default_hostfile {o}/hosts.alive -n 2 ");
-    assert!(stderr.contains("attempt 2") && stderr.contains(&restart), "{stderr}");
-    assert!(stderr.contains("completed after 1 restarts"), "{stderr}");
-    assert_eq!(std::fs::read_to_string(out.join("hosts.alive")).unwrap(), "n1 slots=1\nn3 slots=1\n");
-    let on_n3 = std::fs::read_to_string(out.join("ranks/rank-1.pid")).unwrap();
+    assert!(stderr.contains(&restart), "{stderr}");
+    assert_eq!(std::fs::read_to_string(run.out().join("hosts.alive")).unwrap(), "n1 slots=1\nn3 slots=1\n");
+    let on_n3 = std::fs::read_to_string(run.out().join("ranks/rank-1.pid")).unwrap();
     assert!(on_n3.trim_end().ends_with(" n3"), "the restart's rank 1 ran on n3: {on_n3}");
-    assert!(std::fs::read(&results).unwrap() == reference, "the restarted run's bytes differ from the serial run's");
+}
+
+#[test]
+fn supervise_restarts_radiocontrol_under_slurm_on_the_surviving_nodes() {
+    let cluster = Cluster::up("supervise-slurm", &["--slurm"]);
+    let run = Supervised::prepare();
+    let env = std::fs::read_to_string(cluster.dir.join("env")).unwrap();
+    let settings: Vec<(&str, &str)> = env.lines().filter_map(|l| l.strip_prefix("export ")?.split_once('=')).collect();
+    // --no-kill: the allocation (and the supervisor in it) outlives a node.
+    let mut command = Command::new("timeout");
+    command.args(["-k", "5", "85", "salloc", "--no-kill", "-N", "3"]);
+    let supervise = supervise();
+    command.arg(supervise.get_program()).args(supervise.get_args());
+    command.args(["srun", "--mpi=pmix", "-N", "3", "-n", "3"]).args(run.run_words()).envs(settings);
+    let child = command.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    run.kill_n2_after_the_first_record();
+    let stderr = run.assert_restarted_once(child.wait_with_output().unwrap());
+    assert!(stderr.contains("--exclude=n2"), "the restart must leave out n2: {stderr}");
+    let on_n3 = std::fs::read_to_string(run.out().join("ranks/rank-1.pid")).unwrap();
+    assert!(!on_n3.trim_end().ends_with(" n2"), "the restart's rank 1 ran on n2: {on_n3}");
 }
 
 /// Runs `dps-bench sweep` on the experiments `file` into `out`, killed after 150 s.
