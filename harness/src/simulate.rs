@@ -165,7 +165,11 @@ impl Simulate {
                 );
             }
         }
-        let cpus = platform.header.cpus.max(1) as usize;
+        // Calibrated on a node with a share of one core (an emulated cluster's): each virtual
+        // rank gets a node of its own with that share; else ranks fill nodes of this
+        // machine's CPU count, one rank per CPU.
+        let share = platform.header.cpu_share;
+        let cpus = if share.is_some() { 1 } else { platform.header.cpus.max(1) as usize };
         let intra = platform.link(PathKind::IntraNode, Carrier::Dps).cloned();
         let inter = platform.link(PathKind::InterNode, Carrier::Dps).cloned().or_else(|| intra.clone());
         let Some(intra) = intra.or_else(|| inter.clone()) else {
@@ -177,11 +181,12 @@ impl Simulate {
                     path.display()
                 );
             }
-            return Ok(self.finish(SimOptions::ideal(mode), cpus, ranks, platform));
+            let alone = SimOptions { cpu_share: share.unwrap_or(1.0), ..SimOptions::ideal(mode) };
+            return Ok(self.finish(alone, cpus, ranks, platform));
         };
         let inter = inter.unwrap_or_else(|| intra.clone());
         let mut opts = SimOptions::ideal(mode);
-        // Ranks fill nodes of this machine's CPU count, one rank per CPU.
+        opts.cpu_share = share.unwrap_or(1.0);
         opts.link = Arc::new(move |a, b, bytes| {
             let link = if a / cpus == b / cpus { &intra } else { &inter };
             link.time_us(bytes) * 1e-6
@@ -191,7 +196,7 @@ impl Simulate {
         opts.send_cpu = cpu(platform.overheads.send);
         opts.receive_cpu = cpu(platform.overheads.receive);
         opts.co_run_slowdown = platform.overheads.co_run_slowdown;
-        // Ranks fill nodes of this machine's CPU count (as the links above assume).
+        // Ranks fill nodes of `cpus` CPUs (as the links above assume).
         opts.host_of = Arc::new(move |r| r / cpus);
         Ok(self.finish(opts, cpus, ranks, platform))
     }
@@ -286,6 +291,7 @@ pub fn made_up_platform() -> Platform {
             hosts: vec![machine.hostname],
             cpu_model: machine.cpu_model,
             cpus: machine.cpus,
+            cpu_share: None,
             blas: machine.blas.unwrap_or_default(),
             ranks: 2,
             quick: true,

@@ -69,6 +69,11 @@ pub struct Header {
     pub cpu_model: String,
     /// Logical CPUs of the machine.
     pub cpus: u32,
+    /// The share of a core that rank 0's node gives it, where a CPU quota limits it (a node
+    /// of an emulated cluster, `slurm/cluster.sh --cpu`): the simulator then gives each
+    /// virtual rank a node of its own with this share of one core. Absent: whole cores.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_share: Option<f64>,
     /// The BLAS library, version and kernel set (OpenBLAS's core) the kernel tables were
     /// measured with, `OpenBLAS 0.3.21 Zen`; empty where none was recorded (a file made up
     /// for tests), which is not checked.
@@ -438,6 +443,9 @@ impl Platform {
                 limits::LATENCY_US.check(format_args!("links[{i}].fit[{j}].latency_us"), g.latency_us)?;
                 limits::BYTES_PER_US.check(format_args!("links[{i}].fit[{j}].bytes_per_us"), g.bytes_per_us)?;
             }
+        }
+        if let Some(share) = self.header.cpu_share {
+            limits::CPU_SHARE.check("header.cpu_share", share)?;
         }
         let o = &self.overheads;
         limits::CO_RUN_SLOWDOWN.check("overheads.co_run_slowdown", o.co_run_slowdown)?;

@@ -49,6 +49,10 @@ pub struct SimOptions {
     pub kernels: KernelCost,
     /// The host of each rank: ranks of one host share its memory and caches.
     pub host_of: Arc<dyn Fn(usize) -> usize + Send + Sync>,
+    /// The share of a core each rank's node gives it (a node of an emulated cluster, whose
+    /// CPU quota is a fraction of a core): every operation and reception takes its time
+    /// divided by this. 1: whole cores.
+    pub cpu_share: f64,
     /// How much longer an operation takes when another one runs on its host as it starts
     /// (the cores' shared memory bandwidth and caches): its time is multiplied by this
     /// (1: no effect). Judged at the operation's start only.
@@ -62,6 +66,7 @@ impl std::fmt::Debug for SimOptions {
             .field("send_cpu", &self.send_cpu)
             .field("receive_cpu", &self.receive_cpu)
             .field("cores_per_rank", &self.cores_per_rank)
+            .field("cpu_share", &self.cpu_share)
             .field("co_run_slowdown", &self.co_run_slowdown)
             .finish_non_exhaustive()
     }
@@ -79,6 +84,7 @@ impl SimOptions {
             cores_per_rank: None,
             kernels: Arc::new(|_, _, _| None),
             host_of: Arc::new(|_| 0),
+            cpu_share: 1.0,
             co_run_slowdown: 1.0,
         }
     }
@@ -316,11 +322,8 @@ impl Simulator {
             let factor = {
                 let mut s = self.state();
                 s.running[rank] += 1;
-                if self.co_running(&s, rank) {
-                    self.opts.co_run_slowdown
-                } else {
-                    1.0
-                }
+                let slowdown = if self.co_running(&s, rank) { self.opts.co_run_slowdown } else { 1.0 };
+                slowdown / self.opts.cpu_share
             };
             failure::set_rank(rank);
             simclock::begin_slowed_op(factor);

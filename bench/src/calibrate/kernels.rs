@@ -20,10 +20,15 @@ pub(super) struct Effort {
     pub(super) time: Duration,
     /// ...with at least this many calls.
     pub(super) min_calls: usize,
+    /// Whether to time the thread's CPU (under a CPU quota) rather than the wall clock.
+    pub(super) cpu_clock: bool,
 }
 
 /// Times `call` on `data` (after `reset`, untimed) until `effort` is spent; the median
-/// seconds.
+/// seconds: of the thread's CPU time where a CPU quota gives this process a share of a core
+/// (a node of an emulated cluster, whose throttling would stretch only the calls longer than
+/// its quota's slice: the simulator divides the CPU time by the share instead), else of the
+/// wall clock.
 fn time<D: ?Sized>(effort: Effort, data: &mut D, reset: impl Fn(&mut D), call: impl Fn(&mut D)) -> f64 {
     reset(data);
     call(data); // warm-up: caches, page faults, BLAS's first-call setup
@@ -31,9 +36,10 @@ fn time<D: ?Sized>(effort: Effort, data: &mut D, reset: impl Fn(&mut D), call: i
     let start = Instant::now();
     while times.len() < effort.min_calls || start.elapsed() < effort.time {
         reset(data);
-        let t = Instant::now();
+        let (t, cpu) = (Instant::now(), dps::cpu_time::thread());
         call(data);
-        times.push(t.elapsed().as_secs_f64());
+        let took = if effort.cpu_clock { dps::cpu_time::thread() - cpu } else { t.elapsed() };
+        times.push(took.as_secs_f64());
     }
     median(&times)
 }

@@ -16,6 +16,7 @@
 mod kernels;
 mod overheads;
 mod pingpong;
+mod share;
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -90,13 +91,14 @@ struct Plan {
 
 impl Plan {
     fn new(quick: bool) -> Plan {
+        let cpu_clock = share::cpu_share().is_some();
         if quick {
             Plan {
                 sizes: (0..12).map(|i| 1usize << (2 * i)).collect(),
                 pingpong: pingpong::Effort { reps: 3, time: Duration::from_millis(5), min_iters: 5 },
                 blocks: vec![64, 128, 256],
                 gemm_extra: None,
-                kernel: kernels::Effort { time: Duration::from_millis(20), min_calls: 2 },
+                kernel: kernels::Effort { time: Duration::from_millis(20), min_calls: 2, cpu_clock },
                 copies: vec![1 << 16, 1 << 20, 1 << 23],
                 life: (4096, 128, vec![1, 8]),
                 transfer: (11, Duration::from_millis(50)),
@@ -108,7 +110,7 @@ impl Plan {
                 // The apps' defaults and the experiments' block sizes.
                 blocks: vec![32, 64, 125, 128, 256, 512, 1024],
                 gemm_extra: Some(2048),
-                kernel: kernels::Effort { time: Duration::from_millis(150), min_calls: 3 },
+                kernel: kernels::Effort { time: Duration::from_millis(150), min_calls: 3, cpu_clock },
                 copies: vec![1 << 14, 1 << 16, 1 << 18, 1 << 20, 1 << 22, 1 << 24, 1 << 26],
                 life: (16384, 1024, vec![1, 2, 4, 8]),
                 transfer: (15, Duration::from_millis(100)),
@@ -311,6 +313,7 @@ pub(crate) fn worker(opts: &Options, transfers_only: bool) -> Result<()> {
                 hosts: distinct,
                 cpu_model: machine.cpu_model,
                 cpus: machine.cpus,
+                cpu_share: share::cpu_share(),
                 blas: machine.blas.unwrap_or_default(),
                 ranks: hosts.len() as u32,
                 quick: opts.quick,
@@ -505,6 +508,7 @@ mod tests {
                 hosts: vec!["h".into()],
                 cpu_model: "c".into(),
                 cpus: 2,
+                cpu_share: None,
                 blas: String::new(),
                 ranks: 2,
                 quick: true,

@@ -43,6 +43,15 @@ pub(crate) struct Args {
     /// Only the Table 1 replica (`table1`).
     #[arg(long)]
     table1_only: bool,
+    /// Rank counts of the real runs and the simulations, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    ranks: Vec<usize>,
+    /// Run on the emulated cluster that `slurm/cluster.sh up DIR` stood up: the real jobs one
+    /// rank per node, unbound, and the simulations on node n1, where the platform file
+    /// (`DPS_CLUSTER=DIR dps-bench calibrate`) was measured. The Table 1 replica and the
+    /// scaling table, which run on this machine's cores, are left out.
+    #[arg(long, value_name = "DIR")]
+    cluster: Option<PathBuf>,
 }
 
 /// One configuration of one app.
@@ -124,8 +133,16 @@ pub(super) fn bound_as_simulated(job: Job) -> Job {
     job.env("DPS_BIND", "cores")
 }
 
-/// Runs `app` (from `bin`) with `point`'s options and `extra`.
-fn seconds(bin: &Path, point: &Point, launcher: Launcher, ranks: usize, extra: &[String], reps: usize) -> Result<Ran> {
+/// Runs `app` (from `bin`) with `point`'s options and `extra`, on the emulated `cluster`
+/// if one is given (a plain process, `Launcher::None`, then runs on node n1 as one rank).
+fn seconds(
+    bin: &Path,
+    point: &Point,
+    (launcher, cluster): (Launcher, Option<&Path>),
+    ranks: usize,
+    extra: &[String],
+    reps: usize,
+) -> Result<Ran> {
     let mut args: Vec<String> = point.size.clone();
     args.extend(["--variant".into(), point.variant.into(), "--json".into()]);
     // Life's --warmup counts generations; the dense apps repeat whole runs.
@@ -135,10 +152,13 @@ fn seconds(bin: &Path, point: &Point, launcher: Launcher, ranks: usize, extra: &
         args.extend(["--warmup".into(), "1".into(), "--reps".into(), reps.to_string()]);
     }
     args.extend(extra.iter().cloned());
-    let mut job = Job::new(bin.join(point.app)).launcher(launcher).ranks(ranks).args(&args).timeout_s(300);
-    if launcher != Launcher::None {
-        job = bound_as_simulated(job);
-    }
+    let mut job = Job::new(bin.join(point.app)).ranks(ranks).args(&args).timeout_s(300);
+    job = match cluster {
+        // Alone on its node, a rank has the node's share of a core: nothing to bind.
+        Some(dir) => job.launcher(Launcher::Mpirun).env("DPS_CLUSTER", dir),
+        None if launcher != Launcher::None => bound_as_simulated(job.launcher(launcher)),
+        None => job.launcher(launcher),
+    };
     let (record, wall) = json_record(&job)?;
     let s = record["seconds"].as_f64().filter(|s| s.is_finite() && *s > 0.0);
     let seconds = s.with_context(|| format!("{}: no positive seconds in {record}", job.display()))?;
@@ -168,8 +188,9 @@ fn json_record(job: &Job) -> Result<(serde_json::Value, f64)> {
 fn measure_and_simulate(bin: &Path, point: &Point, ranks: usize, args: &Args, de_args: &[String]) -> Result<Rounds> {
     let mut rounds = Rounds::default();
     for _ in 0..args.launches {
-        rounds.real.push(seconds(bin, point, Launcher::Mpirun, ranks, &[], args.reps)?.seconds);
-        rounds.de.push(seconds(bin, point, Launcher::None, 1, de_args, args.reps)?);
+        let cluster = args.cluster.as_deref();
+        rounds.real.push(seconds(bin, point, (Launcher::Mpirun, cluster), ranks, &[], args.reps)?.seconds);
+        rounds.de.push(seconds(bin, point, (Launcher::None, cluster), 1, de_args, args.reps)?);
     }
     Ok(rounds)
 }
@@ -192,6 +213,12 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     if args.reps == 0 || args.launches == 0 {
         dps_harness::bad_input!("--reps and --launches must be at least 1");
     }
+    if args.ranks.is_empty() || args.ranks.contains(&0) {
+        dps_harness::bad_input!("--ranks must list positive rank counts");
+    }
+    if let Some(dir) = args.cluster.as_ref().filter(|d| !d.join("env").is_file()) {
+        dps_harness::bad_input!("--cluster {}: no cluster is up there (slurm/cluster.sh up {0})", dir.display());
+    }
     let bin = std::env::current_exe()?.parent().context("no executable directory")?.to_path_buf();
     let platform = args.platform.to_string_lossy().into_owned();
     if args.table1_only {
@@ -200,7 +227,7 @@ pub(crate) fn run(args: &Args) -> Result<()> {
     let points = points(args.quick);
     let mut rows = Vec::new();
     for point in &points {
-        for ranks in [1, 2] {
+        for &ranks in &args.ranks {
             let sim = |mode: &str| -> Vec<String> {
                 ["--simulate", &ranks.to_string(), "--sim-mode", mode, "--platform", &platform]
                     .map(String::from)
@@ -209,7 +236,8 @@ pub(crate) fn run(args: &Args) -> Result<()> {
             let rounds = measure_and_simulate(&bin, point, ranks, args, &sim("de"))?;
             let de = |f: &dyn Fn(&Ran) -> f64| dps_harness::median(&rounds.de.iter().map(f).collect::<Vec<_>>());
             let pdexec = if point.pdexec {
-                Some(seconds(&bin, point, Launcher::None, 1, &sim("pdexec"), args.reps)?.seconds)
+                let on = (Launcher::None, args.cluster.as_deref());
+                Some(seconds(&bin, point, on, 1, &sim("pdexec"), args.reps)?.seconds)
             } else {
                 None
             };
@@ -227,8 +255,10 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         }
     }
     let mut out = report(&rows);
-    out += &table1::table1(&bin, &platform, args.reps)?;
-    out += &scaling::scaling(&bin, &platform, args.reps)?;
+    if args.cluster.is_none() {
+        out += &table1::table1(&bin, &platform, args.reps)?;
+        out += &scaling::scaling(&bin, &platform, args.reps)?;
+    }
     crate::print_out(&out)
 }
 
@@ -244,12 +274,12 @@ fn spread((fastest, slowest): (f64, f64)) -> f64 {
 /// The measurements' own noise beside the floor: a point whose real jobs spread more than
 /// 20 % has no time within ±10 % of all of them, whatever the prediction.
 fn noise(rows: &[Row]) -> String {
-    let two: Vec<&Row> = rows.iter().filter(|r| r.ranks == 2).collect();
+    let two: Vec<&Row> = rows.iter().filter(|r| r.ranks >= 2).collect();
     let wide = two.iter().filter(|r| spread(r.real_range) > 0.20).count();
     let median_of = |f: &dyn Fn(&Row) -> f64| 100.0 * dps_harness::median(&rows.iter().map(f).collect::<Vec<_>>());
     format!(
         "The measurements' own spread (slowest / fastest − 1 of each point's rounds): real jobs median {:.1} %, \
-         DE runs median {:.1} %; {wide} of the {} 2-rank points have real jobs more than 20 % apart, so that no \
+         DE runs median {:.1} %; {wide} of the {} points on 2 or more ranks have real jobs more than 20 % apart, so that no \
          prediction lies within ±10 % of all of them.",
         median_of(&|r| spread(r.real_range)),
         median_of(&|r| spread(r.de_range)),
@@ -289,11 +319,11 @@ fn report(rows: &[Row]) -> String {
             format!("{:.1} % ({n}/{})", 100.0 * n as f64 / errs.len() as f64, errs.len())
         }
     };
-    out += "\n| predictions | within ±4 % | within ±6 % | within ±12 % | 2-rank points within ±10 % (floor 70 %) |\n|---|---:|---:|---:|---:|\n";
+    out += "\n| predictions | within ±4 % | within ±6 % | within ±12 % | points on 2+ ranks within ±10 % (floor 70 %) |\n|---|---:|---:|---:|---:|\n";
     let de: Vec<f64> = rows.iter().map(|r| err(r.de, r.measured)).collect();
-    let de2: Vec<f64> = rows.iter().filter(|r| r.ranks == 2).map(|r| err(r.de, r.measured)).collect();
+    let de2: Vec<f64> = rows.iter().filter(|r| r.ranks >= 2).map(|r| err(r.de, r.measured)).collect();
     let pd: Vec<f64> = rows.iter().filter_map(|r| Some(err(r.pdexec?, r.measured))).collect();
-    let pd2: Vec<f64> = rows.iter().filter(|r| r.ranks == 2).filter_map(|r| Some(err(r.pdexec?, r.measured))).collect();
+    let pd2: Vec<f64> = rows.iter().filter(|r| r.ranks >= 2).filter_map(|r| Some(err(r.pdexec?, r.measured))).collect();
     out += &format!(
         "| DE | {} | {} | {} | {} |\n",
         within(&de, 0.04),

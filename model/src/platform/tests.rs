@@ -25,6 +25,7 @@ fn sample() -> Platform {
             hosts: vec!["node1".into()],
             cpu_model: "Test CPU 3000".into(),
             cpus: 8,
+            cpu_share: None,
             blas: "OpenBLAS 0.3.21 Zen".into(),
             ranks: 2,
             quick: true,
