@@ -41,7 +41,7 @@ cargo build --release --workspace --bins --examples --quiet
 end "setup and build"
 mkdir -p results
 run() { timeout -k 5 600 scripts/mpirun "$@"; }
-EXPERIMENTS=${EXPERIMENTS:-"table1-overlap matmul-speedup lu-speedup lu-variants transport overlap tsp-tsplib tsp-random100 life-fig9 life-efficiency life-short life-kernel life-table2 skeleton-migration skeleton-mixed skeleton-blobs radiocontrol-fig96 radiocontrol-floor filter-fig7-14 filter-throughput lu-dynamic-allocation"}
+EXPERIMENTS=${EXPERIMENTS:-"table1-overlap matmul-speedup lu-speedup lu-variants transport service overlap tsp-tsplib tsp-random100 life-fig9 life-efficiency life-short life-kernel life-table2 skeleton-migration skeleton-mixed skeleton-blobs radiocontrol-fig96 radiocontrol-floor filter-fig7-14 filter-throughput lu-dynamic-allocation"}
 if ((full)); then
   sweep_size=() linalg_size=(REPS=3) median_size=(ROUNDS=3 REPS=3) simaccuracy_size=()
   radio_data=results/radiocontrol/data radio_watches=300 flood_tokens=1000000

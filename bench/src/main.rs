@@ -2,6 +2,9 @@
 //!
 //! * `dps-bench transport [--json]`: DPS against raw MPI, ping-pong round trips and streaming
 //!   bandwidth for payloads of 8 B to 16 MiB.
+//! * `dps-bench service [--json] [--bytes N] [--tcp]`: a service exported by one process and
+//!   called from another on the same node, beside the same graphs inside one application:
+//!   8-byte round trips and the bandwidth of bulk replies (see `service`).
 //! * `dps-bench overlap [--json]`: the gain of a pipelined graph over the same work done
 //!   communication-then-computation, against the paper's potential gain.
 //!
@@ -32,6 +35,7 @@ mod launch;
 mod overlap;
 mod peak;
 mod schedule;
+mod service;
 mod simaccuracy;
 mod sweep;
 mod table;
@@ -73,6 +77,31 @@ enum Command {
     TransportWorker {
         #[command(flatten)]
         opts: transport::Options,
+    },
+    /// A parallel service called from another process on the same node, beside the same
+    /// graphs inside one application: 8-byte round-trip time and bulk-reply bandwidth.
+    #[command(mut_arg("json", |a| a.help("One JSON object instead of the table")))]
+    Service {
+        #[command(flatten)]
+        output: Output,
+        /// Seconds after which the processes are killed (1 to 604800).
+        #[arg(long, default_value_t = 300)]
+        timeout: u64,
+        #[command(flatten)]
+        opts: service::Options,
+    },
+    /// The worker of `service` (run under mpirun on 2 ranks).
+    #[command(hide = true)]
+    ServiceWorker {
+        #[command(flatten)]
+        opts: service::Options,
+    },
+    /// The serving process of `service` (a plain process).
+    #[command(hide = true)]
+    ServiceServer {
+        /// Serve until this file exists.
+        #[arg(long)]
+        until: std::path::PathBuf,
     },
     /// Pipelined against phased (communication, then computation) graphs, per block size.
     #[command(mut_arg("json", |a| a.help(JSON_HELP)))]
@@ -181,6 +210,12 @@ fn run(command: Command) -> Result<()> {
             overlap::launch(&opts, output.json, timeout)
         }
         Command::OverlapWorker { opts } => overlap::worker(&opts),
+        Command::Service { output, timeout, opts } => {
+            check_timeout(timeout)?;
+            service::launch(&opts, output.json, timeout)
+        }
+        Command::ServiceWorker { opts } => service::worker(&opts),
+        Command::ServiceServer { until } => service::server(&until),
         Command::Calibrate { output, timeout, args } => {
             check_timeout(timeout)?;
             calibrate::launch(&args, output.json, timeout)

@@ -29,9 +29,9 @@ const STREAM_MESSAGES: (usize, usize) = (4 * WINDOW, 1_000_000);
 /// The calibration run that sets the message count streams about this many bytes.
 const STREAM_CALIBRATION_BYTES: usize = 16 << 20;
 /// Ping-pong runs for about this long per repetition...
-const PINGPONG_TIME: Duration = Duration::from_millis(100);
+pub(crate) const PINGPONG_TIME: Duration = Duration::from_millis(100);
 /// ...with at least this many and at most this many round trips.
-const PINGPONG_ITERS: (usize, usize) = (10, 100_000);
+pub(crate) const PINGPONG_ITERS: (usize, usize) = (10, 100_000);
 
 /// Options shared by the launcher and the worker.
 #[derive(Args, Clone, Debug)]
@@ -120,13 +120,13 @@ fn sizes(max_bytes: usize) -> Vec<usize> {
 }
 
 /// Messages in the calibration run (also the warm-up) that sets a stream's message count.
-fn calibration_messages(bytes: usize) -> usize {
+pub(crate) fn calibration_messages(bytes: usize) -> usize {
     (STREAM_CALIBRATION_BYTES / bytes.max(1)).clamp(2 * WINDOW, 2_000)
 }
 
 /// Messages per streaming repetition, scaled from a calibration run of `k0` messages that
 /// took `seconds`, so that a repetition takes about [`STREAM_TIME`].
-fn stream_messages(k0: usize, seconds: f64) -> usize {
+pub(crate) fn stream_messages(k0: usize, seconds: f64) -> usize {
     let k = k0 as f64 * STREAM_TIME.as_secs_f64() / seconds.max(1e-9);
     (k as usize).clamp(STREAM_MESSAGES.0, STREAM_MESSAGES.1)
 }

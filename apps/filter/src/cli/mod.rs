@@ -1,5 +1,5 @@
-//! The command line: the options of `store`, `load` (serial, one process), `gather` and
-//! `median` (DPS, any number of ranks), each checked into its plan before any work (bad
+//! The command line: the options of `store`, `load` (serial, one process), `gather`,
+//! `median`, `serve` and `client` (DPS, any number of ranks), each checked into its plan before any work (bad
 //! input exits 2 here); nothing past this module sees the raw options.
 //!
 //! `gather` and `median` check their input in two steps, in the order they always did: the
@@ -8,9 +8,11 @@
 //! image): [`source::SourcePlan::check`], [`gather::GatherPlan::check_input`],
 //! [`median::MedianPlan::check_input`].
 
+pub mod client;
 pub mod gather;
 pub mod load;
 pub mod median;
+pub mod serve;
 pub mod source;
 pub mod store;
 
@@ -43,6 +45,8 @@ const EXAMPLES: &str = "Examples:
   mpirun -n 2 dps-filter median --random 8192 8192 --seed 1 --tiles 512 --verify --json
   mpirun -n 4 dps-filter median --random 4096 4096 --storage disk --cache 0 --json
   dps-filter median --variant serial --random 8192 8192
+  mpirun -n 2 dps-filter serve --dir store --service filter.store --until stop &   (touch stop to end it)
+  mpirun -n 2 dps-filter client --service filter.store --window 0 0 640 480 --window 640 0 640 480 --out-dir parts
 
 The 5x5 median clamps at the image's edges (a pixel outside takes the nearest pixel's value);
 linear filters take the image as 0 outside (the thesis's rule). Bad input (a missing, truncated
@@ -64,6 +68,15 @@ pub enum Mode {
     /// Exchange-process-and-store: the 5×5 median of a whole 8-bit image, each tile with
     /// its neighbours' borders, written back striped like the input.
     Median(median::MedianArgs),
+    /// The striped file service (the DPS paper, Fig. 5): keep the image's tiles on the
+    /// ranks' disk threads and export the window-reading graph under --service, for
+    /// `client`s started separately, until --until FILE exists, --serve-seconds pass, or
+    /// SIGINT/SIGTERM.
+    Serve(serve::ServeArgs),
+    /// Read windows through a running `serve`'s service (started separately, on any number
+    /// of ranks): a split fans them out through the imported service, a merge collects
+    /// them; prints each window's checksum and writes it as PNG with --out-dir.
+    Client(client::ClientArgs),
 }
 
 /// `--map` of `gather` and `median`.
@@ -80,6 +93,10 @@ pub enum Plan {
     Gather(gather::GatherPlan),
     /// `median`.
     Median(median::MedianPlan),
+    /// `serve`.
+    Serve(serve::ServePlan),
+    /// `client`.
+    Client(client::ClientPlan),
 }
 
 impl Args {
@@ -93,6 +110,8 @@ impl Args {
             Mode::Load(a) => Plan::Load(a.plan()?),
             Mode::Gather(a) => Plan::Gather(a.plan()?),
             Mode::Median(a) => Plan::Median(a.plan()?),
+            Mode::Serve(a) => Plan::Serve(a.plan()?),
+            Mode::Client(a) => Plan::Client(a.plan()?),
         })
     }
 }

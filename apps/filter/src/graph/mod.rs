@@ -4,12 +4,15 @@
 //!
 //! * `exchange` (exchange-process-and-store, Fig. 7.12): see [`exchange`].
 //! * `gather` (process-and-gather, Fig. 7.9): see [`gather`].
+//! * `window` (the striped file service `serve` exports, and its clients' graph): see
+//!   [`window`].
 //! * `collect`: every output tile back to the client (verification).
 //! * `control`: every disk thread resets before a run or commits its output file after it,
 //!   and says what failed.
 
 pub mod exchange;
 pub mod gather;
+pub mod window;
 
 use dps::{route, Bulk, Collection, Graph, MergeFn, Node, Runtime};
 use serde::{Deserialize, Serialize};

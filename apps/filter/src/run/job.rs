@@ -2,7 +2,7 @@
 //! built on the input, and the end (shutdown, the scratch store removed).
 
 use anyhow::Result;
-use dps::Runtime;
+use dps::{Collection, Runtime};
 use dps_harness::options::Standard;
 use dps_harness::simulate::Support;
 
@@ -19,6 +19,10 @@ pub(super) struct Job {
     pub(super) threads: usize,
     /// Tiles in flight (2 per compute thread).
     pub(super) window: usize,
+    /// The client thread (rank 0), for graphs built past [`build`] (`serve`'s).
+    pub(super) client: Collection<()>,
+    /// The disk threads, likewise.
+    pub(super) disks: Collection<Disk>,
 }
 
 /// Starts the runtime, simulated under `--simulate` as `support` allows; returns it with
@@ -46,7 +50,7 @@ pub(super) fn build(rt: Runtime, map: &str, input: &Input, name: &str, out_name:
     })?;
     let window = 2 * threads;
     let graphs = graph::build(&rt, &client, &compute, &disks, window)?;
-    Ok(Job { rt, graphs, threads, window })
+    Ok(Job { rt, graphs, threads, window, client, disks })
 }
 
 /// Ends the run on every rank: shuts the runtime down, removes a scratch store (rank 0).

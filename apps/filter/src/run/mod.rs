@@ -1,11 +1,14 @@
 //! The runner: executes a checked [`Plan`]: `store` and `load` here (serial, one process),
-//! `gather` and `median` on the DPS runtime (modules `gather`, `median`), each on its
-//! input (`input`) and its collections and graphs (`job`).
+//! `gather`, `median` and `serve` on the DPS runtime (modules `gather`, `median`, `serve`),
+//! each on its input (`input`) and its collections and graphs (`job`); `client` (module
+//! `client`) on a runtime of its own that imports `serve`'s service.
 
+mod client;
 mod gather;
 mod input;
 mod job;
 mod median;
+mod serve;
 
 use anyhow::{bail, Result};
 use dps_harness::OutputFile;
@@ -36,6 +39,8 @@ pub fn execute(plan: &Plan) -> Result<()> {
         Plan::Load(p) => execute_load(p),
         Plan::Gather(p) => gather::execute(p),
         Plan::Median(p) => median::execute(p),
+        Plan::Serve(p) => serve::execute(p),
+        Plan::Client(p) => client::execute(p),
     }
 }
 
