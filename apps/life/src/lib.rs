@@ -16,4 +16,5 @@ pub mod rle;
 pub mod run;
 pub mod schedule;
 pub mod view;
+pub mod viewer;
 pub mod world;
