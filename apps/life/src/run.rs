@@ -170,7 +170,7 @@ impl<'a> Sim<'a> {
         let timed = self.timed(main, serial)?;
         let mut view = None;
         if let Some((viewer, fan)) = plan.viewer.as_ref().and_then(|v| Some((v, v.process_fan?))) {
-            let process = ViewerProcess::spawn(viewer, fan, plan.seed)?;
+            let mut process = ViewerProcess::spawn(viewer, fan, plan.seed)?;
             process.wait_for_calls(self.export.map(|(e, _)| e).expect("--view-process exports"))?;
             let with = self.generations(main, g)?;
             let report = process.finish()?;
@@ -407,9 +407,12 @@ impl ViewerProcess {
     }
 
     /// Waits until the service has answered the viewer's first call.
-    fn wait_for_calls(&self, export: &dps::Export) -> Result<()> {
+    fn wait_for_calls(&mut self, export: &dps::Export) -> Result<()> {
         let start = Instant::now();
         while export.served() == 0 {
+            if let Some(status) = self.child.try_wait()? {
+                bail!("--view-process: the viewer ended before its first call ({status})");
+            }
             if start.elapsed() > VIEWER_START {
                 bail!("--view-process: the viewer made no call in {} s", VIEWER_START.as_secs());
             }
