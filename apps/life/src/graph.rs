@@ -367,6 +367,27 @@ pub struct Region {
     pub cells: Bulk<u64>,
 }
 
+/// The world's shape, as the `life.world` service tells a viewer started separately.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorldInfo {
+    /// Cells per row.
+    pub width: usize,
+    /// Rows.
+    pub height: usize,
+    /// Whether the world is a torus.
+    pub wrap: bool,
+}
+
+/// The graph that answers a [`WorldInfo`] (a leaf on `main`), for `--export-region`.
+/// Collective, as every graph.
+///
+/// # Errors
+/// If the runtime rejects the graph.
+pub fn world_info(rt: &Runtime, layout: Layout, main: &Collection<()>) -> Result<Graph<(), WorldInfo>, dps::Error> {
+    let info = WorldInfo { width: layout.width, height: layout.height, wrap: layout.wrap };
+    rt.graph("life_world", Node::leaf("world_info", main, route::fixed(0), move |_: &mut (), _: ()| info))
+}
+
 /// Which generation graph to build.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Schedule {
@@ -479,6 +500,8 @@ fn region_path(layout: Layout, bands: &Collection<Band>, portal: &Collection<()>
         portal,
         route::by_key(|r: &RegionRequest| r.from),
         move |_: &mut (), r: RegionRequest| {
+            // Another program may ask for any rectangle: it gets the part inside the world.
+            let r = RegionRequest { rect: layout.clamp(r.rect), ..r };
             let rows = r.rect.y..r.rect.y + r.rect.height;
             (0..layout.bands)
                 .filter(move |&b| {

@@ -33,6 +33,14 @@ impl Layout {
         }
     }
 
+    /// `rect` moved and cut to lie inside the world, at least one cell: what the region
+    /// service serves for a request from another program, which may ask for any rectangle.
+    pub fn clamp(&self, rect: Rect) -> Rect {
+        let x = rect.x.min(self.width - 1);
+        let y = rect.y.min(self.height - 1);
+        Rect { x, y, width: rect.width.clamp(1, self.width - x), height: rect.height.clamp(1, self.height - y) }
+    }
+
     /// The band holding the row below band `b`, if any.
     pub fn below(&self, b: usize) -> Option<usize> {
         match b + 1 {
@@ -54,4 +62,19 @@ pub struct Rect {
     pub width: usize,
     /// Rows.
     pub height: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clamp_keeps_inside_rectangles_and_cuts_the_others() {
+        let layout = Layout { width: 10, height: 6, bands: 2, wrap: false };
+        let inside = Rect { x: 2, y: 1, width: 8, height: 5 };
+        assert_eq!(layout.clamp(inside), inside);
+        let r = |x, y, width, height| Rect { x, y, width, height };
+        assert_eq!(layout.clamp(r(8, 5, 7, 9)), r(8, 5, 2, 1));
+        assert_eq!(layout.clamp(r(usize::MAX, 40, 0, usize::MAX)), r(9, 5, 1, 1));
+    }
 }

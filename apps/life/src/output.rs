@@ -72,6 +72,14 @@ pub fn block_path(dir: &Path, n: usize, generation: u64) -> PathBuf {
     dir.join(format!("block-{n:05}-gen{generation}.png"))
 }
 
+/// The file of the `n`-th block `dps-life view` received: its place, and the generations its
+/// rows come from (`gen96`, or `gen96-104` when they straddle two).
+pub fn view_block_path(dir: &Path, n: usize, x: usize, y: usize, generations: (u64, u64)) -> PathBuf {
+    let (lo, hi) = generations;
+    let gen = if lo == hi { format!("{lo}") } else { format!("{lo}-{hi}") };
+    dir.join(format!("block-{n:05}-x{x}-y{y}-gen{gen}.png"))
+}
+
 /// Writes `height` packed rows of `width` cells (`ceil(width / 64)` words each) to `out`
 /// and commits it.
 ///

@@ -49,6 +49,9 @@ pub struct Record {
     /// `--view`: the region-service client's calls.
     #[serde(flatten)]
     pub view: Option<View>,
+    /// `--export-region`: what was served to other programs.
+    #[serde(flatten)]
+    pub served: Option<Served>,
     /// Generations run in all, warm-up and untimed ones included (not in the serial variant).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub generations_run: Option<u64>,
@@ -106,6 +109,82 @@ pub struct View {
     pub iteration_without_calls_s: f64,
     /// Median time per generation while the client calls, s.
     pub iteration_with_calls_s: f64,
+    /// `--view-process`: calls per second of the client.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub view_calls_per_s: Option<f64>,
+    /// `--view-process`: median of each call's time less its read (communication and
+    /// scheduling), s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub view_comm_median_s: Option<f64>,
+}
+
+/// `--export-region`: what the run served to viewers started separately.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Served {
+    /// Calls of `life.region` answered (or failed).
+    pub served_calls: u64,
+    /// Generations run after the timed ones, while serving (--serve-seconds).
+    pub serve_generations: u64,
+}
+
+/// `dps-life view`: the record of a viewer started separately.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct ViewerRecord {
+    /// App `life`, variant `view`, ranks, threads (the callers), seconds (from the first
+    /// call to the end).
+    #[serde(flatten)]
+    pub common: Common,
+    /// The served world's width, cells.
+    pub width: usize,
+    /// The served world's height, cells.
+    pub height: usize,
+    /// The block requested, `WxH`.
+    pub view_block: String,
+    /// Calls in flight at a time.
+    pub fan: usize,
+    /// Calls answered.
+    pub view_calls: usize,
+    /// Calls per second (answered calls over `seconds`).
+    pub view_calls_per_s: f64,
+    /// Median time of a call, from the viewer's split to its merge, s.
+    pub view_call_median_s: f64,
+    /// Median time the served bands spent reading a block (processing), s.
+    pub view_read_median_s: f64,
+    /// Median of each call's time less its read (communication and scheduling), s.
+    pub view_comm_median_s: f64,
+    /// Calls whose rows came from two generations.
+    pub view_straddling_calls: usize,
+    /// Oldest and newest generation seen (absent without calls).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub view_generations: Option<(u64, u64)>,
+    /// Why the viewer stopped: `calls`, `duration`, `stdin` or `service ended`.
+    pub stopped_by: String,
+}
+
+impl fmt::Display for ViewerRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "life view {} blocks of a {}x{} world, {} in flight: {} calls in {:.3} s ({:.1} calls/s), \
+             median call {:.3} ms (read {:.3} ms, communication {:.3} ms), {} straddling; stopped by {}",
+            self.view_block,
+            self.width,
+            self.height,
+            self.fan,
+            self.view_calls,
+            self.common.seconds,
+            self.view_calls_per_s,
+            self.view_call_median_s * 1e3,
+            self.view_read_median_s * 1e3,
+            self.view_comm_median_s * 1e3,
+            self.view_straddling_calls,
+            self.stopped_by
+        )?;
+        if let Some((lo, hi)) = self.view_generations {
+            write!(f, "; generations {lo} to {hi}")?;
+        }
+        Ok(())
+    }
 }
 
 impl fmt::Display for Record {
@@ -135,6 +214,12 @@ impl fmt::Display for Record {
                 v.iteration_without_calls_s * 1e3,
                 v.iteration_with_calls_s * 1e3
             )?;
+            if let Some(rate) = v.view_calls_per_s {
+                write!(f, ", {rate:.1} calls/s")?;
+            }
+        }
+        if let Some(s) = &self.served {
+            write!(f, "; served {} region calls", s.served_calls)?;
         }
         match c.verified {
             Some(true) => write!(f, "; verified against the serial reference"),

@@ -2,7 +2,8 @@
 //! from rank 0, measures, verifies against the serial reference, writes PNG/RLE output and
 //! prints the record.
 
-use std::time::Instant;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Result};
 use dps::{Runtime, SimMode};
@@ -10,14 +11,16 @@ use dps_harness::simulate::Support;
 use dps_harness::{median, Common, OutputFile};
 use indicatif::ProgressBar;
 
-use crate::cli::{Args, Job, Plan, Variant};
+use crate::cli::viewer::{REGION_SERVICE, WORLD_SERVICE};
+use crate::cli::{Args, Command, Job, Plan, Variant, Viewer};
 use crate::graph::{self, Band, Graphs, RegionRequest, Schedule, Step};
 use crate::kernel;
 use crate::layout::Rect;
 use crate::output::{self, Format};
-use crate::record::{AgainstSerial, Compare, Record, View};
+use crate::record::{AgainstSerial, Compare, Record, Served, View, ViewerRecord};
 use crate::report::{progress_bar, verify, Observed};
 use crate::view::{self, Client, Requests, Signal};
+use crate::viewer;
 use crate::world::World;
 
 /// --compare-serial: parallel calls and serial steps alternate in blocks of at least this
@@ -39,7 +42,10 @@ const SIMULATION: Support =
 /// Bad options or input (a [`dps_harness::BadInput`], before any work), a failed call, a
 /// failed output, or a failed verification.
 pub fn run(args: &Args) -> Result<()> {
-    execute(args.plan()?)
+    match &args.command {
+        Some(Command::View(view)) => viewer::execute(&view.plan()?),
+        None => execute(args.plan()?),
+    }
 }
 
 /// Executes a plan: the serial variant in this thread, the others on the DPS runtime. The
@@ -68,10 +74,19 @@ pub fn execute(mut plan: Plan) -> Result<()> {
     let portal = rt.collection("portal", "all", |_| ())?;
     let graphs = graph::build(&rt, layout, &main, &bands, &portal, job.steps.steps_per_call)?;
     let client = job.viewer.map(|v| view::build(&rt, v)).transpose()?;
+    // Exported once built, withdrawn at shutdown (collective: rank 0 serves).
+    let export = match plan.export {
+        Some(_) => {
+            let info = graph::world_info(&rt, layout, &main)?;
+            rt.export(WORLD_SERVICE, &info)?;
+            Some(rt.export(REGION_SERVICE, &graphs.region)?)
+        }
+        None => None,
+    };
 
     let mut outcome = Ok(());
     if rt.is_root() {
-        outcome = Sim::new(&rt, &graphs, &plan, &job).drive(client.as_ref(), out, serial);
+        outcome = Sim::new(&rt, &graphs, &plan, &job, export.as_ref()).drive(client.as_ref(), out, serial);
         if let (Err(_), Some(client)) = (&outcome, &client) {
             // The client waits for a signal: without it, it would wait forever.
             let _ = rt.call(&client.signal, Signal::Stop);
@@ -107,13 +122,22 @@ struct Sim<'a> {
     steps_per_call: usize,
     /// The time per generation of the job's first call (warm-up or not).
     first: Option<f64>,
+    /// `--export-region`: the region service's export, and when it began.
+    export: Option<(&'a dps::Export, Instant)>,
 }
 
 impl<'a> Sim<'a> {
-    fn new(rt: &'a Runtime, graphs: &'a Graphs, plan: &'a Plan, job: &'a Job) -> Sim<'a> {
+    fn new(
+        rt: &'a Runtime,
+        graphs: &'a Graphs,
+        plan: &'a Plan,
+        job: &'a Job,
+        export: Option<&'a dps::Export>,
+    ) -> Sim<'a> {
         let steps_per_call = if plan.variant == Variant::Overlap { job.steps.steps_per_call } else { 1 };
         let (progress, first) = (ProgressBar::hidden(), None);
-        Sim { rt, graphs, plan, job, done: 0, progress, depth: job.steps.depth, steps_per_call, first }
+        let export = export.map(|e| (e, Instant::now()));
+        Sim { rt, graphs, plan, job, done: 0, progress, depth: job.steps.depth, steps_per_call, first, export }
     }
 
     /// Rank 0: runs the generations (and the viewer's phase), verifies, writes --out and
@@ -145,7 +169,23 @@ impl<'a> Sim<'a> {
         self.generations(main, plan.warmup)?;
         let timed = self.timed(main, serial)?;
         let mut view = None;
-        if let (Some(client), Some(viewer)) = (client, &plan.viewer) {
+        if let Some((viewer, fan)) = plan.viewer.as_ref().and_then(|v| Some((v, v.process_fan?))) {
+            let mut process = ViewerProcess::spawn(viewer, fan, plan.seed)?;
+            process.wait_for_calls(self.export.map(|(e, _)| e).expect("--view-process exports"))?;
+            let with = self.generations(main, g)?;
+            let report = process.finish()?;
+            view = Some(View {
+                view_block: report.view_block,
+                view_calls: report.view_calls,
+                view_call_median_s: report.view_call_median_s,
+                view_read_median_s: report.view_read_median_s,
+                view_straddling_calls: report.view_straddling_calls,
+                iteration_without_calls_s: median(&timed.times),
+                iteration_with_calls_s: median(&with),
+                view_calls_per_s: Some(report.view_calls_per_s),
+                view_comm_median_s: Some(report.view_comm_median_s),
+            });
+        } else if let (Some(client), Some(viewer)) = (client, &plan.viewer) {
             rt.call(&client.signal, Signal::Start)?;
             let with = self.generations(main, g)?;
             let report = rt.call(&client.signal, Signal::Stop)?;
@@ -157,8 +197,11 @@ impl<'a> Sim<'a> {
                 view_straddling_calls: report.straddling,
                 iteration_without_calls_s: median(&timed.times),
                 iteration_with_calls_s: median(&with),
+                view_calls_per_s: None,
+                view_comm_median_s: None,
             });
         }
+        let served = self.serve(main)?;
         self.progress.finish_and_clear();
         // Not counted where the cells are skipped or left out: it would not be the world's.
         let population = if plan.cells_skipped().is_some() { None } else { Some(rt.call(&graphs.population, ())?) };
@@ -193,6 +236,7 @@ impl<'a> Sim<'a> {
             compare,
             serial,
             view,
+            served,
             generations_run: Some(self.done),
             population,
             reference: None,
@@ -210,7 +254,8 @@ impl<'a> Sim<'a> {
             };
             // Against the generations asked for, not those counted on the way: a run that
             // skipped some cannot agree with a reference that skipped as many.
-            let verdict = verify(&plan.source, plan.wrap, plan.total_generations, &observed);
+            let total = plan.total_generations + record.served.as_ref().map_or(0, |s| s.serve_generations);
+            let verdict = verify(&plan.source, plan.wrap, total, &observed);
             outcome = record_verdict(verdict, &mut record);
         }
         let outcome = match (out, outcome) {
@@ -267,6 +312,19 @@ impl<'a> Sim<'a> {
         Ok(Timed { times, seconds, simple: compare.then_some(simple_times), serial })
     }
 
+    /// `--export-region`: with --serve-seconds, runs generations until that long after the
+    /// export; what was served.
+    fn serve(&mut self, schedule: Schedule) -> Result<Option<Served>> {
+        let Some((export, since)) = self.export else { return Ok(None) };
+        let mut serve_generations = 0;
+        if let Some(serve) = self.plan.export.and_then(|e| e.serve) {
+            while since.elapsed() < serve {
+                serve_generations += self.call(schedule, u64::MAX)?.0;
+            }
+        }
+        Ok(Some(Served { served_calls: export.served(), serve_generations }))
+    }
+
     /// Runs `count` generations; returns each call's time per generation.
     fn generations(&mut self, schedule: Schedule, count: u64) -> Result<Vec<f64>> {
         let mut times = Vec::new();
@@ -313,6 +371,69 @@ impl<'a> Sim<'a> {
     }
 }
 
+/// The `--view-process` client: `dps-life view` started by rank 0 as a plain process.
+struct ViewerProcess {
+    child: std::process::Child,
+}
+
+/// How long the spawned viewer may take to make its first call.
+const VIEWER_START: Duration = Duration::from_secs(60);
+
+impl ViewerProcess {
+    /// Starts this program's `view` subcommand, a plain process (no MPI job of its own: the
+    /// variables mpirun gives this rank are left out), its record piped back.
+    fn spawn(viewer: &Viewer, fan: usize, seed: u64) -> Result<ViewerProcess> {
+        let exe = std::env::current_exe()?;
+        let (w, h) = viewer.block;
+        let mut cmd = std::process::Command::new(exe);
+        cmd.arg("view")
+            .args(["--block", &format!("{w}x{h}"), "--fan", &fan.to_string()])
+            .args(["--period-ms", &viewer.period.as_millis().to_string(), "--seed", &seed.to_string()])
+            .args(["--until-eof", "--json"]);
+        if let Some(dir) = &viewer.png_dir {
+            cmd.arg("--png").arg(dir);
+        }
+        for (key, _) in std::env::vars_os() {
+            let key = key.to_string_lossy();
+            let mpi =
+                ["OMPI_", "PMIX_", "OPAL_", "PRTE_", "ORTE_", "PMI_", "HYDRA_"].iter().any(|p| key.starts_with(p));
+            if mpi && !key.starts_with("OMPI_ALLOW_RUN_AS_ROOT") {
+                cmd.env_remove(key.as_ref());
+            }
+        }
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
+        let child = cmd.spawn().map_err(|e| anyhow::anyhow!("--view-process: cannot start the viewer: {e}"))?;
+        Ok(ViewerProcess { child })
+    }
+
+    /// Waits until the service has answered the viewer's first call.
+    fn wait_for_calls(&mut self, export: &dps::Export) -> Result<()> {
+        let start = Instant::now();
+        while export.served() == 0 {
+            if let Some(status) = self.child.try_wait()? {
+                bail!("--view-process: the viewer ended before its first call ({status})");
+            }
+            if start.elapsed() > VIEWER_START {
+                bail!("--view-process: the viewer made no call in {} s", VIEWER_START.as_secs());
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Ok(())
+    }
+
+    /// Closes the viewer's input (its signal to stop), waits for it and reads its record.
+    fn finish(mut self) -> Result<ViewerRecord> {
+        drop(self.child.stdin.take());
+        let out = self.child.wait_with_output()?;
+        if !out.status.success() {
+            bail!("--view-process: the viewer failed ({})", out.status);
+        }
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text.lines().rev().find(|l| l.starts_with('{')).unwrap_or_default();
+        serde_json::from_str(line).map_err(|e| anyhow::anyhow!("--view-process: the viewer's record {line:?}: {e}"))
+    }
+}
+
 /// The timed generations' measurements: per-generation times of each call.
 struct Timed {
     /// Of the main schedule's calls.
@@ -349,6 +470,7 @@ fn run_serial(mut plan: Plan, depth: usize) -> Result<()> {
         compare: None,
         serial: None,
         view: None,
+        served: None,
         generations_run: None,
         population: Some(population),
         reference: None,

@@ -1,8 +1,8 @@
 //! The client of the region service (the DPS paper's Figure 10 and Table 2).
 //!
-//! The paper's client is a separate application calling a graph the Game of Life exposes.
-//! Here every rank must build the same graphs in the same order, so the client is the same
-//! binary: with `--view WxH` the last rank of the job hosts no band and, from its own main
+//! The paper's client is a separate application calling a graph the Game of Life exposes;
+//! that is [`crate::viewer`] (`dps-life view`, and `--view-process`). Here the client is a
+//! rank of the same job: with `--view WxH` the last rank of the job hosts no band and, from its own main
 //! thread, calls the `region` graph for randomly placed `W×H` blocks every `--view-period-ms`
 //! while rank 0 runs generations. It has the same effect as the paper's two programs: the
 //! simulation runs its graphs and a concurrent caller on another rank runs the service graph

@@ -267,6 +267,40 @@ fn every_numeric_option_at_its_extremes() {
     ] {
         rows.push((unknown.iter().map(|s| s.to_string()).collect(), 2, vec![named]));
     }
+    // --export-region, --serve-seconds, --view-process and the viewer's own options.
+    for serve in ["0", "-1", "NaN", "inf", "1e9", "x"] {
+        rows.push((with(&["--export-region", &format!("--serve-seconds={serve}")]), 2, vec!["--serve-seconds"]));
+    }
+    rows.push((with(&["--serve-seconds", "5"]), 2, vec!["--export-region"]));
+    rows.push((with(&["--view-process"]), 2, vec!["--view"]));
+    rows.push((with(&["--view", "4x4", "--view-fan", "2"]), 2, vec!["--view-process"]));
+    for fan in ["0", "4097", OVER] {
+        rows.push((with(&["--view", "4x4", "--view-process", "--view-fan", fan]), 2, vec!["--view-fan"]));
+    }
+    rows.push((
+        with(&["--variant", "serial", "--export-region"]),
+        2,
+        vec!["--export-region", "needs a parallel variant"],
+    ));
+    let view = |extra: &[&str]| -> Vec<String> { ["view"].iter().chain(extra).map(|s| s.to_string()).collect() };
+    rows.push((view(&[]), 2, vec!["--block"]));
+    for block in ["0x4", "4x0", "4x", "abc", &format!("{MAX}1x1")] {
+        rows.push((view(&["--block", block]), 2, vec!["--block"]));
+    }
+    for (option, values, words) in [
+        ("--fan", &["0", "4097", OVER, "-1"][..], "--fan"),
+        ("--calls", &["0", OVER, "-1"], "--calls"),
+        ("--duration", &["0", "-1", "NaN", "inf", "1e9"], "--duration"),
+        ("--period-ms", &[OVER, "-1"], "--period-ms"),
+    ] {
+        for v in values {
+            rows.push((view(&["--block", "4x4", &format!("{option}={v}")]), 2, vec![words]));
+        }
+    }
+    rows.push((view(&["--block", "4x4", "--png", &f.s("a_file")]), 2, vec!["--png", "is not a directory"]));
+    rows.push((view(&["--block", "4x4", "--png", &f.s("no/such")]), 2, vec!["--png", "no such directory"]));
+    rows.push((view(&["--block", "4294967296x4", "--png", &f.s("blocks")]), 2, vec!["--block"]));
+    rows.push((view(&["--block", "4x4", "--random", "5", "5"]), 2, vec!["--random"]));
     // Extremes that are valid: the run goes through.
     rows.push((with(&["--seed", MAX, "--verify"]), 0, vec![]));
     rows.push((with(&["--snapshot-every", MAX, "--out", &out]), 0, vec![]));

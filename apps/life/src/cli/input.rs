@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 use dps_harness::OutputFile;
 
-use super::{Args, Plan, Variant, Viewer, MAX_STEPS_PER_CALL};
+use super::{Args, Export, Plan, Variant, Viewer, MAX_STEPS_PER_CALL};
 use crate::layout::Rect;
 use crate::output::{self, Format, Snapshots};
 use crate::rle;
@@ -63,6 +63,7 @@ pub(super) fn read(args: &Args) -> Result<Plan> {
             (view.is_some(), "--view"),
             (args.snapshot_every.is_some(), "--snapshot-every"),
             (args.compare_serial, "--compare-serial"),
+            (args.export_region, "--export-region"),
         ];
         if let Some((_, option)) = parallel_only.iter().find(|(given, _)| *given) {
             bail!("{option} needs a parallel variant (--variant serial runs the kernel alone)");
@@ -72,10 +73,21 @@ pub(super) fn read(args: &Args) -> Result<Plan> {
         .snapshot_every
         .map(|every| Snapshots { every, base: args.out.clone().unwrap_or_else(|| "life.png".into()) });
     let out = outputs(args, rect, snapshots.as_ref(), view)?;
+    if args.view_process && !(1..=MAX_VIEW_FAN).contains(&args.view_fan) {
+        bail!("--view-fan {} must be between 1 and {MAX_VIEW_FAN}", args.view_fan);
+    }
+    let serve = match args.serve_seconds {
+        Some(s) if !(s.is_finite() && s > 0.0 && s <= MAX_SERVE_SECONDS) => {
+            bail!("--serve-seconds {s} must be a number of seconds above 0 and at most {MAX_SERVE_SECONDS}")
+        }
+        s => s.map(Duration::from_secs_f64),
+    };
+    let export = (args.export_region || args.view_process).then_some(Export { serve });
     let viewer = view.map(|block| Viewer {
         block,
         period: Duration::from_millis(args.view_period_ms),
         png_dir: args.view_png.clone(),
+        process_fan: args.view_process.then_some(args.view_fan),
     });
     let mut standard = args.standard.clone();
     standard.runtime = args.runtime();
@@ -96,10 +108,17 @@ pub(super) fn read(args: &Args) -> Result<Plan> {
         snapshots,
         compare_serial: args.compare_serial,
         viewer,
+        export,
         seed: args.seed.seed,
         standard,
     })
 }
+
+/// Most calls a --view-process client keeps in flight.
+const MAX_VIEW_FAN: usize = 4096;
+
+/// Longest --serve-seconds (a week).
+const MAX_SERVE_SECONDS: f64 = 7.0 * 86400.0;
 
 /// The world: an RLE pattern (--rle, --size, --at) or a random one (--random, --density).
 fn world(args: &Args) -> Result<(Source, String)> {
@@ -139,12 +158,18 @@ fn pair(v: &Option<Vec<usize>>) -> Option<(usize, usize)> {
     v.as_ref().map(|v| (v[0], v[1]))
 }
 
+/// Parses a block size `WxH` given to `option`.
+pub(super) fn block(option: &str, s: &str) -> Result<(usize, usize)> {
+    let parsed = s.split_once('x').and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)));
+    match parsed.filter(|&(bw, bh): &(usize, usize)| bw > 0 && bh > 0) {
+        Some(block) => Ok(block),
+        None => bail!("{option} {s:?}: expected a block size such as 400x2400"),
+    }
+}
+
 /// Parses --view `WxH` and checks that the block fits in the world.
 fn view_block(s: &str, w: usize, h: usize) -> Result<(usize, usize)> {
-    let parsed = s.split_once('x').and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)));
-    let Some((bw, bh)) = parsed.filter(|&(bw, bh): &(usize, usize)| bw > 0 && bh > 0) else {
-        bail!("--view {s:?}: expected a block size such as 400x2400");
-    };
+    let (bw, bh) = block("--view", s)?;
     if bw > w || bh > h {
         bail!("--view {bw}x{bh}: the block is larger than the {w}x{h} world");
     }

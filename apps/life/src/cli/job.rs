@@ -34,7 +34,8 @@ impl Plan {
     /// A [`dps_harness::BadInput`] naming the option, or a mapping the runtime rejects.
     pub fn job(&self, rt: &Runtime) -> Result<Job> {
         let ranks = rt.ranks();
-        let viewer = match self.viewer {
+        let viewer = match &self.viewer {
+            Some(v) if v.process_fan.is_some() => None,
             Some(_) if ranks < 2 => bad_input!("--view needs at least 2 ranks: the last one is the client"),
             Some(_) => Some(ranks - 1),
             None => None,

@@ -8,6 +8,7 @@
 
 mod input;
 mod job;
+pub mod viewer;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -59,7 +60,11 @@ impl Variant {
 #[command(mut_arg("verify", |a| a.help("Compare the final world with the serial reference").display_order(15)))]
 #[command(mut_arg("json", |a| a.display_order(16)))]
 #[command(mut_arg("bind", |a| a.help(BIND_HELP)))]
+#[command(args_conflicts_with_subcommands = true)]
 pub struct Args {
+    /// `dps-life view`: a separately started viewer of a running `dps-life --export-region`.
+    #[command(subcommand)]
+    pub command: Option<Command>,
     /// Schedule.
     #[arg(long, value_enum, default_value = "overlap")]
     pub variant: Variant,
@@ -133,12 +138,39 @@ pub struct Args {
     /// Directory where the client writes each block as PNG.
     #[arg(long, value_name = "DIR", requires = "view")]
     pub view_png: Option<PathBuf>,
+    /// The --view client is a separately started process (`dps-life view`, spawned by rank 0
+    /// once the generations without calls are done), calling the exported region service,
+    /// instead of the last rank of this job; every rank then holds a band. Implies
+    /// --export-region.
+    #[arg(long, requires = "view")]
+    pub view_process: bool,
+    /// Calls the --view-process client keeps in flight (its `--fan`).
+    #[arg(long, value_name = "K", default_value_t = 1, requires = "view_process")]
+    pub view_fan: usize,
+    /// Export the region service as `life.region` (and the world's size as `life.world`)
+    /// while the generations run, for viewers started separately (`dps-life view`); withdrawn
+    /// when the run ends. The registry is the directory DPS_SERVICES names.
+    #[arg(long)]
+    pub export_region: bool,
+    /// With --export-region: after the timed generations, keep running (untimed) generations
+    /// until this many seconds after the export, so that viewers have a world to watch.
+    #[arg(long, value_name = "S", requires = "export_region")]
+    pub serve_seconds: Option<f64>,
     /// `--verify`, `--json`, the runtime's and the simulator's options.
     #[command(flatten)]
     pub standard: Standard,
 }
 
-/// The viewer of `--view`: the region service's client on the last rank.
+/// The subcommands.
+#[derive(clap::Subcommand, Debug)]
+pub enum Command {
+    /// A viewer started on its own (a plain process or its own mpirun): imports the region
+    /// service a running `dps-life --export-region` exports and requests random blocks.
+    View(viewer::ViewArgs),
+}
+
+/// The viewer of `--view`: the region service's client on the last rank, or a process of
+/// its own (`--view-process`).
 #[derive(Clone, Debug)]
 pub struct Viewer {
     /// The block it asks for, W × H.
@@ -147,6 +179,15 @@ pub struct Viewer {
     pub period: Duration,
     /// Where it writes each block as PNG, if anywhere (a directory checked writable).
     pub png_dir: Option<PathBuf>,
+    /// `--view-process`: the calls it keeps in flight (`None`: the last rank of this job).
+    pub process_fan: Option<usize>,
+}
+
+/// `--export-region`: what the run exports and for how long.
+#[derive(Clone, Copy, Debug)]
+pub struct Export {
+    /// --serve-seconds: run generations until this long after the export.
+    pub serve: Option<Duration>,
 }
 
 /// A checked run: the world read, every option validated, the output files opened. What
@@ -188,6 +229,8 @@ pub struct Plan {
     pub compare_serial: bool,
     /// --view.
     pub viewer: Option<Viewer>,
+    /// --export-region (or --view-process).
+    pub export: Option<Export>,
     /// Seed of the random world and of the viewer's block positions.
     pub seed: u64,
     /// `--verify`, `--json`, the simulator's options, and the runtime's with Life's default
@@ -227,6 +270,9 @@ impl Args {
             bad_input!(
                 "--simulate {p}: --view runs a client program on the last rank, which the simulator does not run"
             );
+        }
+        if self.export_region {
+            bad_input!("--simulate {p}: --export-region serves other programs, which a simulated run cannot");
         }
         if self.compare_serial {
             bad_input!("--simulate {p}: --compare-serial times the serial kernel for real, against a predicted time");
