@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use dps_launch::{Job, Launcher};
-use dps_model::platform::Platform;
+use dps_model::platform::{Machine, Platform};
 
 /// Options of `sim-accuracy`.
 #[derive(clap::Args, Debug)]
@@ -209,7 +209,17 @@ struct Rounds {
 /// # Errors
 /// A bad platform file (before any run: exit 2), or a run that failed.
 pub(crate) fn run(args: &Args) -> Result<()> {
-    Platform::load(&args.platform).map_err(|e| dps_harness::BadInput::new(e.to_string()))?;
+    let unusable = |e: dps_model::platform::PlatformError| dps_harness::BadInput::new(e.to_string());
+    match &args.cluster {
+        // Measured on the cluster's nodes, where its simulations run (node n1).
+        Some(_) => {
+            let text = std::fs::read_to_string(&args.platform)
+                .map_err(|e| dps_harness::BadInput::new(format!("--platform {}: {e}", args.platform.display())))?;
+            let n1 = Machine { hostname: "n1".into(), ..Machine::this() };
+            Platform::parse(&text, &args.platform, &n1, jiff::Timestamp::now()).map_err(unusable)?
+        }
+        None => Platform::load(&args.platform).map_err(unusable)?,
+    };
     if args.reps == 0 || args.launches == 0 {
         dps_harness::bad_input!("--reps and --launches must be at least 1");
     }
