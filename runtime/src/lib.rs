@@ -45,6 +45,7 @@ mod bulk_vec;
 mod cli;
 mod collection;
 mod collectives;
+pub mod cpu_quota;
 pub mod cpu_time;
 mod engine;
 mod error;

@@ -16,7 +16,6 @@
 mod kernels;
 mod overheads;
 mod pingpong;
-mod share;
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -91,7 +90,7 @@ struct Plan {
 
 impl Plan {
     fn new(quick: bool) -> Plan {
-        let cpu_clock = share::cpu_share().is_some();
+        let cpu_clock = dps::cpu_quota::share().is_some();
         if quick {
             Plan {
                 sizes: (0..12).map(|i| 1usize << (2 * i)).collect(),
@@ -313,7 +312,7 @@ pub(crate) fn worker(opts: &Options, transfers_only: bool) -> Result<()> {
                 hosts: distinct,
                 cpu_model: machine.cpu_model,
                 cpus: machine.cpus,
-                cpu_share: share::cpu_share(),
+                cpu_share: dps::cpu_quota::share(),
                 blas: machine.blas.unwrap_or_default(),
                 ranks: hosts.len() as u32,
                 quick: opts.quick,

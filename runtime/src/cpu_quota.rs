@@ -1,13 +1,13 @@
 //! The share of a core this process's CPU quota allows: a node of an emulated cluster
 //! (`slurm/cluster.sh --cpu Q`: a cgroup v1 `cpu` quota) or a container's limit (cgroup v2
-//! `cpu.max`). The platform file records it, and the simulator gives each virtual rank that
-//! share of one core.
+//! `cpu.max`). The calibration records it in the platform file, and the simulator gives each
+//! virtual rank that share of one core.
 
 use std::path::Path;
 
 /// The quota over the period of the most limiting cgroup on this process's path, if one
 /// limits it below a whole core; `None` when there is no quota or it allows a core or more.
-pub(super) fn cpu_share() -> Option<f64> {
+pub fn share() -> Option<f64> {
     let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
     let mut lowest: Option<f64> = None;
     for line in cgroups.lines() {
