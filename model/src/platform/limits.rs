@@ -61,14 +61,8 @@ pub const NS_PER_BYTE: Limit =
     Limit { min: 0.0, min_excluded: false, max: 1e9, unit: "ns/byte", min_means: "", max_means: "1 byte per second" };
 
 /// A node's share of a core (`header.cpu_share`): above 0, at most a whole core.
-pub const CPU_SHARE: Limit = Limit {
-    min: 0.0,
-    min_excluded: true,
-    max: 1.0,
-    unit: "",
-    min_means: "no CPU at all",
-    max_means: "a whole core",
-};
+pub const CPU_SHARE: Limit =
+    Limit { min: 0.0, min_excluded: true, max: 1.0, unit: "", min_means: "no CPU at all", max_means: "a whole core" };
 
 /// The co-run slowdown (`overheads.co_run_slowdown`): a factor on every operation's time.
 pub const CO_RUN_SLOWDOWN: Limit = Limit {
