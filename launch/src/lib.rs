@@ -5,16 +5,18 @@
 //! why it does not depend on the runtime), and so does the benchmark driver `dps-bench`,
 //! whose sweeps launch jobs; the runtime and the applications' binaries do not link it.
 //!
-//! - [`Job`]: one builder for every job, run captured ([`Job::output`]) or streamed
-//!   ([`Job::stream`]).
+//! - [`Job`]: one builder for every job, run captured ([`Job::output`]), streamed
+//!   ([`Job::stream`]) or in the background with its outputs in files ([`Job::spawn_logged`]).
 //! - [`mpirun`] and its variants, [`scenario_passes_on_1_2_4`], [`json_record`]: what tests
 //!   share.
 //! - [`bad_input`]: the bad-input table that each program's tests run.
 
+mod background;
 pub mod bad_input;
 mod job;
 mod testing;
 
+pub use background::Background;
 pub use job::{Finished, Job, LaunchError, Launcher, MPIRUN, TEST_TIMEOUT_S};
 pub use testing::{
     example, json_record, mpirun, mpirun_env, mpirun_with, scenario_args, scenario_passes_on_1_2_4, test_job,

@@ -3,11 +3,11 @@
 //! process), on 1 and 2 ranks, and every fault the runtime README's "Services" section lists.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use dps_launch::{example, test_job, Finished, Job, Launcher};
+use dps_launch::{example, test_job, Background, Finished, Job, Launcher};
 
 /// One test at a time: each starts applications that must not compete with another test's
 /// for the two cores.
@@ -50,50 +50,6 @@ fn job(program: &str, ranks: usize, dir: &Path, args: &[&str]) -> Job {
     }
 }
 
-/// An application running in the background, its outputs in files.
-struct Background {
-    child: Child,
-    out: PathBuf,
-    err: PathBuf,
-}
-
-impl Background {
-    fn start(job: &Job, dir: &Path, label: &str) -> Background {
-        Background::start_env(job, dir, label, &[])
-    }
-
-    fn start_env(job: &Job, dir: &Path, label: &str, env: &[(&str, &str)]) -> Background {
-        let words = job.command_line();
-        let (out, err) = (dir.join(format!("{label}.out")), dir.join(format!("{label}.err")));
-        let mut cmd = Command::new(&words[0]);
-        cmd.args(&words[1..])
-            .env("DPS_SERVICES", dir)
-            .env("RUST_BACKTRACE", "0")
-            .envs(env.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(std::fs::File::create(&out).unwrap())
-            .stderr(std::fs::File::create(&err).unwrap());
-        Background { child: cmd.spawn().unwrap(), out, err }
-    }
-
-    fn outputs(&self) -> (String, String) {
-        (std::fs::read_to_string(&self.out).unwrap_or_default(), std::fs::read_to_string(&self.err).unwrap_or_default())
-    }
-
-    /// Waits for the end (the job's own timeout bounds it).
-    fn wait(mut self) -> (std::process::ExitStatus, String, String) {
-        let status = self.child.wait().unwrap();
-        let (out, err) = self.outputs();
-        (status, out, err)
-    }
-
-    /// Kills the application as a user would (TERM to the launcher, which passes it on).
-    fn kill(self) -> (std::process::ExitStatus, String, String) {
-        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
-        self.wait()
-    }
-}
-
 /// `service_server` on `ranks` ranks exporting `name`.squares and `name`.echo; returns once
 /// both are in the registry.
 fn server(dir: &Path, ranks: usize, name: &str, extra: &[&str]) -> Background {
@@ -104,7 +60,7 @@ fn server(dir: &Path, ranks: usize, name: &str, extra: &[&str]) -> Background {
     // A killed server's entries may be there: wait for new ones.
     let read = || entries.iter().map(|e| std::fs::read_to_string(e).ok()).collect::<Vec<_>>();
     let before = read();
-    let bg = Background::start(&job("service_server", ranks, dir, &args), dir, &format!("server-{name}"));
+    let bg = job("service_server", ranks, dir, &args).spawn_logged(dir, &format!("server-{name}"));
     let start = Instant::now();
     while read().iter().zip(&before).any(|(now, then)| now.is_none() || now == then) {
         assert!(start.elapsed() < Duration::from_secs(60), "the server did not export {name}: {:?}", bg.outputs());
@@ -153,12 +109,9 @@ fn clients_on_1_and_2_ranks_call_a_service_on_1_and_2_ranks_with_many_calls_in_f
         let name = format!("calls{server_ranks}");
         let srv = server(&dir, server_ranks, &name, &[]);
         // Two clients at once, one of them a plain process over TCP.
-        let tcp = Background::start_env(
-            &job("service_client", 0, &dir, &["--name", &name, "--requests", "300", "--window", "16"]),
-            &dir,
-            "tcp-client",
-            &[("DPS_SERVICE_NET", "tcp")],
-        );
+        let tcp = job("service_client", 0, &dir, &["--name", &name, "--requests", "300", "--window", "16"])
+            .env("DPS_SERVICE_NET", "tcp")
+            .spawn_logged(&dir, "tcp-client");
         for ranks in [1, 2] {
             let c = client(&dir, ranks, &["--name", &name, "--requests", "2000", "--window", "64", "--rtt", "200"]);
             assert!(c.status.success(), "client on {ranks} ranks, server on {server_ranks}: {}", c.stderr);
@@ -232,11 +185,11 @@ fn a_service_killed_during_calls_fails_them_within_seconds_and_is_then_not_runni
         let srv = server(&dir, ranks, &name, &["--slow-ms", "5"]);
         let started = dir.join(format!("started-{name}"));
         let args = ["--name", &name, "--requests", "5000", "--started", started.to_str().unwrap()];
-        let c = Background::start(&job("service_client", ranks, &dir, &args), &dir, "victim");
+        let c = job("service_client", ranks, &dir, &args).spawn_logged(&dir, "victim");
         wait_for(&started, &c);
         std::thread::sleep(Duration::from_millis(500));
         let killed_at = Instant::now();
-        srv.kill();
+        srv.terminate();
         let (status, out, err) = c.wait();
         let took = killed_at.elapsed();
         assert!(!status.success(), "{out}");
@@ -268,10 +221,10 @@ fn a_client_killed_during_calls_leaves_nothing_in_the_service() {
         for round in 0..2 {
             let started = dir.join(format!("started-{name}-{round}"));
             let args = ["--name", &name, "--requests", "100000", "--started", started.to_str().unwrap()];
-            let c = Background::start(&job("service_client", ranks, &dir, &args), &dir, "dying");
+            let c = job("service_client", ranks, &dir, &args).spawn_logged(&dir, "dying");
             wait_for(&started, &c);
             std::thread::sleep(Duration::from_millis(500));
-            c.kill();
+            c.terminate();
         }
         let c = client(&dir, ranks, &["--name", &name, "--requests", "100"]);
         assert!(c.status.success(), "the service serves others: {}", c.stderr);

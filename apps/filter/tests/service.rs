@@ -6,11 +6,11 @@
 //! (`DPS_SERVICES`), and every job runs under a timeout.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use dps_launch::bad_input::{case, check_table};
-use dps_launch::{test_job, Finished, Job, Launcher};
+use dps_launch::{test_job, Background, Finished, Job, Launcher};
 use rand::{Rng, SeedableRng};
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-filter");
@@ -24,46 +24,10 @@ const WINDOWS: [[usize; 4]; 4] = [[5, 6, 20, 10], [50, 40, 150, 100], [0, 0, WID
 
 /// A job of `dps-filter` on `ranks` ranks (0: a plain process) with the registry `registry`.
 fn job(ranks: usize, registry: &Path, args: &[&str]) -> Job {
-    let job = Job::new(BIN).env("DPS_SERVICES", registry).args(args).timeout_s(120);
+    let job = Job::new(BIN).env("DPS_SERVICES", registry).env("RUST_BACKTRACE", "0").args(args).timeout_s(120);
     match ranks {
         0 => job.launcher(Launcher::None),
         n => job.ranks(n),
-    }
-}
-
-/// A job running in the background (several at once: `Job::output` runs one at a time),
-/// its outputs in files.
-struct Background {
-    child: Child,
-    out: PathBuf,
-    err: PathBuf,
-}
-
-impl Background {
-    fn start(job: &Job, registry: &Path, label: &str) -> Background {
-        let words = job.command_line();
-        let (out, err) = (registry.join(format!("{label}.out")), registry.join(format!("{label}.err")));
-        let child = Command::new(&words[0])
-            .args(&words[1..])
-            .env("DPS_SERVICES", registry)
-            .env("RUST_BACKTRACE", "0")
-            .stdin(Stdio::null())
-            .stdout(std::fs::File::create(&out).unwrap())
-            .stderr(std::fs::File::create(&err).unwrap())
-            .spawn()
-            .unwrap();
-        Background { child, out, err }
-    }
-
-    fn outputs(&self) -> (String, String) {
-        (std::fs::read_to_string(&self.out).unwrap_or_default(), std::fs::read_to_string(&self.err).unwrap_or_default())
-    }
-
-    /// Waits for the end (the job's timeout bounds it).
-    fn wait(mut self) -> (ExitStatus, String, String) {
-        let status = self.child.wait().unwrap();
-        let (out, err) = self.outputs();
-        (status, out, err)
     }
 }
 
@@ -87,7 +51,7 @@ fn stored_image(dir: &Path) -> (PathBuf, Vec<u8>) {
 /// once the service is in the registry.
 fn serve(ranks: usize, registry: &Path, store: &Path, name: &str, stop: &Path) -> Background {
     let args = ["serve", "--dir", store.to_str().unwrap(), "--service", name, "--until", stop.to_str().unwrap()];
-    let server = Background::start(&job(ranks, registry, &args), registry, &format!("serve-{name}"));
+    let server = job(ranks, registry, &args).spawn_logged(registry, &format!("serve-{name}"));
     let entry = registry.join(format!("{name}.service"));
     let start = Instant::now();
     while !entry.exists() {
@@ -137,7 +101,7 @@ fn two_clients_at_once_read_the_source_windows_through_a_service_on_1_and_2_rank
                 let args = client_args(&name, &out_dir, 25);
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
                 let label = format!("client-{server_ranks}-{ranks}");
-                (ranks, out_dir, Background::start(&job(ranks, &registry, &args), &registry, &label))
+                (ranks, out_dir, job(ranks, &registry, &args).spawn_logged(&registry, &label))
             })
             .collect();
         for (ranks, out_dir, client) in clients {
@@ -182,7 +146,7 @@ fn sigterm_stops_a_plain_serve_process_cleanly() {
     std::fs::create_dir(&registry).unwrap();
     let (store, _) = stored_image(dir.path());
     let args = ["serve", "--dir", store.to_str().unwrap(), "--service", "filter.signal", "--serve-seconds", "100"];
-    let server = Background::start(&job(0, &registry, &args), &registry, "serve");
+    let server = job(0, &registry, &args).spawn_logged(&registry, "serve");
     let entry = registry.join("filter.signal.service");
     let start = Instant::now();
     while !entry.exists() {
@@ -190,8 +154,7 @@ fn sigterm_stops_a_plain_serve_process_cleanly() {
         std::thread::sleep(Duration::from_millis(50));
     }
     // The child is `timeout`, which passes TERM on to dps-filter.
-    let _ = Command::new("kill").args(["-TERM", &server.child.id().to_string()]).status();
-    let (status, out, err) = server.wait();
+    let (status, out, err) = server.terminate();
     assert!(status.success(), "{out}\n{err}");
     assert!(out.contains("served 0 windows as \"filter.signal\"; stopped by a signal"), "{out}");
     assert!(!entry.exists(), "the export is withdrawn");

@@ -8,11 +8,11 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use dps_launch::{json_record, test_job, Finished, Job, Launcher};
+use dps_launch::{json_record, test_job, Background, Finished, Job, Launcher};
 use dps_life::kernel;
 use dps_life::world::{Source, World};
 
@@ -44,45 +44,26 @@ impl Drop for TempDir {
 }
 
 /// `dps-life` running in the background (under its job's timeout), its outputs in files.
-struct Served {
-    child: Child,
-    out: PathBuf,
-    err: PathBuf,
-}
+struct Served(Background);
 
 impl Served {
     /// Starts `dps-life` on `ranks` exporting for `seconds`; returns once it is exported.
     fn start(dir: &Path, ranks: usize, seconds: u64) -> Served {
         let serve = seconds.to_string();
         let args = [&WORLD[..], &["--serve-seconds", &serve, "--generations", "8", "--verify", "--json"]].concat();
-        let words = Job::new(BIN).ranks(ranks).args(args).timeout_s(seconds + 90).command_line();
-        let (out, err) = (dir.join(format!("life{ranks}.out")), dir.join(format!("life{ranks}.err")));
-        let child = Command::new(&words[0])
-            .args(&words[1..])
-            .env("DPS_SERVICES", dir)
-            .env("RUST_BACKTRACE", "0")
-            .stdin(Stdio::null())
-            .stdout(std::fs::File::create(&out).unwrap())
-            .stderr(std::fs::File::create(&err).unwrap())
-            .spawn()
-            .unwrap();
-        let served = Served { child, out, err };
+        let job = Job::new(BIN).ranks(ranks).args(args).env("DPS_SERVICES", dir).env("RUST_BACKTRACE", "0");
+        let served = job.timeout_s(seconds + 90).spawn_logged(dir, &format!("life{ranks}"));
         let start = Instant::now();
         while !dir.join("life.region.service").exists() {
             assert!(start.elapsed() < Duration::from_secs(60), "dps-life did not export: {:?}", served.outputs());
             std::thread::sleep(Duration::from_millis(50));
         }
-        served
-    }
-
-    fn outputs(&self) -> (String, String) {
-        (std::fs::read_to_string(&self.out).unwrap_or_default(), std::fs::read_to_string(&self.err).unwrap_or_default())
+        Served(served)
     }
 
     /// Waits for its end; returns its record.
-    fn wait(mut self) -> serde_json::Value {
-        let status = self.child.wait().unwrap();
-        let (out, err) = self.outputs();
+    fn wait(self) -> serde_json::Value {
+        let (status, out, err) = self.0.wait();
         assert!(status.success(), "dps-life: {status}\n{out}\n{err}");
         json_record(&out)
     }
