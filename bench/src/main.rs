@@ -17,7 +17,7 @@
 //!   farm's worker count and grain from the P3L cost model, checked on a synthetic farm
 //!   (see `tunefarm`).
 //! * `dps-bench sim-accuracy --platform FILE`: the simulator's predictions against real
-//!   runs on 1 and 2 ranks (see `simaccuracy`).
+//!   runs on 1 and 2 ranks, or at P = 2, 4, 8 on an emulated cluster (see `simaccuracy`).
 //! * `dps-bench peak [--json]`: the double-precision peak of the machine's cores, measured
 //!   (see `peak`).
 //! * `dps-bench schedule [FILE | --lu N] --procs P [--platform FILE] [--gantt PNG]
@@ -159,8 +159,9 @@ enum Command {
         #[command(flatten)]
         args: tunefarm::WorkerArgs,
     },
-    /// The simulator against real runs on 1 and 2 ranks (matmul, LU, Life): the error of
-    /// each prediction and the fraction within ±4/±6/±12 % beside the simulator paper's.
+    /// The simulator against real runs on 1 and 2 ranks, or `--ranks` on an emulated
+    /// `--cluster` (matmul, LU, Life): the error of each prediction and the fraction within
+    /// ±4/±6/±12 % beside the simulator paper's.
     SimAccuracy(simaccuracy::Args),
     /// The double-precision peak of this machine's cores, measured with FMA loops on the
     /// widest vectors: what a BLAS rate is set against.

@@ -1,6 +1,6 @@
 //! `dps-bench sim-accuracy --platform FILE`: the simulator against reality (issue 14,
 //! point 3; the simulator paper's validation). Each point (matmul pipelined and phased, LU stream and
-//! merge-split at several block sizes, Life) runs for real on 1 and 2 ranks under mpirun
+//! merge-split at several block sizes, Life) runs for real on 1 and 2 ranks (`--ranks`) under mpirun
 //! (bound, [`bound_as_simulated`]), then in the simulator on as many virtual ranks, in DE
 //! and, where the app supports it, PDEXEC; the error of a prediction is
 //! `(predicted − measured) / measured`. Then the simulator paper's Table 1 replica (`table1`: LU
@@ -430,7 +430,7 @@ mod tests {
         let line = noise(&rows);
         assert!(line.contains("real jobs median 20.0 %"), "{line}");
         assert!(line.contains("DE runs median 0.0 %"), "{line}");
-        assert!(line.contains("1 of the 2 2-rank points"), "{line}");
+        assert!(line.contains("1 of the 2 points on 2 or more ranks"), "{line}");
     }
 
     #[test]
