@@ -181,3 +181,26 @@ fn draw_chart(
     root.present().context("cannot draw the plot")?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_published_speedups_are_one_series_per_key_at_the_rows_ranks() {
+        let text = "name = \"e\"\ntitle = \"t\"\napp = \"a\"\nranks = [1, 4]\npublished = [\n\
+                    { match = { ranks = 1 }, values = { S = \"1.0\", \"model S\" = \"1.00\", note = \"x\" } },\n\
+                    { match = { ranks = 4 }, values = { S = \"3.71\" } },\n\
+                    { match = { block = 8 }, values = { S = \"9\" } },\n]\n";
+        let e: Experiment = toml::from_str(text).unwrap();
+        let series = published_speedups(&e);
+        assert_eq!(
+            series,
+            vec![
+                ("paper: S".to_string(), vec![(1.0, 1.0), (4.0, 3.71)]),
+                ("paper: model S".to_string(), vec![(1.0, 1.0)])
+            ],
+            "rows without ranks, and values that are not S or model S, are not drawn"
+        );
+    }
+}
