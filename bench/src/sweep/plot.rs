@@ -90,14 +90,17 @@ pub(crate) fn draw(
     }
     let max_ranks = *e.ranks.iter().max().unwrap() as f64;
     let mut out = vec![time_png.path().to_path_buf()];
-    let png = chart(&format!("{}: time", e.name), "time (s)", &times, &Vec::new(), max_ranks, false)?;
-    time_png.write_and_commit(&png)?;
+    let title = format!("{}: time", e.name);
+    let none = Series::new();
+    let time = Chart { title: &title, y_label: "time (s)", series: &times, published: &none, max_ranks, ideal: false };
+    time_png.write_and_commit(&time.png()?)?;
     if !speedups.is_empty() {
         out.push(speed_png.path().to_path_buf());
         let against = if e.reference.is_some() { "speedup vs serial" } else { "speedup vs 1 rank" };
-        let published = published_speedups(e);
-        let png = chart(&format!("{}: {against}", e.name), against, &speedups, &published, max_ranks, true)?;
-        speed_png.write_and_commit(&png)?;
+        let (title, published) = (format!("{}: {against}", e.name), published_speedups(e));
+        let speedup =
+            Chart { title: &title, y_label: against, series: &speedups, published: &published, max_ranks, ideal: true };
+        speed_png.write_and_commit(&speedup.png()?)?;
     }
     Ok(out)
 }
@@ -105,81 +108,80 @@ pub(crate) fn draw(
 /// Width and height of a plot, in pixels.
 const SIZE: (u32, u32) = (800, 500);
 
-/// A chart as PNG bytes: drawn into memory, so that only a complete file reaches the disk.
-/// `published` series are drawn dashed, with hollow marks.
-fn chart(
-    title: &str,
-    y_label: &str,
-    series: &Series,
-    published: &Series,
+/// One plot: its series against ranks, the published ones (drawn dashed, with hollow
+/// marks), and the ideal speedup line if `ideal`.
+struct Chart<'a> {
+    title: &'a str,
+    y_label: &'a str,
+    series: &'a Series,
+    published: &'a Series,
     max_ranks: f64,
     ideal: bool,
-) -> Result<Vec<u8>> {
-    let mut pixels = vec![0u8; SIZE.0 as usize * SIZE.1 as usize * 3];
-    draw_chart(&mut pixels, title, y_label, series, published, max_ranks, ideal)?;
-    let image = image::RgbImage::from_raw(SIZE.0, SIZE.1, pixels).context("the plot buffer has the wrong size")?;
-    let mut png = std::io::Cursor::new(Vec::new());
-    image.write_to(&mut png, image::ImageFormat::Png).context("cannot encode the plot as PNG")?;
-    Ok(png.into_inner())
 }
 
-fn draw_chart(
-    pixels: &mut [u8],
-    title: &str,
-    y_label: &str,
-    series: &Series,
-    published: &Series,
-    max_ranks: f64,
-    ideal: bool,
-) -> Result<()> {
-    let y_max = series
-        .iter()
-        .chain(published)
-        .flat_map(|(_, pts)| pts.iter().map(|p| p.1))
-        .fold(if ideal { max_ranks } else { 0.0 }, f64::max)
-        * 1.1;
-    let root = BitMapBackend::with_buffer(pixels, SIZE).into_drawing_area();
-    root.fill(&WHITE)?;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(title, ("sans-serif", 22))
-        .margin(12)
-        .x_label_area_size(40)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0.5..max_ranks + 0.5, 0.0..y_max.max(1e-9))?;
-    // Ranks are whole: a label at each integer, none between.
-    let whole = |x: &f64| if x.fract() == 0.0 { format!("{x}") } else { String::new() };
-    chart
-        .configure_mesh()
-        .x_desc("ranks")
-        .y_desc(y_label)
-        .x_labels(max_ranks as usize + 2)
-        .x_label_formatter(&whole)
-        .draw()?;
-    if ideal {
-        chart
-            .draw_series(LineSeries::new([(1.0, 1.0), (max_ranks, max_ranks)], BLACK.stroke_width(1)))?
-            .label("ideal")
-            .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], BLACK));
+impl Chart<'_> {
+    /// The chart as PNG bytes: drawn into memory, so that only a complete file reaches the
+    /// disk.
+    fn png(&self) -> Result<Vec<u8>> {
+        let mut pixels = vec![0u8; SIZE.0 as usize * SIZE.1 as usize * 3];
+        self.draw(&mut pixels)?;
+        let image = image::RgbImage::from_raw(SIZE.0, SIZE.1, pixels).context("the plot buffer has the wrong size")?;
+        let mut png = std::io::Cursor::new(Vec::new());
+        image.write_to(&mut png, image::ImageFormat::Png).context("cannot encode the plot as PNG")?;
+        Ok(png.into_inner())
     }
-    for (i, (label, pts)) in series.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
+
+    fn draw(&self, pixels: &mut [u8]) -> Result<()> {
+        let Chart { title, y_label, series, published, max_ranks, ideal } = *self;
+        let y_max = series
+            .iter()
+            .chain(published)
+            .flat_map(|(_, pts)| pts.iter().map(|p| p.1))
+            .fold(if ideal { max_ranks } else { 0.0 }, f64::max)
+            * 1.1;
+        let root = BitMapBackend::with_buffer(pixels, SIZE).into_drawing_area();
+        root.fill(&WHITE)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 22))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0.5..max_ranks + 0.5, 0.0..y_max.max(1e-9))?;
+        // Ranks are whole: a label at each integer, none between.
+        let whole = |x: &f64| if x.fract() == 0.0 { format!("{x}") } else { String::new() };
         chart
-            .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))?
-            .label(label.as_str())
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color.stroke_width(2)));
-        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, color.filled())))?;
+            .configure_mesh()
+            .x_desc("ranks")
+            .y_desc(y_label)
+            .x_labels(max_ranks as usize + 2)
+            .x_label_formatter(&whole)
+            .draw()?;
+        if ideal {
+            chart
+                .draw_series(LineSeries::new([(1.0, 1.0), (max_ranks, max_ranks)], BLACK.stroke_width(1)))?
+                .label("ideal")
+                .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], BLACK));
+        }
+        for (i, (label, pts)) in series.iter().enumerate() {
+            let color = Palette99::pick(i).to_rgba();
+            chart
+                .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))?
+                .label(label.as_str())
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color.stroke_width(2)));
+            chart.draw_series(pts.iter().map(|&p| Circle::new(p, 4, color.filled())))?;
+        }
+        for (i, (label, pts)) in published.iter().enumerate() {
+            let color = Palette99::pick(series.len() + i).to_rgba();
+            chart
+                .draw_series(DashedLineSeries::new(pts.iter().copied(), 6, 4, color.stroke_width(2)))?
+                .label(label.as_str())
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color.stroke_width(1)));
+            chart.draw_series(pts.iter().map(|&p| Circle::new(p, 5, color.stroke_width(2))))?;
+        }
+        chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
+        root.present().context("cannot draw the plot")?;
+        Ok(())
     }
-    for (i, (label, pts)) in published.iter().enumerate() {
-        let color = Palette99::pick(series.len() + i).to_rgba();
-        chart
-            .draw_series(DashedLineSeries::new(pts.iter().copied(), 6, 4, color.stroke_width(2)))?
-            .label(label.as_str())
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color.stroke_width(1)));
-        chart.draw_series(pts.iter().map(|&p| Circle::new(p, 5, color.stroke_width(2))))?;
-    }
-    chart.configure_series_labels().background_style(WHITE.mix(0.8)).border_style(BLACK).draw()?;
-    root.present().context("cannot draw the plot")?;
-    Ok(())
 }
 
 #[cfg(test)]
