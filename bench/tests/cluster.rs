@@ -407,3 +407,41 @@ fn a_sweep_runs_an_experiment_on_a_cluster_it_stands_up_and_takes_down() {
     assert!(too_big.contains(&why), "{too_big}");
     assert_eq!(leftovers(), Vec::<String>::new(), "the sweep left its cluster behind");
 }
+
+#[test]
+fn a_client_on_another_node_calls_a_service_over_tcp() {
+    let cluster = Cluster::up("service", &[]);
+    let registry = tempfile::tempdir().unwrap();
+    let reg = registry.path();
+    // The service on n1 (one rank), its addresses over TCP in a registry all nodes see.
+    let stop = reg.join("stop");
+    let args = ["--name", "far", "--until", stop.to_str().unwrap(), "--seconds", "60"];
+    let server = cluster
+        .job(1, example("service_server"))
+        .args(args)
+        .env("DPS_SERVICES", reg)
+        .env("DPS_SERVICE_NET", "tcp")
+        .spawn_logged(reg, "server");
+    let entry = reg.join("far.squares.service");
+    let start = Instant::now();
+    while !entry.exists() {
+        assert!(start.elapsed() < Duration::from_secs(30), "the service was not exported: {:?}", server.outputs());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The client, a plain process on n3, calls it across the bridge.
+    let client = format!("{} --name far --requests 300 --window 16", example("service_client").display());
+    let done = test_job(
+        Job::new(cluster.dir.join("agent"))
+            .launcher(Launcher::None)
+            .args(["n3", &format!("hostname && {client}")])
+            .env("DPS_SERVICES", reg)
+            .timeout_s(60),
+    );
+    assert_ok(&done, "service_client on n3");
+    assert!(done.stdout.starts_with("n3\n"), "the client ran on n3: {}", done.stdout);
+    assert!(done.stdout.contains("checked 300 replies of far.squares"), "{}", done.stdout);
+    std::fs::write(&stop, b"").unwrap();
+    let (status, out, err) = server.wait();
+    assert!(status.success(), "the server: {status}\n{out}\n{err}");
+    assert!(out.contains("far.squares: served 300 calls"), "{out}");
+}

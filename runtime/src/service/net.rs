@@ -111,15 +111,20 @@ impl Listener {
     }
 }
 
+/// Connects to the abstract Unix socket `name`, whatever `DPS_SERVICE_NET` says: a stopping
+/// service wakes its own accept with it.
+pub(super) fn connect_unix(name: &str) -> std::io::Result<UnixStream> {
+    let addr = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())?;
+    UnixStream::connect_addr(&addr)
+}
+
 /// Connects to the first address that answers: the abstract Unix socket `unix` (unless
 /// `DPS_SERVICE_NET=tcp`), then each of `tcp` in order. The error names every address tried.
 pub(super) fn connect(unix: Option<&str>, tcp: &[String]) -> Result<Stream, String> {
     let mut tried = Vec::new();
     let tcp_only = std::env::var(NET_ENV).is_ok_and(|v| v == "tcp");
     if let (Some(name), false) = (unix, tcp_only) {
-        let attempt = std::os::unix::net::SocketAddr::from_abstract_name(name.as_bytes())
-            .and_then(|addr| UnixStream::connect_addr(&addr));
-        match attempt {
+        match connect_unix(name) {
             Ok(s) => return Ok(Stream::Unix(s)),
             Err(e) => tried.push(format!("unix @{name}: {e}")),
         }

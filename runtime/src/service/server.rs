@@ -115,8 +115,9 @@ impl Gateway {
     pub(super) fn stop(self) {
         self.registry.withdraw(&self.name, self.nonce);
         self.stopping.store(true, Ordering::SeqCst);
-        // Wake each accept with a connection of our own.
-        let _ = net::connect(Some(&self.unix_name), &[]);
+        // Wake each accept with a connection of our own (over the Unix socket also where
+        // DPS_SERVICE_NET=tcp sends clients to TCP: its accept would wait for ever).
+        let _ = net::connect_unix(&self.unix_name);
         if let Some(port) = self.tcp_port {
             let _ = std::net::TcpStream::connect(("127.0.0.1", port));
         }
