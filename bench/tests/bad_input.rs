@@ -27,6 +27,8 @@ fn bad_input_is_refused_once_with_exit_2_before_any_run() {
     let unknown_key = write("unknown-key.toml", &experiments("dps-bench", "colour = \"red\"\n"));
     let zero_repeat = write("zero-repeat.toml", &experiments("dps-bench", "").replace("repeat = 1", "repeat = 0"));
     let no_app = write("no-app.toml", &experiments("dps-nothing", ""));
+    let big_share = write("big-share.toml", &experiments("dps-bench", "cluster = { cpu = 2.0, link = \"none\" }\n"));
+    let bad_link = write("bad-link.toml", &experiments("dps-bench", "cluster = { cpu = 0.5, link = \"fast\" }\n"));
     // Its app is dps-bench itself, built with this test (the apps of the real file may not be).
     let good = write("good.toml", &experiments("dps-bench", "args = [\"table\"]\n"));
     let a_file = write("a-file", "");
@@ -66,6 +68,14 @@ fn bad_input_is_refused_once_with_exit_2_before_any_run() {
             case(&["sweep", "--file", &malformed], 2, &["malformed.toml:4"]),
             case(&["sweep", "--file", &unknown_key], 2, &["unknown-key.toml:7", "colour"]),
             case(&["sweep", "--file", &zero_repeat], 2, &["zero-repeat.toml:2", "experiment \"a\"", "repeat 0"]),
+            case(&["sweep", "--file", &big_share], 2, &["big-share.toml:2", "cluster: cpu 2", "share of a core"]),
+            case(&["sweep", "--file", &bad_link], 2, &["bad-link.toml:2", "cluster: link \"fast\""]),
+            case(&["sim-accuracy", "--platform", "none.toml", "--ranks", "0"], 2, &["--ranks"]),
+            case(
+                &["sim-accuracy", "--platform", "none.toml", "--cluster", a_dir],
+                2,
+                &["--cluster", "no cluster is up"],
+            ),
             case(&["sweep", "--file", &no_app, "--out", out], 2, &["experiment \"a\"", "dps-nothing"]),
             case(&["sweep", "--file", &good, "--out", &under_a_file], 2, &["--out", "a-file"]),
             case(

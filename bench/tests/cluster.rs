@@ -42,6 +42,14 @@ impl Cluster {
         self.dir.to_str().unwrap()
     }
 
+    /// Open MPI's settings and SLURM_CONF, as `. DIR/env` would set them (to go in the
+    /// environment: srun --export= would split them at commas).
+    fn settings(&self) -> Vec<(String, String)> {
+        let env = std::fs::read_to_string(self.dir.join("env")).unwrap();
+        let pairs = env.lines().filter_map(|l| l.strip_prefix("export ")?.split_once('='));
+        pairs.map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
     /// `program` on `ranks` ranks of the cluster, through scripts/mpirun, killed after 90 s.
     fn job(&self, ranks: usize, program: impl Into<PathBuf>) -> Job {
         Job::new(program).ranks(ranks).env("DPS_CLUSTER", &self.dir).timeout_s(90)
@@ -175,10 +183,7 @@ fn a_node_that_dies_ends_the_job_naming_it() {
 #[test]
 fn srun_across_the_nodes() {
     let cluster = Cluster::up("slurm", &["--slurm"]);
-    // Open MPI's settings and SLURM_CONF go in the environment (srun --export= would split
-    // them at commas), as `. DIR/env` would set them.
-    let env = std::fs::read_to_string(cluster.dir.join("env")).unwrap();
-    let settings: Vec<(&str, &str)> = env.lines().filter_map(|l| l.strip_prefix("export ")?.split_once('=')).collect();
+    let settings = cluster.settings();
     let srun = |program: PathBuf| {
         let job = Job::new(program).launcher(Launcher::Srun).ranks(3).launcher_options(["-N", "3"]);
         settings.iter().fold(job, |job, (k, v)| job.env(k, v)).timeout_s(90)
@@ -203,7 +208,7 @@ fn srun_across_the_nodes() {
     let sbatch = ["-k", "5", "120", "sbatch", "--wait", "-N", "3", &output, "--export", &format!("ALL,{bin}")];
     let sweep = ["slurm/sweep.sbatch", "--file", file, "n3", "--out", out.to_str().unwrap()];
     let done =
-        Command::new("timeout").args(sbatch).args(sweep).envs(settings.iter().copied()).current_dir(ROOT).output();
+        Command::new("timeout").args(sbatch).args(sweep).envs(settings.iter().cloned()).current_dir(ROOT).output();
     let done = done.unwrap();
     assert!(done.status.success(), "sbatch -N 3 sweep.sbatch: {}", String::from_utf8_lossy(&done.stderr));
     let run = std::fs::read_dir(out.join("n3")).unwrap().next().unwrap().unwrap().path();
@@ -343,8 +348,7 @@ fn supervise_restarts_radiocontrol_on_the_surviving_nodes() {
 fn supervise_restarts_radiocontrol_under_slurm_on_the_surviving_nodes() {
     let cluster = Cluster::up("supervise-slurm", &["--slurm"]);
     let run = Supervised::prepare();
-    let env = std::fs::read_to_string(cluster.dir.join("env")).unwrap();
-    let settings: Vec<(&str, &str)> = env.lines().filter_map(|l| l.strip_prefix("export ")?.split_once('=')).collect();
+    let settings = cluster.settings();
     // --no-kill: the allocation (and the supervisor in it) outlives a node.
     let mut command = Command::new("timeout");
     command.args(["-k", "5", "85", "salloc", "--no-kill", "-N", "3"]);

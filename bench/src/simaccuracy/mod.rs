@@ -209,6 +209,15 @@ struct Rounds {
 /// # Errors
 /// A bad platform file (before any run: exit 2), or a run that failed.
 pub(crate) fn run(args: &Args) -> Result<()> {
+    if args.reps == 0 || args.launches == 0 {
+        dps_harness::bad_input!("--reps and --launches must be at least 1");
+    }
+    if args.ranks.is_empty() || args.ranks.contains(&0) {
+        dps_harness::bad_input!("--ranks must list positive rank counts");
+    }
+    if let Some(dir) = args.cluster.as_ref().filter(|d| !d.join("env").is_file()) {
+        dps_harness::bad_input!("--cluster {}: no cluster is up there (slurm/cluster.sh up {0})", dir.display());
+    }
     let unusable = |e: dps_model::platform::PlatformError| dps_harness::BadInput::new(e.to_string());
     match &args.cluster {
         // Measured on the cluster's nodes, where its simulations run (node n1).
@@ -220,15 +229,6 @@ pub(crate) fn run(args: &Args) -> Result<()> {
         }
         None => Platform::load(&args.platform).map_err(unusable)?,
     };
-    if args.reps == 0 || args.launches == 0 {
-        dps_harness::bad_input!("--reps and --launches must be at least 1");
-    }
-    if args.ranks.is_empty() || args.ranks.contains(&0) {
-        dps_harness::bad_input!("--ranks must list positive rank counts");
-    }
-    if let Some(dir) = args.cluster.as_ref().filter(|d| !d.join("env").is_file()) {
-        dps_harness::bad_input!("--cluster {}: no cluster is up there (slurm/cluster.sh up {0})", dir.display());
-    }
     let bin = std::env::current_exe()?.parent().context("no executable directory")?.to_path_buf();
     let platform = args.platform.to_string_lossy().into_owned();
     if args.table1_only {
