@@ -187,10 +187,12 @@ impl Simulate {
         let inter = inter.unwrap_or_else(|| intra.clone());
         let mut opts = SimOptions::ideal(mode);
         opts.cpu_share = share.unwrap_or(1.0);
-        opts.link = Arc::new(move |a, b, bytes| {
-            let link = if a / cpus == b / cpus { &intra } else { &inter };
-            link.time_us(bytes) * 1e-6
-        });
+        let (intra, inter) = (Arc::new(intra), Arc::new(inter));
+        let pick = move |a: usize, b: usize| if a / cpus == b / cpus { intra.clone() } else { inter.clone() };
+        let pick2 = pick.clone();
+        opts.link = Arc::new(move |a, b, bytes| pick(a, b).time_us(bytes) * 1e-6);
+        // The simulator paper's network: a node's transfers share its link in each direction.
+        opts.port_contention = Some(Arc::new(move |a, b, bytes| pick2(a, b).transfer_us(bytes) * 1e-6));
         let cpu =
             |c: TransferCost| TransferCpu { per_message_s: c.us_per_message * 1e-6, per_byte_s: c.ns_per_byte * 1e-9 };
         opts.send_cpu = cpu(platform.overheads.send);

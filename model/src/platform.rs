@@ -136,6 +136,13 @@ impl Link {
     pub fn time_us(&self, s: u64) -> f64 {
         crate::fit::predict(&self.fit, s)
     }
+
+    /// The bandwidth part of [`Link::time_us`] for `s` bytes (`s / b` of the segment that
+    /// covers `s`, without its latency), µs: how long the message occupies the link.
+    pub fn transfer_us(&self, s: u64) -> f64 {
+        let segment = crate::fit::segment_for(&self.fit, s);
+        (segment.time_us(s as f64) - segment.latency_us).max(0.0)
+    }
 }
 
 /// The CPU cost of messages between ranks, measured as what a compute kernel on each side

@@ -4,7 +4,11 @@
 //! Each virtual rank is an ordinary [`Engine`] whose posts come here ([`SimPost`]) instead
 //! of going to its queues or a transport. A post made during an operation is stamped with
 //! the operation's start plus the time it has used so far (`simclock`); a message to
-//! another rank arrives `link(from, to, bytes)` later, one to the same rank at once. Events
+//! another rank arrives `link(from, to, bytes)` later, one to the same rank at once. With
+//! [`SimOptions::port_contention`], as in the simulator paper's network, a rank's messages
+//! also take turns on its sending port and on their receiver's receiving port (first come,
+//! first served, where the paper shares the bandwidth equally: the last of a burst arrives
+//! at the same time). Events
 //! (arrivals, ends of operations) are handled in the order of their time, ties broken by
 //! the order they were created in (so messages between two ranks keep their order, as MPI
 //! keeps it, even when a small one would arrive before a large one sent earlier), never by
@@ -57,6 +61,12 @@ pub struct SimOptions {
     /// (the cores' shared memory bandwidth and caches): its time is multiplied by this
     /// (1: no effect). Judged at the operation's start only.
     pub co_run_slowdown: f64,
+    /// How long a message between ranks holds its sender's sending port and its receiver's
+    /// receiving port (its bandwidth part, `bytes / b`): a rank then sends one message at
+    /// a time and receives one at a time, as one progress thread and one network interface
+    /// per rank do, and a master feeding many workers is bound by its own link. `None`:
+    /// every message gets a whole link at once.
+    pub port_contention: Option<LinkCost>,
 }
 
 impl std::fmt::Debug for SimOptions {
@@ -68,6 +78,7 @@ impl std::fmt::Debug for SimOptions {
             .field("cores_per_rank", &self.cores_per_rank)
             .field("cpu_share", &self.cpu_share)
             .field("co_run_slowdown", &self.co_run_slowdown)
+            .field("port_contention", &self.port_contention.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -86,6 +97,7 @@ impl SimOptions {
             host_of: Arc::new(|_| 0),
             cpu_share: 1.0,
             co_run_slowdown: 1.0,
+            port_contention: None,
         }
     }
 }
@@ -176,6 +188,10 @@ struct State {
     /// Per (from, to), when the last message arrives: messages between two ranks arrive in
     /// the order they were sent, as MPI keeps them (programs rely on it).
     last_arrival: HashMap<(usize, usize), u64>,
+    /// Per rank, when its sending and its receiving port are free
+    /// ([`SimOptions::port_contention`]).
+    send_port_free: Vec<u64>,
+    receive_port_free: Vec<u64>,
 }
 
 impl State {
@@ -220,6 +236,8 @@ impl Simulator {
                 in_reception: vec![false; ranks],
                 busy: vec![0; ranks],
                 receive: vec![0; ranks],
+                send_port_free: vec![0; ranks],
+                receive_port_free: vec![0; ranks],
                 ..State::default()
             };
             Simulator { engines, opts, state: Mutex::new(state), driver: Mutex::new(()) }
@@ -393,10 +411,21 @@ impl SimPost for Simulator {
         let link = simtime::from_seconds((self.opts.link)(from, to, bytes as u64));
         // A link at the end of the range stays there, whatever its CPU share.
         let flight = if link == simtime::BEYOND { link } else { link.saturating_sub(add(send, receive)) };
+        let leaves = if let Some(holds) = &self.opts.port_contention {
+            let occupies = simtime::from_seconds(holds(from, to, bytes as u64));
+            let leaves = sent.max(s.send_port_free[from]).max(s.receive_port_free[to]);
+            s.send_port_free[from] = add(leaves, occupies);
+            s.receive_port_free[to] = add(leaves, occupies);
+            leaves
+        } else {
+            sent
+        };
         let last = s.last_arrival.entry((from, to)).or_insert(0);
-        *last = add(sent, flight).max(*last);
+        *last = add(leaves, flight).max(*last);
         let at = *last;
-        let cpu = (self.opts.receive_cpu != TransferCpu::FREE).then_some(receive);
+        // The reception is CPU work on the receiving node: it takes longer at a share of a core.
+        let cpu =
+            (self.opts.receive_cpu != TransferCpu::FREE).then(|| simtime::scale(receive, 1.0 / self.opts.cpu_share));
         s.push(at, Event::Arrive { message, cpu });
     }
 }

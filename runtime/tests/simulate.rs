@@ -188,6 +188,32 @@ fn a_reception_waits_for_a_free_core() {
     assert!(costed <= free + 4.0 * 1e-6 + 8.0 * 4e-6, "{costed} s against {free} s: more than the transfers cost");
 }
 
+#[test]
+fn messages_queue_for_their_ranks_ports_when_contention_is_on() {
+    // Each message holds its sender's and receiver's port for the whole 10 µs link. Rank 0
+    // sends 6 numbers at once: they leave one after the other, at 0, 10, ..., 50 µs, so
+    // rank 3's second number arrives at 60 µs (free: 10 µs) but waits for its first square
+    // (30 µs + 1 ms) all the same. The squares come back as their ranks finish, at 2.010,
+    // 2.020 and 2.030 ms, each reaching rank 0's free port and arriving 10 µs later.
+    let mut opts = costed(SimMode::Pdexec);
+    opts.port_contention = Some(Arc::new(|_, _, _| 10e-6));
+    let rt = Runtime::simulate(4, opts).unwrap();
+    let g = sum_of_squares(&rt);
+    let watch = rt.stopwatch();
+    assert_eq!(rt.call(&g, 8).unwrap(), (0..8).map(|x| x * x).sum::<u64>());
+    assert_eq!(watch.seconds(), 2.040e-3);
+    rt.shutdown().unwrap();
+}
+
+#[test]
+fn a_reception_takes_longer_on_a_share_of_a_core() {
+    // A node at half a core receives in twice the CPU time.
+    let (_, whole) = two_ranks(costed_transfers(), 2);
+    let (_, half) = two_ranks(SimOptions { cpu_share: 0.5, ..costed_transfers() }, 2);
+    assert_eq!(whole.receive_s, vec![4e-6, 4e-6]);
+    assert_eq!(half.receive_s, vec![8e-6, 8e-6]);
+}
+
 /// Threads move in simulated time: a move is the request to the thread's rank, its state to
 /// the new rank and the arrival back at the requester (three messages of 10 µs here); every
 /// virtual rank keeps its own view of where threads live, as a real rank does, and tokens

@@ -86,6 +86,16 @@ fn a_platform_file_round_trips() {
 }
 
 #[test]
+fn a_links_transfer_is_its_time_less_the_latency_of_the_segment_that_covers_the_size() {
+    let link = &sample().links[0];
+    assert_eq!(link.transfer_us(3000), 1.0);
+    assert_eq!(link.time_us(3000), 3.4);
+    // Above 4 KiB the second segment's latency (8 µs) is the one left out.
+    assert_eq!(link.transfer_us(1 << 20), (1 << 20) as f64 / 6100.5);
+    assert_eq!(link.transfer_us(0), 0.0);
+}
+
+#[test]
 fn every_refusal_is_one_line_naming_the_file_and_the_command() {
     let good = sample().to_toml();
     let resealed = |edit: &dyn Fn(&mut Platform)| {
