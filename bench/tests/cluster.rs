@@ -1,6 +1,7 @@
 //! The emulated cluster end to end (`slurm/cluster.sh`, three nodes on this machine): ranks
 //! land on the nodes' hosts and CPU shares, a host-name mapping places threads (and a host
-//! outside the job is a clear error), a verified LU runs across the nodes over TCP, a node
+//! outside the job is a clear error), a verified LU runs across the nodes over TCP (also with
+//! a node withdrawn by name from the dynamic variant's schedule), a node
 //! that dies mid-run ends the job within seconds naming the node, `dps-radiocontrol
 //! supervise` restarts a job on the nodes that survive one, and `down` leaves nothing.
 //! Each test stands up its own cluster (one at a time: there is one per machine) and a guard
@@ -132,6 +133,19 @@ fn verified_lu_across_the_nodes() {
     assert_ok(&done, "dps-lu --verify on 3 nodes");
     let record = dps_launch::json_record(&done.stdout);
     assert_eq!((record["ranks"].as_u64(), record["verified"].as_bool()), (Some(3), Some(true)), "{record}");
+    // The dynamic variant with node n3 withdrawn by name at iteration 3: its one rank (2)
+    // leaves, the schedule for a node fewer takes over, and the factors are still right.
+    let args = ["--variant", "dynamic", "--n", "256", "--block", "32", "--withdraw", "n3@iteration:3", "--verify"];
+    let done = test_job(cluster.job(3, binary("dps-lu")).args(args).arg("--json"));
+    assert_ok(&done, "dps-lu --withdraw n3@iteration:3 on 3 nodes");
+    let record = dps_launch::json_record(&done.stdout);
+    let schedule = &record["schedule"];
+    assert_eq!(record["verified"].as_bool(), Some(true), "{record}");
+    assert_eq!(
+        (schedule["withdrawn_rank"].as_u64(), schedule["withdrawn_at"].as_u64()),
+        (Some(2), Some(3)),
+        "{record}"
+    );
 }
 
 /// A long job of dps-lu (many repetitions of a small factorization) on the three nodes.

@@ -283,6 +283,12 @@ impl Runtime {
         self.engine.ranks()
     }
 
+    /// The host name of each rank, as `--map` reads them (under simulation every virtual
+    /// rank has this host's name).
+    pub fn hosts(&self) -> &[String] {
+        self.engine.hosts()
+    }
+
     /// Where this rank's workers and progress thread run: `"none"` (the OS places them), or
     /// with `--bind cores` / `DPS_BIND=cores` the rank's share of the node's cores, such as
     /// `"cores 0-0 (PUs 0; rank 0 of 2 on this node)"`. Programs put it in their records.

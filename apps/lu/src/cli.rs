@@ -16,7 +16,7 @@ use dps_harness::{bad_input, BadInput};
 
 use crate::alloc::{self, Alloc};
 use crate::kernel::Source;
-use crate::scheduled::{Costs, Withdraw};
+use crate::scheduled::{Costs, WithdrawArg};
 
 /// Which schedule runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -65,11 +65,11 @@ pub struct Args {
     /// each iteration) [default: all; schedule with --withdraw].
     #[arg(long, value_name = "all|half|half-after:K|schedule")]
     pub alloc: Option<Alloc>,
-    /// `dynamic` variant, `--alloc schedule`: rank RANK is withdrawn as iteration K (from 1)
-    /// begins; the iterations left switch to the schedule pre-computed for one rank fewer
-    /// and RANK's multiplication threads get no more work.
-    #[arg(long, value_name = "RANK@iteration:K")]
-    pub withdraw: Option<Withdraw>,
+    /// `dynamic` variant, `--alloc schedule`: rank RANK (or the one rank on host HOST) is
+    /// withdrawn as iteration K (from 1) begins; the iterations left switch to the schedule
+    /// pre-computed for one rank fewer and its multiplication threads get no more work.
+    #[arg(long, value_name = "RANK@iteration:K|HOST@iteration:K")]
+    pub withdraw: Option<WithdrawArg>,
     /// `dynamic` variant: report each iteration's time beside the serial blocked
     /// reference's (measured on rank 0 after each timed run) and its efficiency E_i.
     #[arg(long)]
@@ -95,8 +95,8 @@ pub struct Plan {
     pub alloc: Alloc,
     /// `dynamic` variant: report each iteration against the serial blocked reference.
     pub per_iteration: bool,
-    /// `--withdraw`: the rank withdrawn and the first iteration without it.
-    pub withdraw: Option<Withdraw>,
+    /// `--withdraw`: the rank (or host) withdrawn and the first iteration without it.
+    pub withdraw: Option<WithdrawArg>,
     /// `--alloc schedule`: the kernel times and the link the scheduler's τ tables come from.
     pub costs: Option<Costs>,
     /// Mapping of the column collection (the multiplication collection in `dynamic`).
@@ -161,7 +161,7 @@ impl Args {
             source,
             alloc: self.alloc.unwrap_or(if self.withdraw.is_some() { Alloc::Schedule } else { Alloc::All }),
             per_iteration: self.per_iteration,
-            withdraw: self.withdraw,
+            withdraw: self.withdraw.clone(),
             costs: None,
             map: self.run.map.map.clone(),
             repeat: self.run.repeat.clone(),
@@ -222,13 +222,13 @@ impl Args {
                     "--per-iteration needs --variant dynamic (the only schedule with clean iteration boundaries)"
                 );
             }
-            if let Some(w) = self.withdraw {
+            if let Some(w) = &self.withdraw {
                 bad_input!(
                     "--withdraw {w} needs --variant dynamic (the other variants have no multiplication threads)"
                 );
             }
         }
-        if let (Some(w), Some(alloc)) = (self.withdraw, self.alloc) {
+        if let (Some(w), Some(alloc)) = (&self.withdraw, self.alloc) {
             if alloc != Alloc::Schedule {
                 bad_input!(
                     "--withdraw {w} needs --alloc schedule (the pre-computed schedule it switches to), not {alloc}"
@@ -316,7 +316,7 @@ impl Plan {
     /// can simulate it.
     fn check_dynamic(&self, ranks: usize) -> Result<()> {
         self.alloc.check(self.blocks()).map_err(BadInput::new)?;
-        if let Some(w) = self.withdraw {
+        if let Some(w) = &self.withdraw {
             w.check(ranks, self.blocks()).map_err(BadInput::new)?;
         }
         let mode = self.standard.sim.mode();

@@ -116,10 +116,12 @@ fn run_dynamic(plan: &Plan) -> Result<()> {
     let mults = rt.collection("mults", &plan.map, |_| MultCache::default())?;
     let rank_of: Vec<usize> = (0..mults.len()).map(|t| mults.rank_of(t)).collect();
     let map_error = |e| BadInput::new(format!("--map {:?}: {e}", plan.map));
+    // A host named by --withdraw is known by its rank only now.
+    let withdraw = plan.withdraw.as_ref().map(|w| w.resolve(rt.hosts(), nb)).transpose().map_err(BadInput::new)?;
     let (allotment, scheduled) = match (alloc, plan.costs) {
         (Alloc::Schedule, Some(costs)) => {
             let scheduled = Arc::new(Scheduled::compute(nb, r, rt.ranks(), costs));
-            (Allotment::scheduled(scheduled.clone(), &rank_of, plan.withdraw).map_err(map_error)?, Some(scheduled))
+            (Allotment::scheduled(scheduled.clone(), &rank_of, withdraw).map_err(map_error)?, Some(scheduled))
         }
         _ => {
             let members = Members::new(&rank_of, kept).map_err(map_error)?;
@@ -140,7 +142,7 @@ fn run_dynamic(plan: &Plan) -> Result<()> {
             }
         })?;
         record.alloc = Some(alloc.to_string());
-        record.schedule = scheduled.map(|s| ScheduleReport::new(&s, &allotment, &rank_of, plan.withdraw));
+        record.schedule = scheduled.map(|s| ScheduleReport::new(&s, &allotment, &rank_of, withdraw));
         if plan.per_iteration {
             let allocation: Vec<(usize, usize)> = allotment
                 .rows()

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::alloc::kept_ranks;
 
-/// `--withdraw RANK@iteration:K`: rank RANK leaves before iteration K (from 1) starts.
+/// A withdrawal: rank `rank` leaves before iteration `iteration` (from 1) starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Withdraw {
     /// The rank withdrawn.
@@ -35,16 +35,111 @@ pub struct Withdraw {
     pub iteration: usize,
 }
 
-impl FromStr for Withdraw {
+/// Who `--withdraw` names: a rank, or the host (a node) whose one rank leaves.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Leaving {
+    /// A rank number.
+    Rank(usize),
+    /// A host name, resolved once the job's hosts are known.
+    Host(String),
+}
+
+/// `--withdraw WHO@iteration:K`, as given: WHO a rank number or a host name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WithdrawArg {
+    /// The rank or host leaving.
+    pub who: Leaving,
+    /// The first iteration without it, from 1.
+    pub iteration: usize,
+}
+
+impl FromStr for WithdrawArg {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, String> {
-        let malformed = || format!("{s:?} is not RANK@iteration:K (for example 1@iteration:3)");
-        let (rank, k) = s.split_once("@iteration:").ok_or_else(malformed)?;
-        let rank = rank.parse::<usize>().map_err(|_| malformed())?;
+        let malformed = || format!("{s:?} is not RANK@iteration:K or HOST@iteration:K (for example 1@iteration:3)");
+        let (who, k) = s.split_once("@iteration:").ok_or_else(malformed)?;
         let iteration = k.parse::<usize>().map_err(|_| malformed())?;
-        Ok(Withdraw { rank, iteration })
+        let who = match who.parse::<usize>() {
+            Ok(rank) => Leaving::Rank(rank),
+            // A host name: letters, digits, '-' and '.', starting with a letter.
+            Err(_)
+                if who.starts_with(|c: char| c.is_ascii_alphabetic())
+                    && who.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.') =>
+            {
+                Leaving::Host(who.to_string())
+            }
+            Err(_) => return Err(malformed()),
+        };
+        Ok(WithdrawArg { who, iteration })
     }
+}
+
+impl fmt::Display for WithdrawArg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.who {
+            Leaving::Rank(rank) => write!(f, "{rank}@iteration:{}", self.iteration),
+            Leaving::Host(host) => write!(f, "{host}@iteration:{}", self.iteration),
+        }
+    }
+}
+
+impl WithdrawArg {
+    /// The checks that need no host names: a rank's (see [`Withdraw::check`]), or a host's
+    /// iteration.
+    ///
+    /// # Errors
+    /// A one-line message naming `--withdraw`.
+    pub fn check(&self, ranks: usize, iterations: usize) -> Result<(), String> {
+        match self.who {
+            Leaving::Rank(rank) => Withdraw { rank, iteration: self.iteration }.check(ranks, iterations),
+            Leaving::Host(_) => check_iteration(self, self.iteration, iterations),
+        }
+    }
+
+    /// The withdrawal once `hosts` (each rank's host name) are known: a host must run
+    /// exactly one rank of the job, which must pass [`Withdraw::check`].
+    ///
+    /// # Errors
+    /// A one-line message naming `--withdraw` and the job's hosts.
+    pub fn resolve(&self, hosts: &[String], iterations: usize) -> Result<Withdraw, String> {
+        let host = match &self.who {
+            Leaving::Rank(rank) => {
+                let w = Withdraw { rank: *rank, iteration: self.iteration };
+                return w.check(hosts.len(), iterations).map(|()| w);
+            }
+            Leaving::Host(host) => host,
+        };
+        let on_host: Vec<usize> = (0..hosts.len()).filter(|&r| &hosts[r] == host).collect();
+        let w = match on_host[..] {
+            [rank] => Withdraw { rank, iteration: self.iteration },
+            [] => {
+                let mut names = hosts.to_vec();
+                names.dedup();
+                return Err(format!(
+                    "--withdraw {self}: no rank of the job runs on {host} (hosts: {})",
+                    names.join(", ")
+                ));
+            }
+            _ => {
+                let ranks: Vec<String> = on_host.iter().map(usize::to_string).collect();
+                return Err(format!(
+                    "--withdraw {self}: {host} runs ranks {}; one rank leaves at a time, name it by number",
+                    ranks.join(", ")
+                ));
+            }
+        };
+        w.check(hosts.len(), iterations).map_err(|e| format!("{e} ({host} runs rank {})", w.rank))?;
+        Ok(w)
+    }
+}
+
+/// The iteration check of [`Withdraw::check`], naming `what` as given.
+fn check_iteration(what: &dyn fmt::Display, iteration: usize, iterations: usize) -> Result<(), String> {
+    if iteration == 0 || iteration > iterations {
+        return Err(format!("--withdraw {what}: the factorization has iterations 1..={iterations}, not {iteration}"));
+    }
+    Ok(())
 }
 
 impl fmt::Display for Withdraw {
@@ -78,13 +173,7 @@ impl Withdraw {
                 ranks - 1
             ));
         }
-        if self.iteration == 0 || self.iteration > iterations {
-            return Err(format!(
-                "--withdraw {self}: the factorization has iterations 1..={iterations}, not {}",
-                self.iteration
-            ));
-        }
-        Ok(())
+        check_iteration(self, self.iteration, iterations)
     }
 }
 
@@ -400,10 +489,12 @@ mod tests {
 
     #[test]
     fn withdrawals_parse_print_back_and_are_checked() {
-        let w: Withdraw = "2@iteration:3".parse().unwrap();
-        assert_eq!((w.rank, w.iteration, w.to_string()), (2, 3, "2@iteration:3".into()));
-        for bad in ["", "2", "2@3", "n2@iteration:3", "2@iteration:", "2@iteration:x", "-1@iteration:2", "2@it:3"] {
-            assert!(bad.parse::<Withdraw>().is_err(), "{bad}");
+        let w: WithdrawArg = "2@iteration:3".parse().unwrap();
+        assert_eq!((&w.who, w.iteration, w.to_string()), (&Leaving::Rank(2), 3, "2@iteration:3".into()));
+        let h: WithdrawArg = "n2@iteration:3".parse().unwrap();
+        assert_eq!((&h.who, h.to_string()), (&Leaving::Host("n2".into()), "n2@iteration:3".into()));
+        for bad in ["", "2", "2@3", "2@iteration:", "2@iteration:x", "-1@iteration:2", "2@it:3", "n 2@iteration:3"] {
+            assert!(bad.parse::<WithdrawArg>().is_err(), "{bad}");
         }
         assert!(Withdraw { rank: 1, iteration: 2 }.check(2, 5).is_ok());
         assert!(Withdraw { rank: 2, iteration: 5 }.check(3, 5).is_ok());
@@ -412,6 +503,19 @@ mod tests {
         assert!(e(0, 2, 4).contains("coordinator"));
         assert!(e(1, 2, 4).contains("column blocks") && e(1, 2, 4).contains("ranks 2..3"));
         assert!(e(1, 6, 2).contains("1..=5") && e(1, 0, 2).contains("1..=5"));
+    }
+
+    #[test]
+    fn a_host_name_resolves_to_its_one_rank() {
+        let hosts: Vec<String> = ["n1", "n2", "n3", "n3"].iter().map(|h| h.to_string()).collect();
+        let arg = |s: &str| s.parse::<WithdrawArg>().unwrap();
+        assert_eq!(arg("n2@iteration:2").resolve(&hosts[..3], 5), Ok(Withdraw { rank: 1, iteration: 2 }));
+        let e = |s: &str, n| arg(s).resolve(&hosts[..n], 5).unwrap_err();
+        assert!(e("n9@iteration:2", 3).contains("no rank of the job runs on n9 (hosts: n1, n2, n3)"));
+        assert!(e("n3@iteration:2", 4).contains("n3 runs ranks 2, 3"));
+        assert!(e("n1@iteration:2", 3).contains("coordinator") && e("n1@iteration:2", 3).contains("n1 runs rank 0"));
+        assert!(arg("n2@iteration:9").check(3, 5).unwrap_err().contains("1..=5"));
+        assert_eq!(arg("1@iteration:2").resolve(&hosts[..2], 5), Ok(Withdraw { rank: 1, iteration: 2 }));
     }
 
     #[test]

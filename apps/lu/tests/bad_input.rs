@@ -47,6 +47,9 @@ fn bad_input_is_refused_once_with_exit_2_and_failures_exit_1() {
     let f = |name: &str| p[files().iter().position(|(n, _)| *n == name).unwrap()].as_str();
     let missing_dir = dir.path().join("no/such/dir/trace.json");
     let missing_dir = missing_dir.to_str().unwrap();
+    // Both ranks of a 2-rank job run on this host.
+    let this_host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let this_host_at_2 = format!("{}@iteration:2", this_host.trim());
 
     check_table(
         Path::new(BIN),
@@ -158,6 +161,19 @@ fn bad_input_is_refused_once_with_exit_2_and_failures_exit_1() {
                 ],
                 2,
                 &["--withdraw 1@iteration:2", "--alloc schedule", "not half"],
+            ),
+            // A host named by --withdraw is resolved once the job's hosts are known.
+            case_on(
+                2,
+                &["--variant", "dynamic", "--n", "64", "--block", "8", "--withdraw", "nosuchhost@iteration:2"],
+                2,
+                &["--withdraw nosuchhost@iteration:2", "no rank of the job runs on nosuchhost", "hosts: "],
+            ),
+            case_on(
+                2,
+                &["--variant", "dynamic", "--n", "64", "--block", "8", "--withdraw", &this_host_at_2],
+                2,
+                &[&this_host_at_2, "runs ranks 0, 1", "name it by number"],
             ),
             case_on(
                 4,
