@@ -2,7 +2,8 @@
 //! memory, or a tile file behind an LRU tile cache), and its output tiles (in memory, or a
 //! tile file written striped like the input, of the generation the run's client chose). A
 //! failed write does not end the job: the disk remembers it, writes nothing more, and its
-//! commit returns it (so the client reports one error and the old output stays). In a NOALLOC simulation the tiles are left
+//! commit returns it (so the client reports one error and the old output stays); so does a
+//! failed read in the median's run. In a NOALLOC simulation the tiles are left
 //! out (`Tiles::Absent`): the cache and the emulated disk's waits are kept, so that the
 //! prediction is PDEXEC's.
 
@@ -116,6 +117,8 @@ pub struct Disk {
     cache_tiles: usize,
     /// The emulated disk's speed (file-backed tiles only).
     throttle: Throttle,
+    /// The run's first failed read, named (see [`tile_or_remember`](Self::tile_or_remember)).
+    read_failure: Option<String>,
 }
 
 impl Disk {
@@ -137,6 +140,7 @@ impl Disk {
             cache: VecDeque::new(),
             cache_tiles: 0,
             throttle: Throttle::default(),
+            read_failure: None,
         }
     }
 
@@ -152,7 +156,7 @@ impl Disk {
     ) -> Disk {
         let tiles = Tiles::File { dir: dir.clone(), name: names.0.into(), reader: None };
         let sink = Sink::File { dir, name: names.1.into(), generation: None, writer: None, failure: None };
-        Disk { index, meta, tiles, sink, cache: VecDeque::new(), cache_tiles, throttle }
+        Disk { index, meta, tiles, sink, cache: VecDeque::new(), cache_tiles, throttle, read_failure: None }
     }
 
     /// Disk `index` whose tiles are left out, for a NOALLOC simulation (`files`: they
@@ -167,6 +171,7 @@ impl Disk {
             cache: VecDeque::new(),
             cache_tiles,
             throttle,
+            read_failure: None,
         }
     }
 
@@ -181,27 +186,45 @@ impl Disk {
     /// # Panics
     /// If the file cannot be read: the job ends with the operation and the rank named.
     pub fn tile(&mut self, id: TileId) -> (Arc<Vec<u8>>, ReadCost) {
+        must(self.try_tile(id))
+    }
+
+    /// Input tile `id` for a run whose output is committed: a failed read is remembered
+    /// for [`commit`](Self::commit) to return (so the client reports one error, naming the
+    /// file, and the output is not committed), and zeros stand in for it and for every
+    /// tile after it, which are not read.
+    pub fn tile_or_remember(&mut self, id: TileId) -> (Arc<Vec<u8>>, ReadCost) {
+        if self.read_failure.is_none() {
+            match self.try_tile(id) {
+                Ok(tile) => return tile,
+                Err(e) => self.read_failure = Some(format!("{e:#}")),
+            }
+        }
+        (Arc::new(vec![0; self.meta.tile_bytes()]), ReadCost::default())
+    }
+
+    fn try_tile(&mut self, id: TileId) -> Result<(Arc<Vec<u8>>, ReadCost)> {
         let tiling = self.tiling();
         assert_eq!(tiling.disk(id), self.index, "tile {id:?} asked of the wrong disk");
         let local = tiling.local(id);
         let bytes = self.meta.tile_bytes();
         match &mut self.tiles {
-            Tiles::Memory(tiles) => return (tiles[local].clone(), ReadCost::default()),
-            Tiles::Absent { files: false } => return (Arc::default(), ReadCost::default()),
+            Tiles::Memory(tiles) => return Ok((tiles[local].clone(), ReadCost::default())),
+            Tiles::Absent { files: false } => return Ok((Arc::default(), ReadCost::default())),
             Tiles::File { .. } | Tiles::Absent { files: true } => {}
         }
         if let Some(pos) = self.cache.iter().position(|(l, _)| *l == local) {
             let hit = self.cache.remove(pos).expect("found");
             self.cache.push_back(hit.clone());
-            return (hit.1, ReadCost::default());
+            return Ok((hit.1, ReadCost::default()));
         }
         let start = Instant::now();
         let slot = match &mut self.tiles {
             Tiles::File { dir, name, reader } => {
                 if reader.is_none() {
-                    *reader = Some(must(DiskReader::open(dir, name, &self.meta, self.index)));
+                    *reader = Some(DiskReader::open(dir, name, &self.meta, self.index)?);
                 }
-                Arc::new(must(reader.as_ref().expect("opened").read(local)))
+                Arc::new(reader.as_ref().expect("opened").read(local)?)
             }
             Tiles::Absent { .. } => Arc::default(),
             Tiles::Memory(_) => unreachable!("tiles in memory are returned above"),
@@ -214,7 +237,7 @@ impl Disk {
             }
             self.cache.push_back((local, slot.clone()));
         }
-        (slot, cost)
+        Ok((slot, cost))
     }
 
     /// Stores output tile `id`; returns the time the write took, ns. A write that fails is
@@ -276,8 +299,14 @@ impl Disk {
     /// client has every disk's file and switches its metadata.
     ///
     /// # Errors
-    /// The run's failed write, or the failed commit, naming the file.
+    /// The run's failed read or write, or the failed commit, naming the file.
     pub fn commit(&mut self) -> Result<()> {
+        if let Some(why) = self.read_failure.take() {
+            if let Sink::File { writer, .. } = &mut self.sink {
+                *writer = None; // never named
+            }
+            return Err(anyhow!(why));
+        }
         match &mut self.sink {
             Sink::Memory(_) | Sink::Absent { .. } => Ok(()),
             Sink::File { dir, name, generation, writer, failure } => {
@@ -306,6 +335,7 @@ impl Disk {
             Sink::Absent { .. } => {}
         }
         self.cache.clear();
+        self.read_failure = None;
     }
 }
 

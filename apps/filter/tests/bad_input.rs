@@ -198,6 +198,13 @@ fn bad_input_is_refused_with_one_line_naming_it() {
             case(&["median", "--random", "100", "80", "--tiles", "300"], 2, &["--tiles", "larger than"]),
             case(&["median", "--random", "0", "80"], 2, &["--random 0 80"]),
             case(&["median"], 2, &["--dir", "--random"]),
+            // Issue 27: the pixels alone fit; the tiles' own cost does not.
+            case(
+                &["median", "--random", "65536", "65536", "--tiles", "2"],
+                2,
+                &["a 65536x65536 image in 1073741824 tiles of 2x2 needs", "of memory", "available"],
+            ),
+            case_on(2, &["median", "--random", "65536", "65536", "--tiles", "2"], 2, &["1073741824 tiles", "needs"]),
             case(&["median", "--dir", &s8, "--out-name", "image"], 2, &["--out-name", "overwritten"]),
             case(
                 &["median", "--random", "100", "80", "--storage", "disk", "--scratch", &f.p("nowhere")],

@@ -6,12 +6,17 @@ use dps::SimMode;
 use dps_harness::options::{Map, Repeat, Standard};
 use dps_harness::{bad_input, OutputFile};
 
+use super::memory::{default_cache, Footprint};
 use super::source::{CheckedSource, Origin, Source, SourcePlan};
 use super::{check_depth, check_name, MAP_HELP};
 use crate::kernel::median::RADIUS;
 use crate::output_path::check_outputs_outside_store;
 use crate::raster::Depth;
 use crate::store;
+
+/// From this many tiles (and tiles under 64 pixels), `median` warns that their count sets
+/// the time (measured: 0.4 s for 2¹⁴ tiles of 2 × 2, 64 s for 2²⁰, on one rank).
+const SLOW_TILES: usize = 1 << 18;
 
 /// Which median runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -158,12 +163,55 @@ impl MedianPlan {
         Ok(())
     }
 
-    /// The tile cache per disk thread: `--cache`, or 4 rows of tiles shared among the disks,
-    /// plus 2. The thesis asks for 3 rows; with the serpentine, the tiles of the row before
-    /// the last are touched last at the far end, and LRU would drop some of them just before
-    /// their last use: 4 rows keep every tile until it is no longer needed.
+    /// A note when the tiles are so small and so many that their count, not their pixels,
+    /// sets the time: each tile costs about ten messages (its strips, its write, its
+    /// count), tens of µs, against the fraction of a µs its median takes.
+    pub fn tile_count_note(&self, input: &CheckedSource) -> Option<String> {
+        let t = input.meta.tiling();
+        (t.count() >= SLOW_TILES && t.tile < 64).then(|| {
+            format!(
+                "{} tiles of {}x{} pixels: each tile costs about ten messages (tens of µs), far more than its \
+                 median, so this run takes about a minute per million tiles; --tiles 64 or more keeps that small",
+                t.count(),
+                t.tile,
+                t.tile
+            )
+        })
+    }
+
+    /// The tile cache per disk thread: `--cache`, or [`default_cache`].
     pub fn cache(&self, input: &CheckedSource) -> usize {
-        let tiling = input.meta.tiling();
-        self.cache.unwrap_or(4 * tiling.cols().div_ceil(tiling.disks) + 2)
+        self.cache.unwrap_or_else(|| default_cache(&input.meta.tiling()))
+    }
+
+    /// What the run keeps in memory, on `ranks` ranks with `threads` compute threads.
+    pub fn footprint(&self, ranks: usize, threads: usize) -> Footprint {
+        let verify = self.standard.verify();
+        if self.variant == MedianVariant::Serial {
+            // The input, its copy and the output; the per-pixel reference.
+            let rank0_images = 2 + u64::from(verify);
+            return Footprint {
+                ranks: 1,
+                threads: 1,
+                disks: false,
+                outputs: false,
+                cache: None,
+                rank0_images,
+                rank0_per_tile: 0,
+            };
+        }
+        Footprint {
+            ranks,
+            threads,
+            disks: true,
+            outputs: true,
+            cache: self.cache,
+            // Verification: the output collected (and its copy in transit), the input and
+            // the reference; --compare-serial: the input and the output.
+            rank0_images: 4 * u64::from(verify) + 2 * u64::from(self.compare_serial),
+            // The report's two times per tile (vectors grown by doubling) and their copies
+            // when their medians are taken; verification's tokens, one per tile.
+            rank0_per_tile: 64 + 128 * u64::from(verify),
+        }
     }
 }

@@ -12,6 +12,7 @@ pub mod client;
 pub mod gather;
 pub mod load;
 pub mod median;
+pub mod memory;
 pub mod serve;
 pub mod source;
 pub mod store;

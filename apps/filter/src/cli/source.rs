@@ -155,8 +155,8 @@ impl SourcePlan {
     ///
     /// # Errors
     /// A [`dps_harness::BadInput`]: a bad name or disk speed, a missing or damaged store, a
-    /// random image's size, tile side or disk count out of range, an image too large for
-    /// this node's memory, a missing scratch directory.
+    /// random image's size, tile side or disk count out of range, a missing scratch
+    /// directory. (The memory a run needs is checked with its [`Footprint`](super::memory::Footprint).)
     pub fn check(&self, threads: usize, noalloc: bool) -> Result<CheckedSource> {
         check_name(&self.name, "--name")?;
         let (ms, mbps) = (self.disk_latency_ms, self.disk_mb_per_s);
@@ -193,8 +193,6 @@ impl SourcePlan {
         if noalloc {
             return Ok(CheckedSource { meta, origin, throttle });
         }
-        let pixels = (w * h) as u64;
-        dps_harness::check_memory(&format!("a {w}x{h} image"), 6 * pixels, 3 * pixels)?;
         if self.storage == Storage::Disk && !scratch.is_dir() {
             bad_input!("--scratch {}: no such directory", scratch.display());
         }

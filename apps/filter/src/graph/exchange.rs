@@ -183,7 +183,8 @@ fn neighbour_requests(tiling: &Tiling, id: TileId) -> Vec<Request> {
 
 fn read_part(d: &mut Disk, request: Request) -> Piece {
     let tiling = request.tiling;
-    let (slot, cost) = d.tile(request.id);
+    // A failed read ends the run with an error at the commit, not a panic.
+    let (slot, cost) = d.tile_or_remember(request.id);
     let (tx, ty, _, _) = tiling.rect(request.id);
     let area = request.area;
     let (ox, oy) = ((area.x - tx as i64) as usize, (area.y - ty as i64) as usize);

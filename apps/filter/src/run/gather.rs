@@ -9,6 +9,7 @@ use super::input::Input;
 use super::job::{self, Job};
 use super::verdict;
 use crate::cli::gather::GatherPlan;
+use crate::cli::memory::Footprint;
 use crate::graph::gather::GatherRequest;
 use crate::kernel::linear::{self, Area, Filter};
 use crate::raster::{Depth, Raster};
@@ -36,11 +37,22 @@ pub(super) fn execute(plan: &GatherPlan) -> Result<()> {
         _ => None,
     };
     let (rt, threads) = job::start(&plan.standard, &SIMULATION, &plan.map)?;
-    let (checked, input) = Input::prepare(&plan.source, threads, rt.rank(), false)?;
+    let footprint = Footprint {
+        ranks: rt.ranks(),
+        threads,
+        disks: true,
+        outputs: false,
+        cache: Some(0),
+        // The window's sums (4 bytes a pixel) and its PNG; verification's part of the input,
+        // its sums and theirs.
+        rank0_images: 8 + 12 * u64::from(plan.standard.verify()),
+        rank0_per_tile: 0,
+    };
+    let (checked, input) = Input::prepare(&plan.source, &footprint, rt.rank(), false)?;
     let window = plan.check_input(&checked)?;
     let job = job::build(rt, &plan.map, &input, &plan.source.name, "unused", 0)?;
     let outcome = if job.rt.is_root() { drive(plan, &job, &input, window, out) } else { Ok(()) };
-    job::end(job, &input, outcome)
+    job::end(job, outcome)
 }
 
 fn drive(plan: &GatherPlan, job: &Job, input: &Input, window: Area, out: Option<OutputFile>) -> Result<()> {

@@ -6,6 +6,8 @@ use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 
+use super::scratch::{self, Scratch};
+use crate::cli::memory::Footprint;
 use crate::cli::source::{CheckedSource, Origin, SourcePlan, Storage, RANDOM_IMAGE};
 use crate::disk::Throttle;
 use crate::raster::Raster;
@@ -19,8 +21,8 @@ pub(super) struct Input {
     pub(super) image: Option<Raster>,
     /// The store's directory (stored images, and random ones with --storage disk).
     pub(super) dir: Option<PathBuf>,
-    /// A scratch store to remove at the end (rank 0).
-    pub(super) scratch: Option<PathBuf>,
+    /// The scratch store, removed when the input is dropped (rank 0).
+    pub(super) scratch: Option<Scratch>,
     /// The emulated disks' speed.
     pub(super) throttle: Throttle,
     /// A NOALLOC simulation of a random image: neither image nor store is made, and this
@@ -29,16 +31,19 @@ pub(super) struct Input {
 }
 
 impl Input {
-    /// Checks the input on this rank ([`SourcePlan::check`]) and makes it (`threads`:
-    /// compute threads; `noalloc`: a NOALLOC simulation, which makes no image). Every
-    /// failure is bad input: the input could not be had.
+    /// Checks the input on this rank ([`SourcePlan::check`]) and the memory the run takes
+    /// (`footprint`, with `footprint.threads` compute threads), and makes the input
+    /// (`noalloc`: a NOALLOC simulation, which makes no image and takes no memory for it).
+    /// Every failure is bad input: the input could not be had.
     pub(super) fn prepare(
         source: &SourcePlan,
-        threads: usize,
+        footprint: &Footprint,
         rank: usize,
         noalloc: bool,
     ) -> Result<(CheckedSource, Input)> {
-        dps_harness::input(source.check(threads, noalloc).and_then(|checked| {
+        let checked = source.check(footprint.threads, noalloc);
+        let checked = checked.and_then(|c| if noalloc { Ok(c) } else { footprint.check(&c).map(|()| c) });
+        dps_harness::input(checked.and_then(|checked| {
             let input = Input::make(&checked, &source.name, rank, noalloc)?;
             Ok((checked, input))
         }))
@@ -61,16 +66,19 @@ impl Input {
         if storage == Storage::Preloaded {
             return Ok(Input { image: Some(image), ..nothing });
         }
-        // Every rank computes the same scratch path; rank 0 writes the store before any call.
-        let job = std::env::var("PMIX_NAMESPACE").unwrap_or_else(|_| format!("pid{}", std::process::id()));
-        let dir = base.join(format!("dps-filter-{job}"));
+        // Every rank computes the same scratch path; rank 0 writes the store before any call
+        // (and removes it if that fails: the Scratch is dropped).
+        let dir = scratch::path(&base);
+        let mut scratch = None;
         if rank == 0 {
+            let made = Scratch::create(&dir)?;
             for d in 0..tiling.disks {
                 std::fs::create_dir_all(store::disk_dir(&dir, d))?;
             }
             store::write(&dir, name, &image, tiling, RANDOM_IMAGE)?;
+            scratch = Some(made);
         }
-        Ok(Input { image: Some(image), dir: Some(dir.clone()), scratch: Some(dir), ..nothing })
+        Ok(Input { image: Some(image), dir: Some(dir), scratch, ..nothing })
     }
 
     /// `disk` or `preloaded`: where the tiles are, for the record.

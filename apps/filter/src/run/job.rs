@@ -1,5 +1,5 @@
 //! A DPS run of `gather` or `median`: the runtime started, the collections and graphs
-//! built on the input, and the end (shutdown, the scratch store removed).
+//! built on the input, and the end (shutdown).
 
 use anyhow::Result;
 use dps::{Collection, Runtime};
@@ -53,12 +53,9 @@ pub(super) fn build(rt: Runtime, map: &str, input: &Input, name: &str, out_name:
     Ok(Job { rt, graphs, threads, window, client, disks })
 }
 
-/// Ends the run on every rank: shuts the runtime down, removes a scratch store (rank 0).
-pub(super) fn end(job: Job, input: &Input, outcome: Result<()>) -> Result<()> {
-    let root = job.rt.is_root();
+/// Ends the run on every rank: shuts the runtime down (a scratch store goes with the
+/// input, when it is dropped).
+pub(super) fn end(job: Job, outcome: Result<()>) -> Result<()> {
     let shutdown = job.rt.shutdown();
-    if let (true, Some(dir)) = (root, &input.scratch) {
-        let _ = std::fs::remove_dir_all(dir);
-    }
     outcome.and(shutdown.map_err(Into::into))
 }

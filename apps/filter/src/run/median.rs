@@ -41,12 +41,16 @@ pub(super) fn execute(plan: &MedianPlan) -> Result<()> {
     }
     let (rt, threads) = job::start(&plan.standard, &SIMULATION, &plan.map)?;
     let noalloc = plan.standard.sim.noalloc();
-    let (checked, input) = Input::prepare(&plan.source, threads, rt.rank(), noalloc)?;
+    let footprint = plan.footprint(rt.ranks(), threads);
+    let (checked, input) = Input::prepare(&plan.source, &footprint, rt.rank(), noalloc)?;
     plan.check_input(&checked, rt.is_root())?;
+    if let (Some(note), true) = (plan.tile_count_note(&checked), rt.is_root()) {
+        eprintln!("dps-filter: note: {note}");
+    }
     let cache = plan.cache(&checked);
     let job = job::build(rt, &plan.map, &input, &plan.source.name, &plan.out_name, cache)?;
     let outcome = if job.rt.is_root() { drive(plan, &job, &input, cache) } else { Ok(()) };
-    job::end(job, &input, outcome)
+    job::end(job, outcome)
 }
 
 /// The timed runs of the median.
@@ -173,7 +177,7 @@ fn tiles_per_node(tiling: &Tiling, threads: usize) -> Vec<usize> {
 /// `median --variant serial`: the whole-image vector kernel on one core, no DPS.
 fn serial(plan: &MedianPlan) -> Result<()> {
     let source = SourcePlan { storage: Storage::Preloaded, ..plan.source.clone() };
-    let (checked, input) = Input::prepare(&source, 1, 0, false)?;
+    let (checked, input) = Input::prepare(&source, &plan.footprint(1, 1), 0, false)?;
     plan.check_input(&checked, true)?;
     let image = input.whole(&plan.source.name)?;
     let (w, h) = (image.width, image.height);

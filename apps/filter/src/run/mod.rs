@@ -8,6 +8,7 @@ mod gather;
 mod input;
 mod job;
 mod median;
+mod scratch;
 mod serve;
 
 use anyhow::{bail, Result};

@@ -9,6 +9,7 @@ use anyhow::Result;
 
 use super::input::Input;
 use super::job::{self, Job};
+use crate::cli::memory::Footprint;
 use crate::cli::serve::ServePlan;
 use crate::graph::window::{self, WindowPixels, WindowRequest};
 
@@ -44,10 +45,19 @@ pub(super) fn execute(plan: &ServePlan) -> Result<()> {
     catch_stop_signals();
     let rt = plan.runtime.start()?;
     let threads = rt.threads_in(&plan.map)?;
-    let (_, input) = Input::prepare(&plan.source, threads, rt.rank(), false)?;
+    let footprint = Footprint {
+        ranks: rt.ranks(),
+        threads,
+        disks: true,
+        outputs: false,
+        cache: Some(0),
+        rank0_images: 0,
+        rank0_per_tile: 0,
+    };
+    let (_, input) = Input::prepare(&plan.source, &footprint, rt.rank(), false)?;
     let job = job::build(rt, &plan.map, &input, &plan.source.name, "unused", 0)?;
     let outcome = serve(plan, &job, &input);
-    job::end(job, &input, outcome)
+    job::end(job, outcome)
 }
 
 fn serve(plan: &ServePlan, job: &Job, input: &Input) -> Result<()> {
