@@ -318,11 +318,17 @@ pub fn schedule(tables: &[Vec<f64>], p: usize) -> Option<Plan> {
         Attempt::Failed => return None,
         Attempt::Rejected => floor,
     };
+    // Some guess up to 2·max τ(1) + Σ τ(1)/P is built (all tasks small: they fit, step 4);
+    // the doubling is bounded anyway.
     let (mut hi, mut built) = {
         let mut hi = 2.0 * floor;
-        loop {
+        let mut found = None;
+        for _ in 0..1100 {
             match attempt(tables, p, hi) {
-                Attempt::Built(b) => break (hi, b),
+                Attempt::Built(b) => {
+                    found = Some((hi, b));
+                    break;
+                }
                 Attempt::Failed => return None,
                 Attempt::Rejected => {
                     lo = hi;
@@ -330,6 +336,7 @@ pub fn schedule(tables: &[Vec<f64>], p: usize) -> Option<Plan> {
                 }
             }
         }
+        found?
     };
     while hi > lo * (1.0 + 1e-12) {
         let mid = 0.5 * (lo + hi);
