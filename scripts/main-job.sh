@@ -160,12 +160,12 @@ begin
 } >> results/report.md
 end "lu-dynamic-allocation-sim"
 
-# Issue 31: the layered scheduler of malleable task graphs (the scheduling paper) against CPA
+# Issue 31: the layered scheduler of malleable task graphs (the scheduling paper) against CPA, MCPA
 # and static allocation, and its lookahead set for LU n = 2592 on 8 virtual nodes.
 begin
 {
   echo
-  echo "## Scheduling malleable task graphs: layered against CPA and static, and the lookahead switch"
+  echo "## Scheduling malleable task graphs: layered against CPA, MCPA and static, and the lookahead switch"
   echo
   target/release/dps-bench schedule --compare --platform results/platform.toml || echo "(schedule --compare failed)"
   echo

@@ -22,7 +22,7 @@
 //!   (see `peak`).
 //! * `dps-bench schedule [FILE | --lu N] --procs P [--platform FILE] [--gantt PNG]
 //!   [--lookahead EVENTS] [--compare]`: a malleable task graph scheduled layer by layer (the
-//!   scheduling paper), against CPA and the lower bound (see `schedule`).
+//!   scheduling paper), against CPA, MCPA and the lower bound (see `schedule`).
 //! * `dps-bench table`: JSON lines on stdin to a markdown table.
 //! * `dps-bench sweep [EXPERIMENT…]`: the experiments of `bench/experiments.toml`, with
 //!   tables beside the published numbers and plots (see `sweep`).
@@ -167,7 +167,7 @@ enum Command {
     /// widest vectors: what a BLAS rate is set against.
     Peak(peak::Options),
     /// Schedules a malleable task graph (a file, or block LU) layer by layer on P processors
-    /// (the scheduling paper) and prints the schedule, its bound, and CPA's makespan.
+    /// (the scheduling paper) and prints the schedule, its bound, and CPA's and MCPA's makespans.
     Schedule(schedule::Args),
     /// Reads JSON lines (as printed with --json) on stdin and prints a markdown table.
     Table,

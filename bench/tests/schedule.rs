@@ -71,7 +71,8 @@ fn the_report_has_the_analysis_and_the_comparison() {
         .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
-    for word in ["TIME", "k 1", "µ", "bound", "TIME/LB", "CPA", "static", "lookahead", "lose:1", "switch (µs)"] {
+    for word in ["TIME", "k 1", "µ", "bound", "TIME/LB", "CPA", "MCPA", "static", "lookahead", "lose:1", "switch (µs)"]
+    {
         assert!(text.contains(word), "{word:?} missing from\n{text}");
     }
 }

@@ -2,7 +2,7 @@
 //! [--lookahead EVENTS] [--compare]`: schedules a malleable task graph layer by layer (the
 //! scheduling paper; `dps_model::schedule`) and prints the schedule, TIME, k, µ, the bound
 //! its proof establishes, the ratio to the lower bound max(critical path at τ(P), W/P) and
-//! CPA's and the static allocation's makespans; `--gantt` draws the schedule ([`gantt`]),
+//! CPA's, MCPA's and the static allocation's makespans; `--gantt` draws the schedule ([`gantt`]),
 //! `--lookahead` pre-computes the schedule of each event and times the switch against a
 //! reschedule from scratch, `--compare` prints the table of generated graphs and LU
 //! ([`compare`]).
@@ -44,7 +44,7 @@ pub(crate) struct Args {
     /// Anticipated events, comma-separated: lose:N, gain:N (processors), drop:TASK.
     #[arg(long, value_name = "EVENTS")]
     lookahead: Option<String>,
-    /// Prints makespan / lower bound of the layered, CPA and static schedules on generated
+    /// Prints makespan / lower bound of the layered, CPA, MCPA and static schedules on generated
     /// graphs and LU n = 2592, r = 324 (on --procs, default 8).
     #[arg(long)]
     compare: bool,

@@ -17,10 +17,23 @@ pub(super) struct Outcome {
     pub(super) layered: Layered,
     pub(super) lower_bound: f64,
     pub(super) cpa: Schedule,
+    pub(super) mcpa: Schedule,
     pub(super) static_all: Schedule,
 }
 
-/// The layered, CPA and static schedules of `family`'s root on `p` processors.
+/// The layer factor δ that holds, as printed: `√3` (every layer monotonic: Mounié–Rapine–
+/// Trystram), `2` (some layer is not), or Graham's `2−1/P` for an all-atomic graph.
+pub(super) fn delta(l: &Layered) -> String {
+    if l.level == 0 {
+        "2−1/P".to_string()
+    } else if l.factor < 2.0 {
+        "√3".to_string()
+    } else {
+        "2".to_string()
+    }
+}
+
+/// The layered, CPA, MCPA and static schedules of `family`'s root on `p` processors.
 pub(super) fn schedule(family: &Family, p: usize, comm: Comm) -> Outcome {
     let mut scheduler = Scheduler::new(comm);
     let tables = scheduler.tables(family, family.root_id(), p);
@@ -32,6 +45,7 @@ pub(super) fn schedule(family: &Family, p: usize, comm: Comm) -> Outcome {
     Outcome {
         lower_bound: lower_bound(graph, &tables, p),
         cpa: cpa::cpa(graph, &tables, p, &comm),
+        mcpa: cpa::mcpa(graph, &tables, p, &comm),
         static_all: cpa::static_all(graph, &tables, p, &comm),
         layered,
     }
@@ -93,18 +107,21 @@ pub(super) fn text(family: &Family, o: &Outcome, link: &str) -> String {
     }
     let comm: f64 = s.phases.iter().map(|p| p.time).sum();
     let _ = writeln!(t, "TIME {:.6} s ({} layers, {:.6} s of redistribution)", s.makespan, l.layers.len(), comm);
-    let _ = writeln!(
-        t,
-        "k {}  µ {:.4}  factor {} ({})",
-        l.level,
-        l.mu,
-        l.factor,
-        if l.level == 0 { "Graham's list, c = 2 − 1/P" } else { "per layer, δ = 2" }
-    );
+    let monotonic = l.layers.iter().filter(|x| x.factor < 2.0).count();
+    let how = if l.level == 0 {
+        "Graham's list, c = 2 − 1/P".to_string()
+    } else {
+        format!(
+            "per layer, δ = {}: {monotonic} of {} layers monotonic (√3, Mounié–Rapine–Trystram), the others 2",
+            delta(l),
+            l.layers.len()
+        )
+    };
+    let _ = writeln!(t, "k {}  µ {:.4}  factor {:.4} ({how})", l.level, l.mu, l.factor);
     let bound_how = if l.level == 0 {
         "W/P + (1 − 1/P)·CP"
     } else {
-        "δ·Σ LB(Λ_i)/µ, the proof's bound with LB(Λ_i) ≤ T_opt(Λ_i)"
+        "Σ δ_i·LB(Λ_i)/µ, the proof's bound with LB(Λ_i) ≤ T_opt(Λ_i)"
     };
     let _ = writeln!(t, "bound {:.6} s ({bound_how}); TIME/bound {:.3}", l.bound, s.makespan / l.bound);
     let _ = writeln!(
@@ -115,9 +132,11 @@ pub(super) fn text(family: &Family, o: &Outcome, link: &str) -> String {
     );
     let _ = writeln!(
         t,
-        "CPA {:.6} s (/LB {:.3}); static, every task on all P: {:.6} s (/LB {:.3})",
+        "CPA {:.6} s (/LB {:.3}); MCPA {:.6} s (/LB {:.3}); static, every task on all P: {:.6} s (/LB {:.3})",
         o.cpa.makespan,
         o.cpa.makespan / o.lower_bound,
+        o.mcpa.makespan,
+        o.mcpa.makespan / o.lower_bound,
         o.static_all.makespan,
         o.static_all.makespan / o.lower_bound
     );

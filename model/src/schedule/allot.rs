@@ -1,6 +1,8 @@
-//! The allotment of one layer of independent malleable tasks, within a factor 2 of the
-//! optimum (`FACTOR`).
+//! The allotment of one layer of independent malleable tasks: within √3 of the optimum
+//! ([`mrt`](super::mrt)) when every task is monotonic (work q·τ(q) non-decreasing), else
+//! within a factor 2 (`FACTOR`, below); [`LayerPlan::factor`] says which holds.
 //!
+//! The factor-2 algorithm:
 //! For a target λ each task gets, among the processor counts q with τ(q) ≤ λ, the one of
 //! least work q·τ(q) (the canonical allotment of a dual approximation). λ is feasible for
 //! the lower bound when λ ≥ max τ(P) and the allotted work is at most P·λ; any schedule of
@@ -9,12 +11,14 @@
 //! only at the values τ_v(q), so those are the λ tried. Each allotment is list scheduled
 //! ([`rigid::list_schedule`], widest first): at λ* = `lower_bound` that gives a makespan
 //! below 2·max(W/P, τ_max) ≤ 2λ* ≤ 2·T_opt (model/README.md proves the list bound); the best
-//! of the λ tried is kept. Mounié–Rapine–Trystram's √3 needs monotonic work and a knapsack
-//! per λ; this factor 2 holds for any non-increasing τ tables.
+//! of the λ tried is kept. It holds for any non-increasing τ tables, so it is the fallback for
+//! layers that are not monotonic (the √3 algorithm's knapsack bound needs monotonic work).
+//! For a monotonic layer both run and the shorter schedule is kept, so it is within √3 too.
 
+use super::mrt;
 use super::rigid::{self, Rigid, Slot};
 
-/// The proven factor of [`allot`]: a layer's makespan is below `FACTOR · lower_bound`.
+/// The factor of the fallback: a layer's makespan is below `FACTOR · lower_bound`.
 pub const FACTOR: f64 = 2.0;
 
 /// How many distinct allotments (smallest λ first) are list scheduled; the guarantee needs
@@ -32,6 +36,9 @@ pub struct LayerPlan {
     pub makespan: f64,
     /// A lower bound on the layer's optimal makespan (see the module).
     pub lower_bound: f64,
+    /// The factor δ that holds: makespan ≤ δ·`lower_bound` (times 1 + 10⁻¹² for √3, the
+    /// bisection's width): [`mrt::FACTOR`] = √3 for a monotonic layer, else [`FACTOR`] = 2.
+    pub factor: f64,
 }
 
 /// The allotment of least work with τ(q) ≤ λ, per task (`None` if some τ(P) > λ).
@@ -47,11 +54,28 @@ fn canonical(tables: &[Vec<f64>], lambda: f64) -> Option<Vec<usize>> {
 }
 
 /// Schedules independent tasks with τ tables `tables` (each τ(1…P), non-increasing) on
-/// `p = tables[i].len()` processors.
+/// `p = tables[i].len()` processors: the shorter of [`mrt::schedule`] (monotonic layers) and
+/// [`factor_two`], with the factor that holds.
 pub fn allot(tables: &[Vec<f64>], p: usize) -> LayerPlan {
+    let best = factor_two(tables, p);
+    match mrt::schedule(tables, p) {
+        Some(m) => {
+            let lower_bound = best.lower_bound.max(m.lower_bound);
+            if m.makespan < best.makespan {
+                LayerPlan { procs: m.procs, slots: m.slots, makespan: m.makespan, lower_bound, factor: mrt::FACTOR }
+            } else {
+                LayerPlan { lower_bound, factor: mrt::FACTOR, ..best }
+            }
+        }
+        None => best,
+    }
+}
+
+/// The factor-2 algorithm alone (see the module), for any non-increasing tables.
+pub fn factor_two(tables: &[Vec<f64>], p: usize) -> LayerPlan {
     assert!(p >= 1 && tables.iter().all(|t| t.len() == p));
     if tables.is_empty() {
-        return LayerPlan { procs: vec![], slots: vec![], makespan: 0.0, lower_bound: 0.0 };
+        return LayerPlan { procs: vec![], slots: vec![], makespan: 0.0, lower_bound: 0.0, factor: FACTOR };
     }
     let floor = tables.iter().map(|t| t[p - 1]).fold(0.0, f64::max);
     let mut lambdas: Vec<f64> = tables.iter().flatten().copied().filter(|&x| x >= floor).collect();
@@ -84,7 +108,7 @@ pub fn allot(tables: &[Vec<f64>], p: usize) -> LayerPlan {
         let slots = rigid::list_schedule(&tasks, &order, &vec![Vec::new(); tasks.len()], p, |_, _| 0.0);
         let makespan = rigid::makespan(&tasks, &slots);
         if best.as_ref().is_none_or(|b| makespan < b.makespan) {
-            best = Some(LayerPlan { procs: procs.clone(), slots, makespan, lower_bound });
+            best = Some(LayerPlan { procs: procs.clone(), slots, makespan, lower_bound, factor: FACTOR });
         }
     }
     best.expect("at least one allotment")

@@ -1,11 +1,15 @@
-//! Two schedules to compare the layered one with: CPA (Radulescu, Nicolescu, van Gemund and
-//! Jonker, "CPA: a two-step algorithm for scheduling mixed-parallel applications", 2001), and
-//! the static allocation, every task on all P processors one after another.
+//! Schedules to compare the layered one with: CPA (Radulescu, Nicolescu, van Gemund and
+//! Jonker, "CPA: a two-step algorithm for scheduling mixed-parallel applications", 2001),
+//! MCPA (Bansal, Kumar and Singh's modified CPA, 2006), and the static allocation, every task
+//! on all P processors one after another.
 //!
 //! CPA's first step gives every task one processor, then, while the critical path is longer
 //! than the average area Σ p_v·τ_v(p_v)/P, gives one more processor to the task of the
 //! critical path that gains most (τ(p)/p − τ(p+1)/(p+1)). Its second step list-schedules the
-//! tasks by decreasing bottom level, each on the p_v processors free earliest. Unlike the
+//! tasks by decreasing bottom level, each on the p_v processors free earliest. MCPA gives a
+//! task one more processor only while its precedence layer (the tasks of its height) holds at
+//! most P processors in all, so that a layer's tasks can still run side by side: CPA's
+//! allotment grows without that cap and may serialise independent tasks. Unlike the
 //! layered schedule, both pay for data per edge: an edge u → v delays v by τ_comm(bytes,
 //! max(p_u, p_v)).
 
@@ -35,7 +39,20 @@ fn levels(graph: &Graph, tables: &[Vec<f64>], procs: &[usize], comm: &Comm) -> (
 
 /// CPA's allotment.
 pub fn cpa_allotment(graph: &Graph, tables: &[Vec<f64>], p: usize, comm: &Comm) -> Vec<usize> {
+    allotment(graph, tables, p, comm, false)
+}
+
+/// MCPA's allotment: CPA's, with each precedence layer's total allotment capped at P.
+pub fn mcpa_allotment(graph: &Graph, tables: &[Vec<f64>], p: usize, comm: &Comm) -> Vec<usize> {
+    allotment(graph, tables, p, comm, true)
+}
+
+/// CPA's allotment loop; `capped`: MCPA's cap on each layer's processors.
+fn allotment(graph: &Graph, tables: &[Vec<f64>], p: usize, comm: &Comm, capped: bool) -> Vec<usize> {
     let n = tables.len();
+    let height = graph.heights();
+    let mut in_layer = vec![0usize; height.iter().max().map_or(0, |h| h + 1)];
+    height.iter().for_each(|&h| in_layer[h] += 1);
     let mut procs = vec![1usize; n];
     loop {
         let (top, bottom) = levels(graph, tables, &procs, comm);
@@ -50,9 +67,13 @@ pub fn cpa_allotment(graph: &Graph, tables: &[Vec<f64>], p: usize, comm: &Comm) 
         };
         let critical = (0..n)
             .filter(|&v| procs[v] < p && (top[v] + bottom[v] - cp).abs() <= 1e-12 * cp.max(1.0))
+            .filter(|&v| !capped || in_layer[height[v]] < p)
             .max_by(|&a, &b| gain(a).total_cmp(&gain(b)));
         match critical {
-            Some(v) => procs[v] += 1,
+            Some(v) => {
+                procs[v] += 1;
+                in_layer[height[v]] += 1;
+            }
             None => return procs,
         }
     }
@@ -104,6 +125,12 @@ pub fn map(graph: &Graph, tables: &[Vec<f64>], procs: &[usize], p: usize, comm: 
 /// CPA's schedule.
 pub fn cpa(graph: &Graph, tables: &[Vec<f64>], p: usize, comm: &Comm) -> Schedule {
     let procs = cpa_allotment(graph, tables, p, comm);
+    map(graph, tables, &procs, p, comm)
+}
+
+/// MCPA's schedule: its allotment, mapped as CPA's.
+pub fn mcpa(graph: &Graph, tables: &[Vec<f64>], p: usize, comm: &Comm) -> Schedule {
+    let procs = mcpa_allotment(graph, tables, p, comm);
     map(graph, tables, &procs, p, comm)
 }
 

@@ -6,7 +6,7 @@
 //! Also the analysis: the hierarchy level k, the degree of malleability µ(G, P) and the bound
 //! the paper's proof establishes.
 
-use super::allot::{self, FACTOR};
+use super::allot;
 use super::comm::Comm;
 use super::graph::{Family, GraphId, Work};
 use super::rigid::{self, Rigid};
@@ -26,6 +26,8 @@ pub struct Layer {
     pub lower_bound: f64,
     /// W(Λ_i) = Σ τ_v(1).
     pub work: f64,
+    /// The factor δ_i its allotment holds: √3 (monotonic tasks) or 2.
+    pub factor: f64,
 }
 
 /// A schedule with the paper's analysis.
@@ -143,14 +145,17 @@ impl Scheduler {
                 placements[v] = Some(Placement { task: v, start, finish, procs: plan.slots[k].procs.clone() });
             }
             let work = tasks.iter().map(|&v| tables[v][0]).sum();
-            layers.push(Layer { tasks, start: now, makespan: plan.makespan, lower_bound: plan.lower_bound, work });
+            let (makespan, lower_bound, factor) = (plan.makespan, plan.lower_bound, plan.factor);
+            layers.push(Layer { tasks, start: now, makespan, lower_bound, work, factor });
             now += plan.makespan;
         }
         let mu = self.mu(family, g, p);
-        let bound = FACTOR * layers.iter().map(|l| l.lower_bound).sum::<f64>() / mu;
+        // makespan_i ≤ δ_i·LB_i (√3 up to the bisection's 10⁻¹²).
+        let bound = layers.iter().map(|l| l.factor * l.lower_bound).sum::<f64>() / mu * (1.0 + 1e-12);
+        let factor = layers.iter().map(|l| l.factor).fold(1.0, f64::max);
         let placements: Vec<Placement> = placements.into_iter().map(|x| x.expect("every task in a layer")).collect();
         let schedule = Schedule { procs: p, makespan: now, placements, phases };
-        Layered { schedule, layers, level, mu, factor: FACTOR, bound }
+        Layered { schedule, layers, level, mu, factor, bound }
     }
 }
 

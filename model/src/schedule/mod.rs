@@ -5,11 +5,13 @@
 //!   heights and layers;
 //! * [`tau`]: τ tables made non-increasing, speed-up models, the memo of nested graphs' tables;
 //! * [`rigid`]: greedy list scheduling of tasks on fixed processor counts;
-//! * [`allot`]: one layer of independent malleable tasks, within a factor 2;
+//! * [`allot`]: one layer of independent malleable tasks: [`mrt`]'s √3 when the tasks are
+//!   monotonic, else within a factor 2;
+//! * [`mrt`]: Mounié–Rapine–Trystram's knapsack and two shelves, √3 for monotonic tasks;
 //! * [`comm`]: the redistribution phase's cost τ_comm(n, p) from the platform file;
 //! * [`layered`]: the paper's algorithm, with k, µ and the bound its proof establishes;
-//! * [`cpa`]: CPA (Radulescu et al.) and the static allocation (every task on all P), for
-//!   comparison;
+//! * [`cpa`]: CPA (Radulescu et al.), MCPA (Bansal et al.) and the static allocation (every
+//!   task on all P), for comparison;
 //! * [`exact`]: the optimal makespan by exhaustive search, on small graphs;
 //! * [`lookahead`]: schedules for every anticipated event, switched to by lookup;
 //! * [`file`]: the task graph file; [`generate`]: random graphs and block LU.
@@ -23,6 +25,7 @@ pub mod generate;
 pub mod graph;
 pub mod layered;
 pub mod lookahead;
+pub mod mrt;
 pub mod rigid;
 pub mod tau;
 
