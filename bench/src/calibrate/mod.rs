@@ -152,6 +152,10 @@ pub(crate) fn launch(args: &Launch, json: bool, timeout_s: u64) -> Result<()> {
         platform.overheads = median_overheads(&job_overheads);
         platform.header.warnings.extend(spread);
     }
+    let inter_node = platform.link(PathKind::InterNode, Carrier::Dps).cloned();
+    if let (Some(share), Some(link), true) = (platform.header.cpu_share, inter_node, platform.overheads.measurable) {
+        platform.overheads = overheads::under_quota(share, &link, &platform.overheads);
+    }
     // Judged on the links the file keeps (the jobs' medians), not the first job's.
     let judged = suspicions(&platform);
     platform.header.warnings.splice(0..0, judged);
@@ -493,6 +497,26 @@ mod tests {
         assert_eq!(peers(&hosts(&["a", "a"])), vec![(PathKind::IntraNode, 1)]);
         assert_eq!(peers(&hosts(&["a", "b"])), vec![(PathKind::InterNode, 1)]);
         assert_eq!(peers(&hosts(&["a", "b", "b", "a"])), vec![(PathKind::IntraNode, 3), (PathKind::InterNode, 1)]);
+    }
+
+    #[test]
+    fn under_a_quota_each_side_pays_the_share_over_the_links_bandwidth_per_byte() {
+        // Small messages at 5 ms (quota waits), large ones at 250 B/µs: 0.2 / 250 µs per KB.
+        let sizes = [64, 1024, 16384, 65536, 262144, 1 << 20, 4 << 20];
+        let times: Vec<f64> =
+            sizes.iter().map(|&s| if s <= 16384 { 5000.0 } else { 9000.0 + s as f64 / 250.0 }).collect();
+        let link = link(PathKind::InterNode, Carrier::Dps, 1, &sizes, times).unwrap();
+        let measured = dps_model::platform::Overheads {
+            measurable: true,
+            note: "streams".into(),
+            send: TransferCost { us_per_message: 1.0, ns_per_byte: 1.4 },
+            receive: TransferCost { us_per_message: 87.0, ns_per_byte: 6.4 },
+            co_run_slowdown: 1.1,
+        };
+        let o = overheads::under_quota(0.2, &link, &measured);
+        assert!((o.send.ns_per_byte - 0.8).abs() < 1e-6, "{o:?}");
+        assert_eq!((o.send, o.send.us_per_message, o.co_run_slowdown), (o.receive, 0.0, 1.1));
+        assert!(o.note.contains("receiving 87.00 µs + 6.400 ns/byte") && o.note.contains("streams"), "{}", o.note);
     }
 
     #[test]

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::{ensure, Result};
 use dps::{cpu_time, route, Bulk, Graph, MergeFn, Node, Runtime};
 use dps_harness::median;
-use dps_model::platform::{Overheads, TransferCost};
+use dps_model::platform::{Link, Overheads, TransferCost};
 
 /// The two message sizes, bytes: a small one (cost per message) and one of the size of the
 /// dense apps' blocks (cost per byte).
@@ -219,4 +219,38 @@ pub(super) fn measure(rt: &Runtime, streams: &Streams, reps: usize, time: Durati
     };
     let co_run_slowdown = median(&co_run).clamp(1.0, 10.0);
     Ok(Overheads { measurable: true, note, send: cost(0), receive: cost(1), co_run_slowdown })
+}
+
+/// The transfer costs on nodes that have `share` of a core (a CPU quota: an emulated
+/// cluster's), from `link`, the inter-node DPS link measured there: each side spends
+/// `share / b` CPU seconds per byte, b the bandwidth of the segment that carries
+/// [`LARGE`] messages, and nothing per message.
+///
+/// Why not [`measure`]: under a quota the stream's extra CPU also counts the progress
+/// thread's polling while the quota-bound peer is slow to answer, which grows with the
+/// message and so reads as a cost per byte (on 0.2-core nodes: 6.4 ns/byte received, at
+/// which the measured 0.26 GB/s link could not run). A node at `share` moving b bytes per
+/// second spends at most `share` CPU seconds per second on it, so `share / b` bounds the
+/// true cost per byte of the side that limits the link; the simulator's predictions with
+/// it are in docs/measurements/2026-11-28-sim-accuracy-transfer-costs.md.
+pub(super) fn under_quota(share: f64, link: &Link, measured: &Overheads) -> Overheads {
+    let segment = dps_model::fit::segment_for(&link.fit, LARGE as u64);
+    let cost = TransferCost { us_per_message: 0.0, ns_per_byte: share / segment.bytes_per_us * 1e3 };
+    let was = |c: TransferCost| format!("{:.2} µs + {:.3} ns/byte", c.us_per_message, c.ns_per_byte);
+    Overheads {
+        measurable: true,
+        note: format!(
+            "under a CPU quota of {share} core: each side {:.3} ns/byte = share / b of the inter-node DPS link \
+             ({:.1} B/µs); the stream measurement, which polling inflates there, gave sending {}, receiving {} \
+             ({})",
+            cost.ns_per_byte,
+            segment.bytes_per_us,
+            was(measured.send),
+            was(measured.receive),
+            measured.note
+        ),
+        send: cost,
+        receive: cost,
+        co_run_slowdown: measured.co_run_slowdown,
+    }
 }
