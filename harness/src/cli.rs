@@ -9,6 +9,16 @@ pub fn launch_rank() -> Option<usize> {
         .find_map(|var| std::env::var(var).ok()?.parse().ok())
 }
 
+/// The ranks the launcher started in the whole job, as it announced them in the
+/// environment, readable before MPI is initialised; 1 for a plain process.
+pub fn launch_size() -> usize {
+    ["OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"]
+        .iter()
+        .find_map(|var| std::env::var(var).ok()?.parse().ok())
+        .unwrap_or(1)
+        .max(1)
+}
+
 /// Whether this process prints what every rank would print alike.
 pub(crate) fn prints_shared_messages() -> bool {
     launch_rank().unwrap_or(0) == 0

@@ -24,7 +24,7 @@ pub mod record;
 pub mod simulate;
 mod stats;
 
-pub use cli::{launch_rank, parse_args, wait_for_rank_0_to_print};
+pub use cli::{launch_rank, launch_size, parse_args, wait_for_rank_0_to_print};
 pub use disk_space::check_disk_space;
 pub use exit::{finish, input, main, BadInput};
 pub use memory::{check_memory, format_bytes};

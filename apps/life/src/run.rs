@@ -59,6 +59,7 @@ pub fn execute(mut plan: Plan) -> Result<()> {
     if let Some(depth) = plan.serial_depth {
         return run_serial(plan, depth);
     }
+    plan.check_before_start()?;
     let rt = plan.standard.sim.start(&plan.standard.runtime, &SIMULATION)?;
     let job = plan.job(&rt)?;
     // Every rank opened --out to check it; rank 0 writes it.

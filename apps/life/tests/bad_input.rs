@@ -427,6 +427,18 @@ fn bad_simulations_are_refused_once_with_exit_2() {
                 2,
                 &["--compare-serial"],
             ),
+            // Issue 27: checked before the simulator's tables (745 GiB at this P) are made.
+            case(
+                &["--random", "100", "100", "--simulate", "100000", "--platform", good],
+                2,
+                &["100000 bands for 100 rows"],
+            ),
+            // Issue 27: 37 GiB of bands, all in this process (not 2.3 GiB on each of 16).
+            case(
+                &["--random", "400000", "400000", "--simulate", "16", "--platform", good],
+                2,
+                &["--random 400000 400000 --simulate 16", "memory", "available"],
+            ),
         ],
     );
 }

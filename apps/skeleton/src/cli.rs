@@ -9,6 +9,8 @@ use clap::{Parser, ValueEnum};
 use dps_harness::options::{Seed, Standard};
 use dps_harness::{bad_input, OutputFile, Repeat};
 
+use crate::cells::Grid;
+use crate::footprint;
 use crate::images::{self, Generate};
 use crate::kernel::Plane;
 
@@ -160,25 +162,21 @@ impl Args {
         let seed = self.seed.seed;
         // The generated images align their empty columns of cells to the cells.
         let align = self.cell.unwrap_or(DEFAULT_CELL);
-        let (image, what) = match (&self.input, &self.generate) {
+        let (image, what, cell) = match (&self.input, &self.generate) {
             (Some(path), _) => {
-                (images::read_png(path, self.threshold, self.dark_foreground)?, path.display().to_string())
+                let image = images::read_png(path, self.threshold, self.dark_foreground)?;
+                let cell = self.cell_side(image.width, image.height)?;
+                self.check_memory(image.width, image.height, cell)?;
+                (image, path.display().to_string(), cell)
             }
             (None, Some(values)) => {
                 let g: Generate = images::parse_generate(values).map_err(dps_harness::BadInput::new)?;
-                let bytes = (g.width.div_ceil(64) * 8) as u64 * g.height as u64;
-                // The image, the cells and rank 0's copies of them.
-                dps_harness::check_memory("the image", 4 * bytes, 2 * bytes)?;
+                let cell = self.cell_side(g.width, g.height)?;
+                self.check_memory(g.width, g.height, cell)?;
                 let what = format!("{} {}x{} seed {seed}", values[0], g.width, g.height);
-                (images::generate(g, seed, align), what)
+                (images::generate(g, seed, align), what, cell)
             }
             (None, None) => bad_input!("give an image: --input FILE or --generate KIND W H"),
-        };
-        let side = image.width.max(image.height);
-        let cell = match self.cell {
-            Some(c) if c > side => bad_input!("--cell {c}: larger than the {}x{} image", image.width, image.height),
-            Some(c) => c,
-            None => DEFAULT_CELL.min(side),
         };
         let output = match (&self.out, &self.write_input) {
             (Some(path), _) => Output::Skeleton(OutputFile::create("--out", path)?),
@@ -198,5 +196,40 @@ impl Args {
             output,
             standard: self.standard.clone(),
         })
+    }
+
+    /// The cell side for a `width × height` image: --cell, at most the image's larger side,
+    /// else [`DEFAULT_CELL`] or that side if smaller.
+    fn cell_side(&self, width: usize, height: usize) -> Result<usize> {
+        let side = width.max(height);
+        match self.cell {
+            Some(c) if c > side => bad_input!("--cell {c}: larger than the {width}x{height} image"),
+            Some(c) => Ok(c),
+            None => Ok(DEFAULT_CELL.min(side)),
+        }
+    }
+
+    /// Refuses a run whose image and cells (`footprint`) do not fit in this node's memory,
+    /// with the figure; with --write-input, the image and its PNG only.
+    fn check_memory(&self, width: usize, height: usize, cell: usize) -> Result<()> {
+        let image = footprint::plane(width, height);
+        if self.write_input.is_some() {
+            return dps_harness::check_memory("the image", 4 * image, 2 * image);
+        }
+        let grid = Grid::new(width, height, cell);
+        let what = format!("a {width}x{height} image in {} cells of {cell}", grid.cells());
+        let verify = self.standard.verify();
+        match self.standard.simulated_ranks() {
+            // Every virtual rank lives in this process.
+            Some(p) => dps_harness::check_memory(
+                &format!("{what} on {p} virtual ranks"),
+                footprint::simulated(&grid, self.depth, p, verify),
+                0,
+            ),
+            None => {
+                let (rank0, other) = footprint::need(&grid, self.depth, dps_harness::launch_size(), verify);
+                dps_harness::check_memory(&what, rank0, other)
+            }
+        }
     }
 }

@@ -62,6 +62,8 @@ fn bad_input_is_refused_with_one_clear_line() {
             case(&["--generate", "text", "64", "64", "--depth", "33"], 2, &["--depth 33"]),
             case(&["--generate", "text", "64", "64", "--out", &nowhere], 2, &["--out"]),
             case(&["--generate", "text", "64", "64", "--in-flight", "0"], 2, &["--in-flight 0"]),
+            // Issue 27: the image (32 MiB) fits, its 268 million cells do not.
+            case(&["--generate", "blobs", "16384", "16384", "--cell", "1"], 2, &["cells of 1", "memory", "available"]),
             case_on(2, &["--input", &small, "--cell", "0"], 2, &["--cell 0"]),
         ],
     );

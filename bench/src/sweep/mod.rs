@@ -396,6 +396,9 @@ fn own_error_line<'a>(stderr: &'a str, app: &str) -> &'a str {
         .unwrap_or("no output")
 }
 
+/// Why a simulated run whose clock reached the end of its range makes no row.
+const SATURATED: &str = "the simulated clock reached the end of its range (584 years): no prediction";
+
 /// What a measured run is for: a row of the table (its record must have the experiment's
 /// columns), or the serial reference (only its time is used).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -435,6 +438,11 @@ fn measure(
                 let columns = if kind == Run::Row { e.columns.as_slice() } else { &[] };
                 let r = RunRecord::read(e, &run, object, started.elapsed().as_secs_f64(), columns)?;
                 writeln!(raw, "{}", serde_json::json!({"params": params, "ranks": ranks, "record": r}))?;
+                if r.clock_saturated() {
+                    // Its time is where the clock stopped: a row must not show it as a prediction.
+                    status = format!("failed: {SATURATED}");
+                    break;
+                }
                 runs.push(r);
             }
             (_, _) => {
@@ -493,6 +501,24 @@ mod tests {
         assert_eq!(own_error_line(panicked, "dps-lu"), "dps: rank 1: operation 'f' on thread 'w[0]' panicked: boom");
         assert_eq!(own_error_line("-----\nsomething else\n-----\n", "dps-lu"), "something else");
         assert_eq!(own_error_line("\n  \n", "dps-lu"), "no output");
+    }
+
+    /// A run whose record says the simulated clock saturated is a failed row, not a time.
+    #[test]
+    fn a_run_past_the_simulated_clock_is_a_failed_row() {
+        let e: Experiment = toml::from_str("name = \"x\"\ntitle = \"x\"\napp = \"dps-x\"").unwrap();
+        let run = |record: &str| {
+            let job = Job::new("sh").launcher(Launcher::None).args(["-c", &format!("echo '{record}'")]);
+            let mut raw = Vec::new();
+            let row = measure(&e, job, &Vec::new(), 1, Run::Row, &mut raw, &ProgressBar::hidden()).unwrap();
+            (row, String::from_utf8(raw).unwrap())
+        };
+        let (row, raw) = run(r#"{"seconds": 18446744073.709553, "sim_clock_saturated": true}"#);
+        assert_eq!((row.seconds, row.status.as_str()), (None, format!("failed: {SATURATED}").as_str()));
+        assert!(raw.contains("\"sim_clock_saturated\":true"), "the record is kept as printed: {raw}");
+        assert_eq!(failures(&e, &[row], &Vec::new()).len(), 1, "the sweep lists it and exits 1");
+        let (row, _) = run(r#"{"seconds": 0.5, "sim_clock_saturated": false}"#);
+        assert_eq!((row.seconds, row.status.as_str()), (Some(0.5), "ok"));
     }
 
     #[test]

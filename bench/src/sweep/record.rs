@@ -67,6 +67,12 @@ impl RunRecord {
         super::path::lookup(&self.fields, name)
     }
 
+    /// The run was simulated and its clock reached the end of its range
+    /// (`sim_clock_saturated`): its times are where the clock stopped, not a prediction.
+    pub(crate) fn clock_saturated(&self) -> bool {
+        self.field("sim_clock_saturated") == Some(&Value::Bool(true))
+    }
+
     /// The names of the scalar fields (not objects or arrays).
     pub(crate) fn scalar_names(&self) -> impl Iterator<Item = &str> {
         self.fields.iter().filter(|(_, v)| !v.is_object() && !v.is_array()).map(|(k, _)| k.as_str())
@@ -110,6 +116,15 @@ mod tests {
             RunRecord::read(&e, "r", object(json!({"seconds": 1.0, "gflops": 2, "verified": null})), 9.0, &e.columns)
                 .unwrap();
         assert_eq!((r.seconds, r.field("verified")), (1.0, Some(&Value::Null)));
+    }
+
+    #[test]
+    fn a_record_whose_simulated_clock_saturated_says_so() {
+        let e = experiment(Timing::Record, &[]);
+        let read = |v| RunRecord::read(&e, "r", object(v), 9.0, &e.columns).unwrap().clock_saturated();
+        assert!(read(json!({"seconds": 1.8e10, "sim_clock_saturated": true})));
+        assert!(!read(json!({"seconds": 1.0, "sim_clock_saturated": false})));
+        assert!(!read(json!({"seconds": 1.0})));
     }
 
     #[test]

@@ -12,7 +12,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use dps::{Runtime, SimMode, SimOptions};
 use dps_harness::simulate::{Mode, Simulate, Support};
 
@@ -66,13 +66,21 @@ pub(super) fn simulate(
         let run = || graph::run_once(&rt, farm, n as usize, work);
         if exact {
             calls.push(run()?);
-            continue;
+        } else {
+            graph::run_once(&rt, farm, n as usize, Work { items: (items / 10).max(k), ..work })?;
+            let runs = (0..reps).map(|_| run()).collect::<Result<Vec<_>>>()?;
+            let times: Vec<f64> = runs.iter().map(|c| c.seconds).collect();
+            let per_worker = (0..n as usize).map(|i| runs.iter().map(|c| c.per_worker[i]).sum()).collect();
+            calls.push(Call { seconds: dps_harness::median(&times), per_worker });
         }
-        graph::run_once(&rt, farm, n as usize, Work { items: (items / 10).max(k), ..work })?;
-        let runs = (0..reps).map(|_| run()).collect::<Result<Vec<_>>>()?;
-        let times: Vec<f64> = runs.iter().map(|c| c.seconds).collect();
-        let per_worker = (0..n as usize).map(|i| runs.iter().map(|c| c.per_worker[i]).sum()).collect();
-        calls.push(Call { seconds: dps_harness::median(&times), per_worker });
+        // Past the end of the clock, the time is where it stopped, for this point and every
+        // later one (the clock never comes back): no column to print.
+        if rt.simulation().is_some_and(|s| s.clock_saturated) {
+            bail!(
+                "tune-farm: simulating {n} worker(s) at grain {k} ({items} items of {item_ns} ns) took the simulated \
+                 clock past the end of its range (584 years): no prediction; check the platform file's costs"
+            );
+        }
     }
     rt.shutdown()?;
     Ok(calls)
@@ -123,6 +131,20 @@ mod tests {
         // Under DE the loop runs for 200 µs of CPU time, whatever the machine's load: one
         // worker at least 200 µs per item, two at least half of it, and faster than one.
         assert!(t[0] >= 200.0 && t[1] >= 100.0 && t[1] < t[0], "{t:?}");
+    }
+
+    /// Issue 27: a grid point past the simulated clock's end is an error, not the capped
+    /// time in the simulator's column.
+    #[test]
+    fn a_simulation_past_the_clock_is_an_error() {
+        let (_dir, path) = platform();
+        // 8 items of 146 years each on one worker: 1168 years.
+        let opts = options(1, Mode::Pdexec, &path, None).unwrap();
+        let e = simulate(1, opts, u64::MAX / 4, 8, 1, &[(1, 1, 8)]).unwrap_err().to_string();
+        assert!(e.contains("1 worker(s) at grain 1") && e.contains("end of its range"), "{e}");
+        // The same farm at 1 ms an item is an ordinary prediction.
+        let calls = simulate(1, options(1, Mode::Pdexec, &path, None).unwrap(), 1_000_000, 8, 1, &[(1, 1, 8)]).unwrap();
+        assert!(calls[0].seconds >= 8e-3 && calls[0].seconds < 1.0, "{calls:?}");
     }
 
     #[test]

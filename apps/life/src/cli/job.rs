@@ -45,8 +45,30 @@ impl Plan {
             (None, Some(v)) => (0..v).map(|r| r.to_string()).collect::<Vec<_>>().join(" "),
             (None, None) => "all".to_string(),
         };
-        let (width, height) = (self.source.width(), self.source.height());
         let bands = rt.threads_in(&map)?;
+        let (layout, steps) = self.size(ranks, &map, bands)?;
+        Ok(Job { viewer, map, layout, steps })
+    }
+
+    /// Under `--simulate P` with one band per virtual rank (no --map), the checks of
+    /// [`Plan::job`] before the runtime starts: the simulator's tables take memory like P²
+    /// (1.4 GB at P = 4000), which a world of fewer rows than P bands, or too large for the
+    /// node, must not cost before its refusal.
+    ///
+    /// # Errors
+    /// As [`Plan::job`].
+    pub fn check_before_start(&self) -> Result<()> {
+        match (self.standard.simulated_ranks(), &self.map) {
+            // P = 0 is the simulator's to refuse.
+            (Some(p), None) if p > 0 => self.size(p, "all", p).map(|_| ()),
+            _ => Ok(()),
+        }
+    }
+
+    /// Checks `bands` bands of `map` on `ranks` ranks against the world (a row each, a
+    /// depth that fits the thinnest) and the memory; returns their layout and schedule.
+    fn size(&self, ranks: usize, map: &str, bands: usize) -> Result<(Layout, Steps)> {
+        let (width, height) = (self.source.width(), self.source.height());
         if bands == 0 || bands > height {
             bad_input!("--map {map:?}: {bands} bands for {height} rows: every band needs at least one row");
         }
@@ -61,7 +83,7 @@ impl Plan {
         if !self.standard.sim.noalloc() {
             dps_harness::input(self.check_memory(ranks, bands, steps.depth))?;
         }
-        Ok(Job { viewer, map, layout, steps })
+        Ok((layout, steps))
     }
 
     /// Refuses the run when the ranks on this node need more memory than it has: the
@@ -71,7 +93,20 @@ impl Plan {
     /// --compare-serial) and the viewer its blocks. The total is shared evenly by the
     /// `ranks` in the figure given to [`dps_harness::check_memory`], so every rank reaches
     /// the same verdict (and the node's total is exact on one node, whatever --map says).
+    /// Under --simulate, the whole job and the simulator's tables are in this process.
     fn check_memory(&self, ranks: usize, bands: usize, depth: usize) -> Result<()> {
+        let total = self.memory_total(bands, depth);
+        if let Some(p) = self.standard.simulated_ranks() {
+            // Every virtual rank lives in this process, beside the simulator's tables.
+            let need = total.saturating_add(dps_harness::simulate::simulator_bytes(p));
+            return dps_harness::check_memory(&format!("{} --simulate {p}", self.size_from), need, 0);
+        }
+        let per_rank = total.div_ceil(ranks.max(1) as u64);
+        dps_harness::check_memory(&self.size_from, per_rank, per_rank)
+    }
+
+    /// The bytes [`check_memory`](Self::check_memory) counts for the whole job.
+    fn memory_total(&self, bands: usize, depth: usize) -> u64 {
         let (w, h) = (self.source.width(), self.source.height());
         let mut rank0 = self.rank0_extra(depth);
         rank0 = rank0.saturating_add(if self.standard.verify() { footprint::gathered(w, h) } else { 0 });
@@ -82,9 +117,17 @@ impl Plan {
             Some(v) => footprint::gathered(v.block.0, v.block.1),
             None => 0,
         };
-        let total = sum(&[footprint::bands(w, h, bands, depth), rank0, viewer]);
-        let per_rank = total.div_ceil(ranks.max(1) as u64);
-        dps_harness::check_memory(&self.size_from, per_rank, per_rank)
+        sum(&[footprint::bands(w, h, bands, depth), rank0, viewer])
+    }
+
+    /// The memory [`Plan::job`] checks for a simulation on `p` virtual ranks with one band
+    /// each: the whole job, in this process, with the simulator's tables.
+    ///
+    /// # Errors
+    /// As [`Plan::job`].
+    pub fn simulated_memory_need(&self, p: usize) -> Result<u64> {
+        let (_, steps) = self.size(p, "all", p)?;
+        Ok(self.memory_total(p, steps.depth).saturating_add(dps_harness::simulate::simulator_bytes(p)))
     }
 
     /// As [`check_memory`](Self::check_memory), for `--variant serial`: the world alone.
