@@ -278,7 +278,7 @@ impl Args {
 
     /// The ranks of the run: launched, or simulated (`--simulate P`).
     fn ranks(&self) -> u64 {
-        self.run.standard.simulated_ranks().map_or_else(footprint::launched_ranks, |p| p.max(1) as u64)
+        self.run.standard.simulated_ranks().map_or_else(|| dps_harness::launch_size() as u64, |p| p.max(1) as u64)
     }
 
     /// Bytes the run needs on rank 0 and on every other rank, from the options alone.

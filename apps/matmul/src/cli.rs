@@ -212,7 +212,7 @@ impl Plan {
 
 /// The ranks of the run: launched, or simulated (`--simulate P`).
 fn ranks(standard: &Standard) -> u64 {
-    standard.simulated_ranks().map_or_else(footprint::launched_ranks, |p| p.max(1) as u64)
+    standard.simulated_ranks().map_or_else(|| dps_harness::launch_size() as u64, |p| p.max(1) as u64)
 }
 
 /// What the memory a run needs depends on, for any blocks.
