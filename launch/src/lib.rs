@@ -19,5 +19,6 @@ mod testing;
 pub use background::Background;
 pub use job::{Finished, Job, LaunchError, Launcher, MPIRUN, TEST_TIMEOUT_S};
 pub use testing::{
-    example, json_record, mpirun, mpirun_env, mpirun_with, scenario_args, scenario_passes_on_1_2_4, test_job,
+    children_peak_rss, example, json_record, mpirun, mpirun_env, mpirun_with, scenario_args, scenario_passes_on_1_2_4,
+    test_job,
 };

@@ -84,3 +84,13 @@ pub fn example(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary's path");
     exe.parent().and_then(Path::parent).expect("target/<profile>/deps").join("examples").join(name)
 }
+
+/// The largest peak resident set of the children this process waited for (`getrusage`'s
+/// `RUSAGE_CHILDREN`), bytes: run jobs in order of ascending peaks and it is the last one's.
+pub fn children_peak_rss() -> u64 {
+    // SAFETY: getrusage fills the zeroed struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; RUSAGE_CHILDREN is a valid target.
+    assert_eq!(unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) }, 0);
+    usage.ru_maxrss as u64 * 1024
+}

@@ -9,15 +9,6 @@ use dps_filter::cli::{Args, Plan};
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-filter");
 
-/// The largest resident set of the children this process has waited for, bytes.
-fn children_peak_rss() -> u64 {
-    // SAFETY: getrusage fills the zeroed struct it is given.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: as above; RUSAGE_CHILDREN is a valid target.
-    assert_eq!(unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) }, 0);
-    usage.ru_maxrss as u64 * 1024
-}
-
 #[test]
 fn the_medians_memory_estimate_is_within_0_5_to_4_times_its_peak() {
     let scratch = tempfile::tempdir().unwrap();
@@ -37,7 +28,7 @@ fn the_medians_memory_estimate_is_within_0_5_to_4_times_its_peak() {
         let Plan::Median(plan) = parsed.plan().unwrap() else { unreachable!("a median") };
         let checked = plan.source.check(1, false).unwrap();
         let (estimate, _) = plan.footprint(1, 1).need(&checked);
-        let peak = children_peak_rss();
+        let peak = dps_launch::children_peak_rss();
         let ratio = estimate as f64 / peak as f64;
         eprintln!("{args:?}: estimate {estimate} B, peak {peak} B: {ratio:.2}");
         assert!((0.5..=4.0).contains(&ratio), "{args:?}: estimate {estimate} B, peak {peak} B: {ratio:.2}");

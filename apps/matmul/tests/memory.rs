@@ -10,15 +10,6 @@ use dps_matmul::cli::Args;
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-matmul");
 
-/// The largest resident set of the children this process has waited for, bytes.
-fn children_peak_rss() -> u64 {
-    // SAFETY: getrusage fills the zeroed struct it is given.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: as above; RUSAGE_CHILDREN is a valid target.
-    assert_eq!(unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) }, 0);
-    usage.ru_maxrss as u64 * 1024
-}
-
 #[test]
 fn the_simulations_memory_estimate_is_within_0_5_to_4_times_its_peak() {
     let dir = tempfile::tempdir().unwrap();
@@ -37,7 +28,7 @@ fn the_simulations_memory_estimate_is_within_0_5_to_4_times_its_peak() {
         let parsed = Args::parse_from(std::iter::once("dps-matmul").chain(all.iter().copied()));
         let p: usize = args[3].parse().unwrap();
         let estimate = parsed.plan().unwrap().simulated_memory_need() + dps_harness::simulate::simulator_bytes(p);
-        let peak = children_peak_rss();
+        let peak = dps_launch::children_peak_rss();
         let ratio = estimate as f64 / peak as f64;
         assert!((0.5..=4.0).contains(&ratio), "{args:?}: estimate {estimate} B, peak {peak} B: {ratio:.2}");
     }

@@ -11,15 +11,6 @@ use dps_skeleton::footprint;
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-skeleton");
 
-/// The largest resident set of the children this process has waited for, bytes.
-fn children_peak_rss() -> u64 {
-    // SAFETY: getrusage fills the zeroed struct it is given.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: as above; RUSAGE_CHILDREN is a valid target.
-    assert_eq!(unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) }, 0);
-    usage.ru_maxrss as u64 * 1024
-}
-
 #[test]
 fn the_memory_estimate_is_within_0_5_to_4_times_the_peak() {
     // Ascending peaks: the children's peak is then the last run's. Large cells (the image
@@ -35,7 +26,7 @@ fn the_memory_estimate_is_within_0_5_to_4_times_the_peak() {
         let plan = Args::parse_from(std::iter::once(&"dps-skeleton").chain(args)).plan().unwrap();
         let grid = Grid::new(plan.image.width, plan.image.height, plan.cell);
         let (estimate, _) = footprint::need(&grid, plan.depth, 1, plan.standard.verify());
-        let peak = children_peak_rss();
+        let peak = dps_launch::children_peak_rss();
         let ratio = estimate as f64 / peak as f64;
         eprintln!("{args:?}: estimate {estimate} B, peak {peak} B: {ratio:.2}");
         assert!((0.5..=4.0).contains(&ratio), "{args:?}: estimate {estimate} B, peak {peak} B: {ratio:.2}");
