@@ -61,8 +61,7 @@ impl Meta {
         let bits = depth.bits();
         let generation = Some(generation);
         let format = FORMAT.into();
-        Meta { format, version: VERSION, width, height, tile, bits, disks, stride, generation, checksum: None }
-            .sealed()
+        Meta { format, version: VERSION, width, height, tile, bits, disks, stride, generation, checksum: None }.sealed()
     }
 
     /// The same image in tile files of `generation` (a replacement, or a filter's output).
@@ -229,7 +228,8 @@ impl TileHeader {
     /// The first field that differs from `want`'s, as `name is X, expected Y`.
     pub fn mismatch(&self, want: &TileHeader) -> Option<String> {
         let names = ["disk", "disks", "tiles", "tile", "bytes_per_pixel", "seal"];
-        let (name, (have, want)) = names.into_iter().zip(self.fields().into_iter().zip(want.fields())).find(|(_, (h, w))| h != w)?;
+        let (name, (have, want)) =
+            names.into_iter().zip(self.fields().into_iter().zip(want.fields())).find(|(_, (h, w))| h != w)?;
         Some(format!("header field `{name}` is {have}, expected {want}"))
     }
 
