@@ -181,12 +181,10 @@ impl Disk {
     }
 
     /// Input tile `id` (on this disk), from memory, the cache or the file (empty when the
-    /// tiles are absent).
-    ///
-    /// # Panics
-    /// If the file cannot be read: the job ends with the operation and the rank named.
-    pub fn tile(&mut self, id: TileId) -> (Arc<Vec<u8>>, ReadCost) {
-        must(self.try_tile(id))
+    /// tiles are absent); a failed read is the file's name and the OS error, in one line,
+    /// for the graph to carry to the client (the job does not panic).
+    pub fn tile(&mut self, id: TileId) -> Result<Arc<Vec<u8>>, String> {
+        self.try_tile(id).map(|(tile, _)| tile).map_err(|e| format!("{e:#}"))
     }
 
     /// Input tile `id` for a run whose output is committed: a failed read is remembered
@@ -278,17 +276,20 @@ impl Disk {
 
     /// Output tile `id`, once written (and committed, for a file).
     ///
+    /// # Errors
+    /// A file that cannot be read back: its name and the OS error, in one line.
+    ///
     /// # Panics
-    /// If it was not written, or cannot be read back.
-    pub fn output(&self, id: TileId) -> Vec<u8> {
+    /// If it was not written.
+    pub fn output(&self, id: TileId) -> Result<Vec<u8>, String> {
         let local = self.tiling().local(id);
         match &self.sink {
-            Sink::Memory(outputs) => outputs[local].as_ref().map(|t| t.to_vec()).unwrap_or_else(|| {
+            Sink::Memory(outputs) => Ok(outputs[local].as_ref().map(|t| t.to_vec()).unwrap_or_else(|| {
                 panic!("output tile {id:?} was never written");
-            }),
+            })),
             Sink::File { dir, name, generation, .. } => {
                 let meta = output_meta(&self.meta, *generation);
-                must(DiskReader::open(dir, name, &meta, self.index).and_then(|r| r.read(local)))
+                DiskReader::open(dir, name, &meta, self.index).and_then(|r| r.read(local)).map_err(|e| format!("{e:#}"))
             }
             Sink::Absent { .. } => panic!("output tile {id:?} was left out (NOALLOC)"),
         }
@@ -342,9 +343,4 @@ impl Disk {
 /// The output's metadata: the input's geometry, in files of the run's generation.
 fn output_meta(input: &Meta, generation: Option<Generation>) -> Meta {
     input.with_generation(generation.expect("a run's output generation is set by reset"))
-}
-
-/// A read error inside an operation ends the job; the message names the file.
-fn must<T>(r: Result<T>) -> T {
-    r.unwrap_or_else(|e| panic!("{e:#}"))
 }

@@ -44,6 +44,11 @@ impl Files {
             ("short", "grey.png", 5),
             ("garbage", "grey.png", 5),
             ("badmeta", "grey.png", 5),
+            ("restrided", "grey.png", 5),
+            ("widened", "grey.png", 5),
+            ("onebit", "grey.png", 5),
+            ("unsealed", "grey.png", 5),
+            ("resealed", "grey.png", 5),
         ] {
             std::fs::create_dir(files.path(store)).unwrap();
             let out = Command::new(BIN)
@@ -70,6 +75,24 @@ impl Files {
         std::fs::write(&tiles, vec![0x5a; len]).unwrap();
         std::fs::write(files.path("badmeta/image.json"), "{\"format\": \"dps-filter tiled image\", \"width\": 3}")
             .unwrap();
+        // Metadata edits that leave every tile file's size and its other header fields right
+        // (100x80 in tiles of 32: 4x3 tiles; 1 and 8 bits are both a byte a pixel).
+        let edit = |store: &str, from: &str, to: &str| {
+            let path = files.path(store).join("image.json");
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert!(text.contains(from), "{text}");
+            std::fs::write(&path, text.replace(from, to)).unwrap();
+        };
+        edit("restrided", "\"stride\": 3", "\"stride\": 2");
+        edit("widened", "\"width\": 100", "\"width\": 97");
+        edit("onebit", "\"bits\": 8", "\"bits\": 1");
+        edit("unsealed", "\"checksum\"", "\"checksum_\"");
+        // Re-sealed after the edit (a checksum computed for it): the tile headers still tell.
+        let path = files.path("resealed/image.json");
+        let mut meta: dps_filter::store::Meta = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        meta.width = 97;
+        let meta = meta.with_generation(meta.generation.unwrap());
+        std::fs::write(&path, serde_json::to_string_pretty(&meta).unwrap()).unwrap();
         std::fs::write(files.path("a_file"), "not a directory").unwrap();
         std::os::unix::fs::symlink(files.path("s8/disk1"), files.path("link-to-disk1")).unwrap();
         files
@@ -171,6 +194,19 @@ fn bad_input_is_refused_with_one_line_naming_it() {
             case(&["load", &short, "-o", &out], 2, &["disk2/image.", ".tiles", "truncated"]),
             case(&["load", &garbage, "-o", &out], 2, &["disk1/image.", ".tiles", "wrong magic"]),
             case(&["load", &badmeta, "-o", &out], 2, &["image.json", "missing field"]),
+            // Fields that change the image's meaning without changing the tile files' sizes:
+            // sealed by the metadata's checksum, whose low bits are in every tile header.
+            case(&["load", &f.p("restrided"), "-o", &out], 2, &["restrided/image.json", "field `checksum`", "stride"]),
+            case(&["load", &f.p("widened"), "-o", &out], 2, &["widened/image.json", "field `checksum`", "width"]),
+            case(&["gather", "--dir", &f.p("onebit")], 2, &["onebit/image.json", "field `checksum`", "bits"]),
+            case(&["median", "--dir", &f.p("onebit")], 2, &["onebit/image.json", "field `checksum`"]),
+            case(&["load", &f.p("unsealed"), "-o", &out], 2, &["unsealed/image.json", "unknown field `checksum_`"]),
+            case(
+                &["load", &f.p("resealed"), "-o", &out],
+                2,
+                &["resealed/disk0/image.", ".tiles", "header field `seal`", "another image's"],
+            ),
+            case_on(2, &["median", "--dir", &f.p("resealed")], 2, &["resealed/disk0/image.", "header field `seal`"]),
             // Windows.
             case(
                 &["load", &s8, "--window", "90", "0", "20", "10", "-o", &out],

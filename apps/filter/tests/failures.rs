@@ -2,6 +2,7 @@
 //! - A tile file that cannot be read mid-run (truncated under the running job, so that the
 //!   check before work passed) ends the job with exit 1 and one line naming the file and the
 //!   error, on 1 and 2 ranks; the output is not committed.
+//! - The same in `gather` (the reads of process-and-gather): exit 1, one line, no panic.
 //! - A `--storage disk` run killed with -9 leaves its scratch store; the next run in the
 //!   same scratch directory removes it, and its own.
 
@@ -61,6 +62,34 @@ fn a_tile_file_that_fails_mid_run_ends_median_with_exit_1_naming_it_on_1_and_2_r
         }
         assert!(!stderr.contains("panicked"), "{ranks} ranks: {stderr}");
         assert!(!store_dir.join("image-median.json").exists(), "{ranks} ranks: the output was committed");
+    }
+}
+
+#[test]
+fn a_tile_file_that_fails_mid_run_ends_gather_with_exit_1_naming_it_on_1_and_2_ranks() {
+    for ranks in [1, 2] {
+        let dir = tempfile::tempdir().unwrap();
+        store(dir.path(), &ranks.to_string());
+        let store_dir = dir.path().join("store");
+        let victim = tile_file(&store_dir, ranks - 1);
+        // 16 tiles read at 50 ms each, 20 times over (gather has no cache): seconds.
+        let job = Job::new(BIN)
+            .ranks(ranks)
+            .env("RUST_BACKTRACE", "0")
+            .args(["gather", "--dir", store_dir.to_str().unwrap(), "--reps", "20", "--disk-latency-ms", "50"])
+            .spawn_logged(dir.path(), "gather");
+        std::thread::sleep(Duration::from_millis(1500));
+        let file = std::fs::OpenOptions::new().write(true).open(&victim).unwrap();
+        file.set_len(100).unwrap();
+        let (status, _, stderr) = job.wait();
+        assert_eq!(status.code(), Some(1), "{ranks} ranks: {stderr}");
+        let lines: Vec<&str> = stderr.lines().filter(|l| l.contains("dps-filter")).collect();
+        assert_eq!(lines.len(), 1, "{ranks} ranks: one line expected: {stderr}");
+        let victim = victim.display().to_string();
+        for words in [&victim[..], "cannot read tile", "failed to fill whole buffer"] {
+            assert!(lines[0].contains(words), "{ranks} ranks: {words:?} not in {stderr}");
+        }
+        assert!(!stderr.contains("panicked"), "{ranks} ranks: {stderr}");
     }
 }
 

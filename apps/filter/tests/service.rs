@@ -1,7 +1,8 @@
 //! The striped file service (the DPS paper, Fig. 5): `dps-filter serve` on 1 and 2 ranks
 //! exports the window-reading graph of a stored image; two `dps-filter client`s (1 and 2
 //! ranks) started separately at the same time read windows through it, and each window's
-//! pixels are the source image's. A client with no service, a refused window, bad options,
+//! pixels are the source image's. A client with no service, a refused window, a tile the
+//! service cannot read, bad options,
 //! and a serve stopped by SIGTERM. Each test has a registry directory of its own
 //! (`DPS_SERVICES`), and every job runs under a timeout.
 
@@ -126,6 +127,33 @@ fn two_clients_at_once_read_the_source_windows_through_a_service_on_1_and_2_rank
         assert!(!err.contains("panicked") && !err.contains("dropped"), "{err}");
         assert!(!registry.join(format!("{name}.service")).exists(), "the export is withdrawn at the end");
     }
+}
+
+/// Issue 27: a tile file the service cannot read (truncated after `serve` checked it) is the
+/// client's error, exit 1, one line naming the file and the OS error; the service goes on.
+#[test]
+fn a_tile_the_service_cannot_read_ends_the_client_with_exit_1_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = dir.path().join("registry");
+    std::fs::create_dir(&registry).unwrap();
+    let (store, _) = stored_image(dir.path());
+    let (name, stop) = ("filter.broken", dir.path().join("stop"));
+    let server = serve(1, &registry, &store, name, &stop);
+    let victim = std::fs::read_dir(store.join("disk0")).unwrap().next().unwrap().unwrap().path();
+    std::fs::OpenOptions::new().write(true).open(&victim).unwrap().set_len(100).unwrap();
+    let whole = ["client", "--service", name, "--window", "0", "0", "300", "260"];
+    let failed = test_job(job(1, &registry, &whole));
+    assert_eq!(failed.status.code(), Some(1), "{}", failed.stderr);
+    let lines: Vec<&str> = failed.stderr.lines().filter(|l| l.contains("dps-filter")).collect();
+    assert_eq!(lines.len(), 1, "one line expected: {}", failed.stderr);
+    let victim = victim.display().to_string();
+    for words in [&victim[..], "could not read the window", "cannot read tile", "failed to fill whole buffer"] {
+        assert!(lines[0].contains(words), "{words:?} not in {}", failed.stderr);
+    }
+    std::fs::write(&stop, b"").unwrap();
+    let (status, out, err) = server.wait();
+    assert!(status.success(), "serve: {out}\n{err}");
+    assert!(!err.contains("panicked"), "{err}");
 }
 
 #[test]

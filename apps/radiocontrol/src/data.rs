@@ -1,14 +1,18 @@
 //! The data set on disk (§2.10), its checks, and its ground truth (`truth.csv`) as `--verify` reads it.
 //!
 //! ```text
-//! DATA/radio.json              manifest: sizes, seed, data-set id (written last by `generate`)
+//! DATA/radio.json              manifest: sizes, seed, data-set id, truth.csv's hash, and a
+//!                              checksum over them (written last by `generate`)
 //! DATA/stations/S{sss}_H{hh}.bin   60 station minute records of 60,000 B (30,000 i16 LE at 3 kHz)
 //! DATA/watches/W{wwww}.bin     1440 watch minute records of 95 B, in minute-of-day order
 //! DATA/truth.csv               the generator's ground truth, one line per watch minute
 //! ```
 //!
 //! Watch record (95 B): `u16` minute of day, `u8` flags (bit 0 = worn), `i8` temperature,
-//! `f32` scale, 7 reserved bytes, 80 `u8` log energies (one per 50 ms).
+//! `f32` scale, 7 reserved bytes, 80 `u8` log energies (one per 50 ms). The fields that
+//! change what the record means are checked on every read: the minute, the flags (no bit
+//! but bit 0), the scale (1.0: the log energies are used as stored) and the reserved bytes
+//! (0). The temperature is carried but not used (no drift correction).
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -33,15 +37,19 @@ pub const DAY_MINUTES: usize = 24 * MINUTES;
 pub const WATCH_FILE: u64 = (WATCH_RECORD * DAY_MINUTES) as u64;
 /// Byte offset of the log energies in a watch record.
 const ENVELOPE_AT: usize = 15;
-/// The manifest's format tag.
-pub const FORMAT: &str = "dps-radiocontrol data 1";
+/// The manifest's format tag written: version 2, sealed by its `checksum`.
+pub const FORMAT: &str = "dps-radiocontrol data 2";
+/// The first version's tag (no `truth_hash`, no `checksum`), still read.
+pub const FORMAT_1: &str = "dps-radiocontrol data 1";
 /// Largest sizes accepted (the watch file names have 4 digits, the station names 3).
 pub const MAX_WATCHES: usize = 10_000;
 /// See [`MAX_WATCHES`].
 pub const MAX_STATIONS: usize = 1_000;
 
-/// `DATA/radio.json`.
+/// `DATA/radio.json`. Unknown fields are refused; in format 2 `checksum` seals every other
+/// field, and `truth_hash` binds `truth.csv` to them.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(deny_unknown_fields)]
 pub struct Manifest {
     /// [`FORMAT`].
     pub format: String,
@@ -55,9 +63,74 @@ pub struct Manifest {
     pub seed: u64,
     /// Identifies the data set: a result file records it and refuses another.
     pub dataset_id: u64,
+    /// `fnv1a64:` and 16 hex digits: FNV-1a of `truth.csv`'s bytes (format 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truth_hash: Option<String>,
+    /// `fnv1a64:` and 16 hex digits: FNV-1a of every field above (format 2; see
+    /// [`Manifest::seal`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<String>,
+}
+
+/// `fnv1a64:` and the 16 hex digits of FNV-1a 64 of `bytes` (the platform file's hash).
+pub fn fnv1a64(bytes: &[u8]) -> String {
+    use std::hash::Hasher;
+    let mut hasher = fnv::FnvHasher::default();
+    hasher.write(bytes);
+    format!("fnv1a64:{:016x}", hasher.finish())
 }
 
 impl Manifest {
+    /// The manifest of a data set about to be generated (format 2, not sealed yet: see
+    /// [`sealed`](Self::sealed)).
+    pub fn new(watches: usize, stations: usize, hours: usize, seed: u64, dataset_id: u64) -> Manifest {
+        let format = FORMAT.into();
+        Manifest { format, watches, stations, hours, seed, dataset_id, truth_hash: None, checksum: None }
+    }
+
+    /// The text the checksum is FNV-1a of: `FORMAT: watches W stations S hours H seed N
+    /// dataset_id I truth T`.
+    pub fn seal(&self) -> String {
+        let truth = self.truth_hash.as_deref().unwrap_or_default();
+        let text = format!(
+            "{}: watches {} stations {} hours {} seed {} dataset_id {} truth {truth}",
+            self.format, self.watches, self.stations, self.hours, self.seed, self.dataset_id
+        );
+        fnv1a64(text.as_bytes())
+    }
+
+    /// The same manifest, sealed, with `truth.csv`'s hash.
+    pub fn sealed(&self, truth_hash: String) -> Manifest {
+        let mut m = Manifest { format: FORMAT.into(), truth_hash: Some(truth_hash), ..self.clone() };
+        m.checksum = Some(m.seal());
+        m
+    }
+
+    /// Parses and checks `radio.json`'s text: fields, format, sizes, checksum.
+    ///
+    /// # Errors
+    /// What is wrong, naming the field.
+    pub fn parse(text: &str) -> Result<Manifest, String> {
+        let m: Manifest = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        m.check()?;
+        match (&m.truth_hash, &m.checksum) {
+            (None, None) if m.format == FORMAT_1 => {}
+            (_, _) if m.format == FORMAT_1 => {
+                return Err(format!("format {FORMAT_1:?} has no \"truth_hash\" or \"checksum\" field"))
+            }
+            (None, _) => return Err(format!("missing field `truth_hash` (format {FORMAT:?})")),
+            (_, None) => return Err(format!("missing field `checksum` (format {FORMAT:?})")),
+            (Some(_), Some(sum)) if *sum != m.seal() => {
+                return Err(format!(
+                    "field `checksum` {sum:?} does not match the fields it seals (watches, stations, hours, \
+                     seed, dataset_id, truth_hash: one was edited or damaged)"
+                ))
+            }
+            _ => {}
+        }
+        Ok(m)
+    }
+
     /// Jobs of the run: one per (hour, station).
     pub fn jobs(&self) -> usize {
         self.hours * self.stations
@@ -73,8 +146,8 @@ impl Manifest {
     /// # Errors
     /// A message naming the field out of range.
     pub fn check(&self) -> Result<(), String> {
-        if self.format != FORMAT {
-            return Err(format!("format {:?} is not {FORMAT:?}", self.format));
+        if self.format != FORMAT && self.format != FORMAT_1 {
+            return Err(format!("format {:?} is not {FORMAT:?} or {FORMAT_1:?}", self.format));
         }
         if !(1..=MAX_WATCHES).contains(&self.watches) {
             return Err(format!("watches {} must be between 1 and {MAX_WATCHES}", self.watches));
@@ -122,12 +195,23 @@ impl WatchRecord {
     /// Reads a record, which must be minute `minute` of the day.
     ///
     /// # Errors
-    /// A message if the record's minute is not `minute` (a file out of order or not a
-    /// watch file).
+    /// A message naming the field if the record's minute is not `minute` (a file out of order
+    /// or not a watch file), or its flags, scale or reserved bytes are not what this
+    /// implementation reads.
     pub fn decode(b: &[u8; WATCH_RECORD], minute: usize) -> Result<WatchRecord, String> {
         let m = u16::from_le_bytes([b[0], b[1]]);
         if usize::from(m) != minute {
             return Err(format!("record {minute} says it is minute {m}"));
+        }
+        if b[2] > 1 {
+            return Err(format!("record {minute}: flags {:#04x} has bits other than bit 0 (worn)", b[2]));
+        }
+        let scale = f32::from_le_bytes([b[4], b[5], b[6], b[7]]);
+        if scale != 1.0 {
+            return Err(format!("record {minute}: scale {scale} is not 1 (the log energies are read as stored)"));
+        }
+        if b[8..ENVELOPE_AT].iter().any(|&r| r != 0) {
+            return Err(format!("record {minute}: reserved bytes 8..15 are not 0"));
         }
         let envelope: [u8; WATCH_BLOCKS] = b[ENVELOPE_AT..].try_into().expect("80 bytes");
         Ok(WatchRecord { minute: m, flags: b[2], temperature: b[3] as i8, envelope })
@@ -192,8 +276,7 @@ impl DataSet {
         let text = std::fs::read_to_string(&mpath).map_err(|e| {
             bad(format!("{}: {e} (not a data set written by `dps-radiocontrol generate`?)", mpath.display()))
         })?;
-        let manifest: Manifest = serde_json::from_str(&text).map_err(|e| bad(format!("{}: {e}", mpath.display())))?;
-        manifest.check().map_err(|e| bad(format!("{}: {e}", mpath.display())))?;
+        let manifest = Manifest::parse(&text).map_err(|e| bad(format!("{}: {e}", mpath.display())))?;
         let check = |path: PathBuf, size: u64, what: &str| -> Result<()> {
             let meta = std::fs::metadata(&path).map_err(|e| bad(format!("{what} {}: {e}", path.display())))?;
             if meta.len() != size {
@@ -266,18 +349,62 @@ impl DataSet {
     }
 }
 
-/// Reads `truth.csv`: (watch, minute of day, truth) per line.
+/// The first line of `truth.csv`.
+pub const TRUTH_HEADER: &str = "watch,minute,kind,station,lag";
+
+/// Reads `truth.csv` of `data`: (watch, minute of day, truth) per line, each checked against
+/// the data set: its hash against the manifest's `truth_hash` (format 2), the header, every
+/// line's fields in range, and every worn or generated watch minute of the data set's hours
+/// exactly once.
 ///
 /// # Errors
-/// A message naming the file and line.
-pub fn read_truth(dir: &Path) -> Result<Vec<(usize, usize, Truth)>> {
-    let path = truth_path(dir);
-    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
-    text.lines()
-        .enumerate()
-        .skip(1)
-        .map(|(i, line)| parse_truth_line(line).with_context(|| format!("{}:{}", path.display(), i + 1)))
-        .collect()
+/// A message naming the file (and the line or field).
+pub fn read_truth(data: &DataSet) -> Result<Vec<(usize, usize, Truth)>> {
+    let (m, path) = (&data.manifest, truth_path(&data.dir));
+    let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    if let Some(want) = &m.truth_hash {
+        let have = fnv1a64(&bytes);
+        if have != *want {
+            anyhow::bail!(
+                "{}: its hash {have} is not the manifest's truth_hash {want} (edited, or another data set's)",
+                path.display()
+            );
+        }
+    }
+    let text = String::from_utf8(bytes).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let mut lines = text.lines().enumerate();
+    match lines.next() {
+        Some((_, TRUTH_HEADER)) => {}
+        other => anyhow::bail!(
+            "{}:1: header {:?}, expected {TRUTH_HEADER:?}",
+            path.display(),
+            other.map(|(_, l)| l).unwrap_or_default()
+        ),
+    }
+    let mut seen = vec![false; m.watches * m.hours * MINUTES];
+    let truth = lines
+        .map(|(i, line)| {
+            let at = || format!("{}:{}", path.display(), i + 1);
+            let (w, minute, t) = parse_truth_line(line).with_context(at)?;
+            let station_ok = |s: usize, lag: usize| s < m.stations && lag < crate::kernel::LAGS;
+            if w >= m.watches || minute >= m.hours * MINUTES {
+                anyhow::bail!("{}: watch {w} minute {minute} is outside the data set", at());
+            }
+            if let Truth::Listen { station, lag } = t {
+                if !station_ok(station, lag) {
+                    anyhow::bail!("{}: station {station} lag {lag} is outside the data set", at());
+                }
+            }
+            if std::mem::replace(&mut seen[minute * m.watches + w], true) {
+                anyhow::bail!("{}: watch {w} minute {minute} appears twice", at());
+            }
+            Ok((w, minute, t))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if let Some(i) = seen.iter().position(|s| !s) {
+        anyhow::bail!("{}: no line for watch {} minute {}", path.display(), i % m.watches, i / m.watches);
+    }
+    Ok(truth)
 }
 
 /// Parses one line of `truth.csv`.
@@ -289,6 +416,9 @@ pub fn parse_truth_line(line: &str) -> Result<(usize, usize, Truth)> {
     let [w, minute, kind, station, lag] = f[..] else { anyhow::bail!("expected 5 fields, found {}", f.len()) };
     let (w, minute) = (w.parse()?, minute.parse()?);
     let t = match kind {
+        "off" | "noise" if !station.is_empty() || !lag.is_empty() => {
+            anyhow::bail!("kind {kind} has a station or lag ({station:?}, {lag:?}): they must be empty")
+        }
         "off" => Truth::Off,
         "noise" => Truth::Noise,
         "listen" => Truth::Listen { station: station.parse()?, lag: lag.parse()? },

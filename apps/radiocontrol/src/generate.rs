@@ -151,8 +151,12 @@ pub fn generate(dir: &Path, m: &Manifest) -> Result<()> {
         std::fs::write(&path, &bytes).with_context(|| format!("cannot write {}", path.display()))?;
     }
     truth.flush().with_context(|| format!("cannot write {}", tpath.display()))?;
+    drop(truth);
+    // Sealed over what was written: truth.csv as it is on disk.
+    let written = std::fs::read(&tpath).with_context(|| format!("cannot read {}", tpath.display()))?;
+    let sealed = m.sealed(crate::data::fnv1a64(&written));
     let mpath = manifest_path(dir);
-    std::fs::write(&mpath, serde_json::to_string_pretty(m)? + "\n")
+    std::fs::write(&mpath, serde_json::to_string_pretty(&sealed)? + "\n")
         .with_context(|| format!("cannot write {}", mpath.display()))?;
     Ok(())
 }
@@ -179,7 +183,6 @@ pub fn check_room(dir: &Path, m: &Manifest) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::FORMAT;
     use crate::kernel::{correlate_minute, log_energies, Match, Prepared, Watch, LG_SCALE};
     use crate::verify::LAG_TOLERANCE;
 
@@ -189,13 +192,8 @@ mod tests {
     #[test]
     fn a_data_set_larger_than_its_file_system_is_refused_before_writing() {
         let dir = tempfile::tempdir_in("/dev/shm").unwrap();
-        let manifest = |watches, stations, hours| Manifest {
-            format: FORMAT.into(),
-            watches,
-            stations,
-            hours,
-            seed: 1,
-            dataset_id: dataset_id(1, watches, stations, hours),
+        let manifest = |watches, stations, hours| {
+            Manifest::new(watches, stations, hours, 1, dataset_id(1, watches, stations, hours))
         };
         let e = check_room(dir.path(), &manifest(10_000, 1_000, 24)).unwrap_err().to_string();
         assert!(e.contains("needs 82.") && e.contains("GiB of disk space") && e.contains("free"), "{e}");
@@ -210,14 +208,7 @@ mod tests {
     /// silence; now it is at τ0 with r > 0.999.
     #[test]
     fn the_issue_27_minutes_are_found_at_their_lag() {
-        let m = Manifest {
-            format: FORMAT.into(),
-            watches: 200,
-            stations: 20,
-            hours: 2,
-            seed: 7,
-            dataset_id: dataset_id(7, 200, 20, 2),
-        };
+        let m = Manifest::new(200, 20, 2, 7, dataset_id(7, 200, 20, 2));
         for (w, minute, station, lag) in [(146, 99, 10, 5389), (159, 99, 10, 5194), (184, 88, 2, 499)] {
             let hour = minute / MINUTES;
             // Only the station heard is generated; watch_minute reads no other.

@@ -202,7 +202,7 @@ fn finish(r: &RunPlan, mut rec: Record) -> Result<()> {
 
 /// The ground truth, then a serial run into a scratch file compared byte for byte.
 fn verify_all(r: &RunPlan, data: &DataSet, all: &[Vec<Match>], path: &Path) -> Result<()> {
-    let truth = read_truth(&data.dir)?;
+    let truth = read_truth(data)?;
     verify::check_truth(&data.manifest, all, &truth)?;
     let scratch = r.out.join(".serial-check.bin");
     let _ = std::fs::remove_file(&scratch);

@@ -1,4 +1,7 @@
 //! Bad input: a missing or truncated data file, a station or watch file of the wrong size,
+//! a manifest with an unknown field or that does not match its checksum, a `truth.csv` that
+//! does not match the manifest's hash (or, in format 1, a bad header or a repeated line), a
+//! watch record with flags, scale or reserved bytes this program does not read,
 //! an output directory that cannot be written, a result file of another data set, a full
 //! disk (`/dev/full`: every write fails with ENOSPC), bad options. Each row states the exit
 //! code (2: refused before any work, 1: the run failed) and words of the one-line message.
@@ -108,6 +111,43 @@ fn every_bad_input_is_one_clear_line_and_leaves_results_valid() {
     let mut bytes = std::fs::read(&watch).unwrap();
     bytes[5 * 95] = 77; // record 5's minute (a u16 at the record's start) reads 77
     std::fs::write(&watch, bytes).unwrap();
+    // Issue 27: the manifest, truth.csv and the watch records get the platform file's rigour.
+    let copy = |name: &str| {
+        copy_dir(&s.root.join("data"), &s.root.join(name));
+        s.root.join(name)
+    };
+    let replace = |path: PathBuf, from: &str, to: &str| {
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(from), "{from} not in {text}");
+        std::fs::write(&path, text.replacen(from, to, 1)).unwrap();
+    };
+    replace(copy("extra-field").join("radio.json"), "\"seed\"", "\"stride\": 3, \"seed\"");
+    replace(copy("fewer-watches").join("radio.json"), "\"watches\": 4", "\"watches\": 3");
+    replace(copy("edited-truth").join("truth.csv"), "\n0,", "\n1,");
+    // Format 1 (no checksum, no truth hash): still read, its truth.csv checked line by line.
+    let v1 = copy("v1");
+    let manifest = std::fs::read_to_string(v1.join("radio.json")).unwrap();
+    let mut m: serde_json::Value = serde_json::from_str(&manifest).unwrap();
+    let fields = m.as_object_mut().unwrap();
+    fields.remove("checksum");
+    fields.remove("truth_hash");
+    fields.insert("format".into(), "dps-radiocontrol data 1".into());
+    std::fs::write(v1.join("radio.json"), serde_json::to_string(&m).unwrap()).unwrap();
+    copy_dir(&v1, &s.root.join("v1-truth-header"));
+    replace(s.root.join("v1-truth-header/truth.csv"), "watch,minute", "minute,watch");
+    copy_dir(&v1, &s.root.join("v1-truth-twice"));
+    let truth = std::fs::read_to_string(v1.join("truth.csv")).unwrap();
+    let second = truth.lines().nth(2).unwrap();
+    replace(s.root.join("v1-truth-twice/truth.csv"), truth.lines().nth(1).unwrap(), second);
+    // Watch record fields this implementation does not read: flags, scale, reserved bytes.
+    for (name, at, value) in
+        [("watch-flags", 95 * 3 + 2, 0x81u8), ("watch-scale", 95 * 7 + 7, 0x40), ("watch-reserved", 95 * 9 + 12, 1)]
+    {
+        let watch = copy(name).join("watches/W0002.bin");
+        let mut bytes = std::fs::read(&watch).unwrap();
+        bytes[at] = value;
+        std::fs::write(&watch, bytes).unwrap();
+    }
     let run = |data: &str, out: &str| -> Vec<String> {
         ["run", &s.p(data), "--out", &s.p(out), "--serial"].iter().map(|w| w.to_string()).collect()
     };
@@ -128,6 +168,23 @@ fn every_bad_input_is_one_clear_line_and_leaves_results_valid() {
         (run("data", "dir-out"), 2, vec!["results.bin".into(), "is a directory".into()]),
         (run("wrong-minute", "o9"), 2, vec!["W0001.bin".into(), "record 5 says it is minute 77".into()]),
         (with(run("bad-truth", "o8"), &["--verify"]), 2, vec!["--verify".into(), "truth.csv".into()]),
+        (run("extra-field", "o10"), 2, vec!["extra-field/radio.json".into(), "unknown field `stride`".into()]),
+        (run("fewer-watches", "o10"), 2, vec!["fewer-watches/radio.json".into(), "field `checksum`".into()]),
+        (
+            with(run("edited-truth", "o10"), &["--verify"]),
+            2,
+            vec!["edited-truth/truth.csv".into(), "not the manifest's truth_hash".into()],
+        ),
+        (with(run("v1", "o11"), &["--verify"]), 0, vec![]),
+        (
+            with(run("v1-truth-header", "o10"), &["--verify"]),
+            2,
+            vec!["v1-truth-header/truth.csv:1".into(), "header \"minute,watch".into()],
+        ),
+        (with(run("v1-truth-twice", "o10"), &["--verify"]), 2, vec!["truth.csv:3".into(), "appears twice".into()]),
+        (run("watch-flags", "o10"), 2, vec!["W0002.bin".into(), "record 3: flags 0x81".into()]),
+        (run("watch-scale", "o10"), 2, vec!["W0002.bin".into(), "record 7: scale".into()]),
+        (run("watch-reserved", "o10"), 2, vec!["W0002.bin".into(), "record 9: reserved bytes".into()]),
         (run("data", "full-out"), 1, vec!["results.bin".into(), "No space left on device".into()]),
         (run("data", "full-summary"), 1, vec!["summary.csv".into(), "No space left on device".into()]),
         (with(run("data", "o2"), &["--pipeline-depth", "0"]), 2, vec!["--pipeline-depth".into()]),

@@ -2,7 +2,7 @@
 //! headers, ground-truth lines, and the watchdog's command lines. Arbitrary bytes never
 //! panic; what is encoded reads back; any damaged record is refused.
 
-use dps_radiocontrol::data::{parse_truth_line, Manifest, Truth, WatchRecord, FORMAT, WATCH_RECORD};
+use dps_radiocontrol::data::{parse_truth_line, Manifest, Truth, WatchRecord, FORMAT, FORMAT_1, WATCH_RECORD};
 use dps_radiocontrol::kernel::Match;
 use dps_radiocontrol::launcher::with_ranks;
 use dps_radiocontrol::results::{
@@ -11,18 +11,29 @@ use dps_radiocontrol::results::{
 use proptest::prelude::*;
 
 fn manifest(watches: usize, stations: usize, hours: usize, id: u64) -> Manifest {
-    Manifest { format: FORMAT.into(), watches, stations, hours, seed: 1, dataset_id: id }
+    Manifest::new(watches, stations, hours, 1, id)
 }
 
 proptest! {
     #[test]
     fn watch_records_read_back_and_garbage_never_panics(
-        minute in 0u16..1440, flags in any::<u8>(), temp in any::<i8>(),
+        minute in 0u16..1440, flags in 0u8..2, temp in any::<i8>(), other_flags in 2u8..,
+        scale in any::<f32>(), reserved in 0usize..7,
         env in proptest::collection::vec(any::<u8>(), 80), junk in proptest::collection::vec(any::<u8>(), WATCH_RECORD),
     ) {
         let rec = WatchRecord { minute, flags, temperature: temp, envelope: env.try_into().unwrap() };
         prop_assert_eq!(WatchRecord::decode(&rec.encode(), usize::from(minute)), Ok(rec));
         prop_assert!(WatchRecord::decode(&rec.encode(), usize::from(minute) + 1).is_err());
+        // Every field that changes the record's meaning is checked: flags, scale, reserved.
+        let mut bad = rec.encode();
+        bad[2] = other_flags;
+        prop_assert!(WatchRecord::decode(&bad, usize::from(minute)).unwrap_err().contains("flags"));
+        let mut bad = rec.encode();
+        bad[4..8].copy_from_slice(&scale.to_le_bytes());
+        prop_assert_eq!(WatchRecord::decode(&bad, usize::from(minute)).is_ok(), scale == 1.0);
+        let mut bad = rec.encode();
+        bad[8 + reserved] = 1;
+        prop_assert!(WatchRecord::decode(&bad, usize::from(minute)).unwrap_err().contains("reserved"));
         let junk: [u8; WATCH_RECORD] = junk.try_into().unwrap();
         let _ = WatchRecord::decode(&junk, 0);
     }
@@ -63,6 +74,7 @@ proptest! {
     ) {
         prop_assert_eq!(parse_truth_line(&format!("{w},{minute},listen,{s},{lag}")).unwrap(), (w, minute, Truth::Listen { station: s, lag }));
         prop_assert_eq!(parse_truth_line(&format!("{w},{minute},noise,,")).unwrap(), (w, minute, Truth::Noise));
+        prop_assert!(parse_truth_line(&format!("{w},{minute},off,{s},")).is_err(), "an off minute with a station");
         let _ = parse_truth_line(&junk);
     }
 
@@ -74,4 +86,39 @@ proptest! {
         prop_assert_eq!(&lowered[2], &n.saturating_sub(1).max(1).to_string());
         prop_assert_eq!(&lowered[3..], &cmd[3..]);
     }
+}
+
+/// The manifest gets the platform file's rigour: unknown fields refused, and in format 2 a
+/// checksum over every field (so an edited size, seed, id or truth hash is refused); format
+/// 1 (no checksum) is still read.
+#[test]
+fn the_manifest_is_sealed_and_format_1_still_reads() {
+    let m = manifest(20, 5, 2, 0xabc).sealed("fnv1a64:0123456789abcdef".into());
+    assert_eq!(m.format, FORMAT);
+    let text = serde_json::to_string_pretty(&m).unwrap();
+    assert_eq!(Manifest::parse(&text), Ok(m.clone()));
+    for (from, to) in [
+        ("\"watches\": 20", "\"watches\": 10"),
+        ("\"stations\": 5", "\"stations\": 4"),
+        ("\"hours\": 2", "\"hours\": 1"),
+        ("\"seed\": 1", "\"seed\": 2"),
+        ("\"dataset_id\": 2748", "\"dataset_id\": 2749"),
+        ("0123456789abcdef", "0123456789abcdee"),
+    ] {
+        let edited = text.replace(from, to);
+        assert_ne!(edited, text, "{from}");
+        let e = Manifest::parse(&edited).unwrap_err();
+        assert!(e.contains("field `checksum`") && e.contains("does not match"), "{from}: {e}");
+    }
+    let unknown = text.replace("\"seed\"", "\"extra\": 1, \"seed\"");
+    assert!(Manifest::parse(&unknown).unwrap_err().contains("unknown field `extra`"));
+    let unsealed = text.replace("\"checksum\"", "\"checksum_\"");
+    assert!(Manifest::parse(&unsealed).unwrap_err().contains("unknown field `checksum_`"));
+    let v1 = serde_json::to_string(&Manifest { format: FORMAT_1.into(), ..manifest(20, 5, 2, 7) }).unwrap();
+    assert!(!v1.contains("checksum"), "{v1}");
+    assert!(Manifest::parse(&v1).is_ok(), "format 1 is still read");
+    let v1_sealed = text.replace(FORMAT, FORMAT_1);
+    assert!(Manifest::parse(&v1_sealed).unwrap_err().contains("has no"));
+    let v2_unsealed = v1.replace(FORMAT_1, FORMAT);
+    assert!(Manifest::parse(&v2_unsealed).unwrap_err().contains("missing field `truth_hash`"));
 }

@@ -33,7 +33,8 @@ struct TileRead {
 #[derive(Debug, Serialize, Deserialize)]
 struct RawTile {
     read: TileRead,
-    slot: Bulk<u8>,
+    /// The tile's slot, or why it could not be read (its file and the OS error).
+    slot: Result<Bulk<u8>, String>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -42,6 +43,7 @@ struct Enlarged {
     at: Area,
     sums: Bulk<i32>,
     compute_ns: u64,
+    failed: Option<String>,
 }
 
 /// A gathered window: the unnormalised sums of the filter, row by row.
@@ -55,6 +57,9 @@ pub struct Gathered {
     pub tiles: usize,
     /// Compute time of each tile, ns.
     pub compute_ns: Vec<u64>,
+    /// The first tile that could not be read (its file and the OS error): the sums are
+    /// not the filter's.
+    pub failed: Option<String>,
 }
 
 /// The `gather` graph.
@@ -82,7 +87,7 @@ pub(super) fn path(
         "read_tile",
         disks,
         route::by_key(|t: &TileRead| t.request.tiling.disk(t.id)),
-        |d: &mut Disk, read: TileRead| RawTile { read, slot: Bulk(d.tile(read.id).0.to_vec()) },
+        |d: &mut Disk, read: TileRead| RawTile { read, slot: d.tile(read.id).map(|t| Bulk(t.to_vec())) },
     );
     let filter = Node::leaf(
         "filter_tile",
@@ -101,7 +106,12 @@ pub(super) fn path(
                     sums: Bulk(vec![0; e.window.w * e.window.h]),
                     tiles: 0,
                     compute_ns: Vec::new(),
+                    failed: None,
                 });
+                if e.failed.is_some() {
+                    g.failed = g.failed.take().or(e.failed);
+                    return;
+                }
                 linear::overlap_add(&mut g.sums, g.window, &e.sums, e.at);
                 g.tiles += 1;
                 g.compute_ns.push(e.compute_ns);
@@ -116,16 +126,23 @@ pub(super) fn path(
 fn filter_tile(t: &RawTile) -> Enlarged {
     let start = Instant::now();
     let GatherRequest { tiling, window, filter } = t.read.request;
+    let slot = match &t.slot {
+        Ok(slot) => slot,
+        Err(why) => {
+            let (sums, at) = (Bulk(Vec::new()), Area { x: 0, y: 0, w: 0, h: 0 });
+            return Enlarged { window, at, sums, compute_ns: 0, failed: Some(why.clone()) };
+        }
+    };
     let k = filter.kernel();
     let (x, y, w, h) = tiling.rect(t.read.id);
-    let b = t.slot.len() / (tiling.tile * tiling.tile);
+    let b = slot.len() / (tiling.tile * tiling.tile);
     let grey: Vec<u16> = (0..h)
         .flat_map(|row| {
-            let line = &t.slot[row * tiling.tile * b..][..w * b];
+            let line = &slot[row * tiling.tile * b..][..w * b];
             line.chunks_exact(b).map(|p| if b == 2 { u16::from_le_bytes([p[0], p[1]]) } else { u16::from(p[0]) })
         })
         .collect();
     let sums = linear::convolve_enlarged(&grey, w, h, &k);
     let at = Area { x: x as i64 - k.rx() as i64, y: y as i64 - k.ry() as i64, w: w + 2 * k.rx(), h: h + 2 * k.ry() };
-    Enlarged { window, at, sums: Bulk(sums), compute_ns: start.elapsed().as_nanos() as u64 }
+    Enlarged { window, at, sums: Bulk(sums), compute_ns: start.elapsed().as_nanos() as u64, failed: None }
 }

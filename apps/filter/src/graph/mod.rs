@@ -46,8 +46,9 @@ pub struct Graphs {
     pub exchange: Graph<Tiling, ExchangeReport>,
     /// Process-and-gather, linear filter.
     pub gather: Graph<GatherRequest, Gathered>,
-    /// Every output tile, assembled on the client (`bytes` per pixel).
-    pub collect: Graph<Tiling, Bulk<u8>>,
+    /// Every output tile, assembled on the client (`bytes` per pixel), or the first tile
+    /// that could not be read back (its file and the OS error).
+    pub collect: Graph<Tiling, Result<Bulk<u8>, String>>,
     /// `(disks, control)`: every disk resets or commits; returns the disks' errors, each
     /// naming its file (none: all done).
     pub control: Graph<(usize, Control), Vec<String>>,
@@ -81,7 +82,7 @@ pub fn build(
     })
 }
 
-fn collect(client: &Collection<()>, disks: &Collection<Disk>) -> dps::Path<Tiling, Bulk<u8>> {
+fn collect(client: &Collection<()>, disks: &Collection<Disk>) -> dps::Path<Tiling, Result<Bulk<u8>, String>> {
     let split = Node::split("split_collect", client, route::fixed(0), |_: &mut (), t: Tiling| {
         t.tiles().map(move |id| Collect { id, tiling: t }).collect::<Vec<_>>()
     });
@@ -89,14 +90,24 @@ fn collect(client: &Collection<()>, disks: &Collection<Disk>) -> dps::Path<Tilin
         "read_output",
         disks,
         route::by_key(|c: &Collect| c.tiling.disk(c.id)),
-        |d: &mut Disk, c: Collect| (c, Bulk(d.output(c.id))),
+        |d: &mut Disk, c: Collect| (c, d.output(c.id).map(Bulk)),
     );
     let assemble = Node::merge(
         "assemble_output",
         client,
         MergeFn::new(
-            |_: &mut ()| Vec::<u8>::new(),
-            |_, image: &mut Vec<u8>, (c, slot): (Collect, Bulk<u8>)| {
+            |_: &mut ()| Ok(Vec::<u8>::new()),
+            |_, image: &mut Result<Vec<u8>, String>, (c, slot): (Collect, Result<Bulk<u8>, String>)| {
+                let slot = match slot {
+                    Ok(slot) => slot,
+                    Err(why) => {
+                        if image.is_ok() {
+                            *image = Err(why); // the first failure is kept
+                        }
+                        return;
+                    }
+                };
+                let Ok(image) = image else { return };
                 let t = c.tiling;
                 let b = slot.len() / (t.tile * t.tile);
                 image.resize(t.width * t.height * b, 0);
@@ -105,7 +116,7 @@ fn collect(client: &Collection<()>, disks: &Collection<Disk>) -> dps::Path<Tilin
                     image[((y + row) * t.width + x) * b..][..w * b].copy_from_slice(&slot[row * t.tile * b..][..w * b]);
                 }
             },
-            |_, image| Bulk(image),
+            |_, image| image.map(Bulk),
         ),
     );
     split >> read >> assemble

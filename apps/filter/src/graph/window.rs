@@ -41,6 +41,9 @@ pub struct WindowPixels {
     pub pixels: Bulk<u8>,
     /// A window the service refused (empty or outside the image), and why; no pixels.
     pub error: Option<String>,
+    /// A tile of the window the service could not read (its file and the OS error): the
+    /// pixels are not the image's.
+    pub failed: Option<String>,
 }
 
 /// One tile's part of a window (or, for a refused window, the refusal).
@@ -56,6 +59,7 @@ struct Piece {
     /// The overlap of the tile and the window, image coordinates.
     at: (usize, usize, usize, usize),
     bytes: Bulk<u8>,
+    failed: Option<String>,
 }
 
 /// Why the service refuses `r` for an image of `tiling` (None: it is inside).
@@ -106,9 +110,13 @@ pub fn serve_path(
                 let out = acc.get_or_insert_with(|| {
                     let error = refusal(&r, &tiling);
                     let size = if error.is_some() { 0 } else { (r.w * r.h) as usize * b };
-                    WindowPixels { request: r, depth, pixels: Bulk(vec![0; size]), error }
+                    WindowPixels { request: r, depth, pixels: Bulk(vec![0; size]), error, failed: None }
                 });
-                if out.error.is_some() {
+                if out.error.is_some() || out.failed.is_some() {
+                    return;
+                }
+                if piece.failed.is_some() {
+                    out.failed = piece.failed;
                     return;
                 }
                 let (px, py, pw, ph) = piece.at;
@@ -126,9 +134,13 @@ pub fn serve_path(
 
 /// The part of the tile inside the window, row by row.
 fn cut(d: &mut Disk, read: TileRead, tiling: Tiling) -> Piece {
-    let Some(id) = read.tile else { return Piece { read, at: (0, 0, 0, 0), bytes: Bulk(Vec::new()) } };
+    let nothing = |failed| Piece { read, at: (0, 0, 0, 0), bytes: Bulk(Vec::new()), failed };
+    let Some(id) = read.tile else { return nothing(None) };
     let r = read.request;
-    let (slot, _) = d.tile(id);
+    let slot = match d.tile(id) {
+        Ok(slot) => slot,
+        Err(why) => return nothing(Some(why)),
+    };
     let b = slot.len() / (tiling.tile * tiling.tile);
     let (tx, ty, tw, th) = tiling.rect(id);
     let (x0, x1) = (tx.max(r.x as usize), (tx + tw).min((r.x + r.w) as usize));
@@ -137,7 +149,7 @@ fn cut(d: &mut Disk, read: TileRead, tiling: Tiling) -> Piece {
     for yy in y0..y1 {
         bytes.extend_from_slice(&slot[((yy - ty) * tiling.tile + x0 - tx) * b..][..(x1 - x0) * b]);
     }
-    Piece { read, at: (x0, y0, x1 - x0, y1 - y0), bytes: Bulk(bytes) }
+    Piece { read, at: (x0, y0, x1 - x0, y1 - y0), bytes: Bulk(bytes), failed: None }
 }
 
 /// A client's graph: a list of windows in, each window's reply out in the list's order,

@@ -50,6 +50,9 @@ fn fetch(plan: &ClientPlan, rt: &Runtime) -> Result<()> {
         if let Some(why) = &reply.error {
             bad_input!("service \"{}\" refused {why}", plan.service);
         }
+        if let Some(why) = &reply.failed {
+            anyhow::bail!("service \"{}\" could not read the window: {why}", plan.service);
+        }
         let i = reply.request.id as usize % n;
         match first[i] {
             None => first[i] = Some(reply),

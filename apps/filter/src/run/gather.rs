@@ -62,6 +62,9 @@ fn drive(plan: &GatherPlan, job: &Job, input: &Input, window: Area, out: Option<
     for run in 0..plan.repeat.runs() {
         let t = job.rt.stopwatch();
         let gathered = job.rt.call(&job.graphs.gather, request)?;
+        if let Some(why) = gathered.failed {
+            bail!("{why}");
+        }
         if plan.repeat.is_timed(run) {
             times.push(t.seconds());
             last = Some(gathered);

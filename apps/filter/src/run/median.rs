@@ -113,7 +113,7 @@ fn drive(plan: &MedianPlan, job: &Job, input: &Input, cache: usize) -> Result<()
     };
     let mut outcome = Ok(());
     if plan.standard.verify() {
-        let got = rt.call(&g.collect, tiling)?;
+        let got = rt.call(&g.collect, tiling)?.map_err(|why| anyhow::anyhow!("verification: {why}"))?;
         let source = input.whole(&plan.source.name)?;
         let want = median::median_image(&source.data, tiling.width, tiling.height);
         outcome = verdict(&got, &want, tiling.width, &mut record);

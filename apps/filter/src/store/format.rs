@@ -16,8 +16,9 @@ pub const MAGIC: &[u8; 8] = b"DPSTILE1";
 pub const HEADER: usize = 32;
 /// The metadata's `format` field.
 pub const FORMAT: &str = "dps-filter tiled image";
-/// The format version written: 2, the tile files named by generation.
-pub const VERSION: u32 = 2;
+/// The format version written: 3, the geometry sealed by a checksum (2: the tile files
+/// named by generation; 1: neither).
+pub const VERSION: u32 = 3;
 /// The largest image side accepted (pixels).
 pub const MAX_SIDE: usize = 1 << 20;
 /// The largest image accepted (bytes).
@@ -29,7 +30,8 @@ pub const MAX_BYTES: usize = 1 << 40;
 pub struct Meta {
     /// Always [`FORMAT`].
     pub format: String,
-    /// Format version: 1 (tile files `NAME.tiles`, still read) or 2 (with `generation`).
+    /// Format version: 1 (tile files `NAME.tiles`), 2 (with `generation`), both still read,
+    /// or 3 (with `checksum`).
     pub version: u32,
     /// Image width, pixels.
     pub width: usize,
@@ -43,9 +45,13 @@ pub struct Meta {
     pub disks: usize,
     /// The allocation rule's row offset s.
     pub stride: usize,
-    /// The generation of the tile files (version 2; version 1 has none).
+    /// The generation of the tile files (version 2 on; version 1 has none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub generation: Option<Generation>,
+    /// `fnv1a64:` and 16 hex digits: FNV-1a of every field above (version 3; see
+    /// [`Meta::seal`]). Its low 32 bits are also in each tile file's header.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checksum: Option<String>,
 }
 
 impl Meta {
@@ -54,12 +60,47 @@ impl Meta {
         let Tiling { width, height, tile, disks, stride } = tiling;
         let bits = depth.bits();
         let generation = Some(generation);
-        Meta { format: FORMAT.into(), version: VERSION, width, height, tile, bits, disks, stride, generation }
+        let format = FORMAT.into();
+        Meta { format, version: VERSION, width, height, tile, bits, disks, stride, generation, checksum: None }.sealed()
     }
 
     /// The same image in tile files of `generation` (a replacement, or a filter's output).
     pub fn with_generation(&self, generation: Generation) -> Meta {
-        Meta { version: VERSION, generation: Some(generation), ..self.clone() }
+        Meta { version: VERSION, generation: Some(generation), ..self.clone() }.sealed()
+    }
+
+    /// FNV-1a 64 of the text `FORMAT version V: width W height H tile T bits B disks D
+    /// stride S generation G`: every field that gives the tile files their meaning.
+    pub fn seal(&self) -> u64 {
+        use std::hash::Hasher;
+        let generation = self.generation.map(|g| g.to_string()).unwrap_or_default();
+        let text = format!(
+            "{} version {}: width {} height {} tile {} bits {} disks {} stride {} generation {generation}",
+            self.format, self.version, self.width, self.height, self.tile, self.bits, self.disks, self.stride
+        );
+        let mut hasher = fnv::FnvHasher::default();
+        hasher.write(text.as_bytes());
+        hasher.finish()
+    }
+
+    /// The `checksum` field's text for [`seal`](Self::seal).
+    fn checksum_text(&self) -> String {
+        format!("fnv1a64:{:016x}", self.seal())
+    }
+
+    fn sealed(mut self) -> Meta {
+        self.checksum = Some(self.checksum_text());
+        self
+    }
+
+    /// What a tile file's header holds of the seal: its low 32 bits (version 3), 0 (older
+    /// versions, whose header had 0 there).
+    pub fn header_seal(&self) -> u32 {
+        if self.version >= 3 {
+            self.seal() as u32
+        } else {
+            0
+        }
     }
 
     /// `DIR/disk<k>/NAME.<generation>.tiles` (version 1: `NAME.tiles`).
@@ -105,7 +146,18 @@ impl Meta {
         }
         match (self.version, self.generation) {
             (1, Some(_)) => return Err("version 1 has no \"generation\" field".into()),
-            (2, None) => return Err("missing field `generation` (version 2)".into()),
+            (2.., None) => return Err(format!("missing field `generation` (version {})", self.version)),
+            _ => {}
+        }
+        match (self.version, &self.checksum) {
+            (1 | 2, Some(_)) => return Err(format!("version {} has no \"checksum\" field", self.version)),
+            (3.., None) => return Err(format!("missing field `checksum` (version {})", self.version)),
+            (3.., Some(sum)) if *sum != self.checksum_text() => {
+                return Err(format!(
+                    "field `checksum` {sum:?} does not match the fields it seals (width, height, tile, bits, \
+                     disks, stride, generation: one was edited or damaged)"
+                ))
+            }
             _ => {}
         }
         if !(1..=MAX_SIDE).contains(&self.width) || !(1..=MAX_SIDE).contains(&self.height) {
@@ -153,6 +205,9 @@ pub struct TileHeader {
     pub tile: u32,
     /// Bytes per pixel.
     pub bytes_per_pixel: u32,
+    /// The low 32 bits of the metadata's seal (version 3; 0 before): binds the file to the
+    /// width, height, bits, stride and generation, which its other fields do not give.
+    pub seal: u32,
 }
 
 impl TileHeader {
@@ -160,16 +215,28 @@ impl TileHeader {
     pub fn encode(&self) -> [u8; HEADER] {
         let mut out = [0u8; HEADER];
         out[..8].copy_from_slice(MAGIC);
-        for (i, v) in [self.disk, self.disks, self.tiles, self.tile, self.bytes_per_pixel].into_iter().enumerate() {
+        for (i, v) in self.fields().into_iter().enumerate() {
             out[8 + 4 * i..12 + 4 * i].copy_from_slice(&v.to_le_bytes());
         }
         out
     }
 
+    fn fields(&self) -> [u32; 6] {
+        [self.disk, self.disks, self.tiles, self.tile, self.bytes_per_pixel, self.seal]
+    }
+
+    /// The first field that differs from `want`'s, as `name is X, expected Y`.
+    pub fn mismatch(&self, want: &TileHeader) -> Option<String> {
+        let names = ["disk", "disks", "tiles", "tile", "bytes_per_pixel", "seal"];
+        let (name, (have, want)) =
+            names.into_iter().zip(self.fields().into_iter().zip(want.fields())).find(|(_, (h, w))| h != w)?;
+        Some(format!("header field `{name}` is {have}, expected {want}"))
+    }
+
     /// Parses the first [`HEADER`] bytes of a tile file.
     ///
     /// # Errors
-    /// Too short, a wrong magic, or a reserved field that is not 0.
+    /// Too short, or a wrong magic.
     pub fn parse(bytes: &[u8]) -> Result<TileHeader, String> {
         if bytes.len() < HEADER {
             return Err(format!("{} bytes: shorter than the {HEADER}-byte header", bytes.len()));
@@ -178,10 +245,14 @@ impl TileHeader {
             return Err("not a dps-filter tile file (wrong magic)".into());
         }
         let field = |i: usize| u32::from_le_bytes(bytes[8 + 4 * i..12 + 4 * i].try_into().expect("4 bytes"));
-        if field(5) != 0 {
-            return Err("reserved header field is not 0".into());
-        }
-        Ok(TileHeader { disk: field(0), disks: field(1), tiles: field(2), tile: field(3), bytes_per_pixel: field(4) })
+        Ok(TileHeader {
+            disk: field(0),
+            disks: field(1),
+            tiles: field(2),
+            tile: field(3),
+            bytes_per_pixel: field(4),
+            seal: field(5),
+        })
     }
 
     /// The header disk `disk` of `meta` must have.
@@ -192,6 +263,7 @@ impl TileHeader {
             tiles: meta.tiling().tiles_on(disk) as u32,
             tile: meta.tile as u32,
             bytes_per_pixel: meta.depth().bytes() as u32,
+            seal: meta.header_seal(),
         }
     }
 }
@@ -295,12 +367,42 @@ mod tests {
         assert_eq!(Meta::parse(&text), Ok(meta.clone()));
         let no_generation = text.replace(",\"generation\":\"00000000000000ab\"", "");
         assert!(Meta::parse(&no_generation).unwrap_err().contains("generation"));
-        let v1_with_generation = text.replace("\"version\":2", "\"version\":1");
+        let unsealed = Meta { version: 2, checksum: None, ..meta.clone() };
+        let v2 = serde_json::to_string(&unsealed).unwrap();
+        assert_eq!(Meta::parse(&v2), Ok(unsealed.clone()), "version 2 is still read");
+        let v1_with_generation = v2.replace("\"version\":2", "\"version\":1");
         assert!(Meta::parse(&v1_with_generation).unwrap_err().contains("version 1"));
-        let v3 = text.replace("\"version\":2", "\"version\":3");
-        assert!(Meta::parse(&v3).unwrap_err().contains("version 3"));
+        let v4 = text.replace("\"version\":3", "\"version\":4");
+        assert!(Meta::parse(&v4).unwrap_err().contains("version 4"));
         let bad = text.replace("00000000000000ab", "../../etc");
         assert!(Meta::parse(&bad).unwrap_err().contains("16 lowercase hex"));
+    }
+
+    #[test]
+    fn the_checksum_seals_every_geometry_field_of_version_3_only() {
+        let tiling = Tiling { width: 30, height: 20, tile: 8, disks: 5, stride: 2 };
+        let meta = Meta::new(tiling, Depth::Bit8, Generation(0xab));
+        let text = serde_json::to_string(&meta).unwrap();
+        // Each of these leaves the tile files' sizes and the rest of their header as they were.
+        for (from, to) in [
+            ("\"stride\":2", "\"stride\":3"),
+            ("\"width\":30", "\"width\":29"),
+            ("\"height\":20", "\"height\":24"),
+            ("\"bits\":8", "\"bits\":1"),
+            ("00000000000000ab", "00000000000000ac"),
+        ] {
+            let edited = text.replace(from, to);
+            assert_ne!(edited, text);
+            let e = Meta::parse(&edited).unwrap_err();
+            assert!(e.contains("field `checksum`") && e.contains("does not match"), "{from}: {e}");
+        }
+        let unsealed = text.replace(&format!(",\"checksum\":\"{}\"", meta.checksum.as_ref().unwrap()), "");
+        assert!(Meta::parse(&unsealed).unwrap_err().contains("missing field `checksum`"));
+        let v2_sealed = text.replace("\"version\":3", "\"version\":2");
+        assert!(Meta::parse(&v2_sealed).unwrap_err().contains("version 2 has no \"checksum\""));
+        // The header holds the seal's low bits; a version-2 header held 0 there.
+        assert_eq!(TileHeader::expected(&meta, 0).seal, meta.seal() as u32);
+        assert_eq!(TileHeader::expected(&Meta { version: 2, checksum: None, ..meta }, 0).seal, 0);
     }
 
     proptest! {
@@ -312,7 +414,7 @@ mod tests {
         #[test]
         fn metadata_fields_are_checked(width in 0usize..5000, height in 0usize..5000, tile in 0usize..6000,
                                        bits in 0u32..30, disks in 0usize..20, stride in 0usize..25) {
-            let meta = Meta { format: FORMAT.into(), version: 1, width, height, tile, bits, disks, stride, generation: None };
+            let meta = Meta { format: FORMAT.into(), version: 1, width, height, tile, bits, disks, stride, generation: None, checksum: None };
             let text = serde_json::to_string(&meta).unwrap();
             let ok = (1..=MAX_SIDE).contains(&width) && (1..=MAX_SIDE).contains(&height)
                 && Depth::from_bits(bits).is_some() && tile >= 1 && tile <= width.max(height)
@@ -321,9 +423,9 @@ mod tests {
         }
 
         #[test]
-        fn tile_headers_round_trip_and_garbage_is_refused(disk: u32, disks: u32, tiles: u32, tile: u32, bpp: u32,
+        fn tile_headers_round_trip_and_garbage_is_refused(disk: u32, disks: u32, tiles: u32, tile: u32, bpp: u32, seal: u32,
                                                           garbage in proptest::collection::vec(any::<u8>(), 0..64)) {
-            let h = TileHeader { disk, disks, tiles, tile, bytes_per_pixel: bpp };
+            let h = TileHeader { disk, disks, tiles, tile, bytes_per_pixel: bpp, seal };
             prop_assert_eq!(TileHeader::parse(&h.encode()), Ok(h));
             if garbage.len() < HEADER || &garbage[..8] != MAGIC {
                 prop_assert!(TileHeader::parse(&garbage).is_err());

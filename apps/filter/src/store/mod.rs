@@ -1,12 +1,13 @@
 //! The striped tile store on disk (thesis §7.2; the byte layout is ours, the thesis gives
 //! none). A stored image `NAME` in directory `DIR` is:
-//! - `DIR/NAME.json`, the metadata: size, tile side, bits per pixel, disks D, stride s, and
-//!   the generation of the tile files (see [`generation`]: replacing an image is
-//!   atomic, the metadata's rename is the commit);
+//! - `DIR/NAME.json`, the metadata: size, tile side, bits per pixel, disks D, stride s, the
+//!   generation of the tile files (see [`generation`]: replacing an image is atomic, the
+//!   metadata's rename is the commit), and a checksum over them all (format version 3);
 //! - `DIR/disk<k>/NAME.<generation>.tiles` for each disk k < D (a disk is a directory;
 //!   format version 1, which has no generation, named it `NAME.tiles`): a 32-byte header
 //!   (magic `DPSTILE1`, then little-endian u32s: disk, disks, tiles on the disk, tile side,
-//!   bytes per pixel, 0), then the disk's tiles in local-index order, each a full
+//!   bytes per pixel, and the low 32 bits of the metadata's checksum, 0 before version 3),
+//!   then the disk's tiles in local-index order, each a full
 //!   `tile × tile` slot of pixels row by row (edge tiles padded with 0).
 //!
 //! Every file is written to a temporary name and renamed when complete ([`OutputFile`]), the
@@ -60,8 +61,8 @@ fn check_tile_file(path: &Path, meta: &Meta, disk: usize) -> Result<()> {
     file.read_exact_at(&mut head, 0).map_err(|_| fail(format!("{len} bytes: shorter than the header")))?;
     let header = TileHeader::parse(&head).map_err(fail)?;
     let want = TileHeader::expected(meta, disk);
-    if header != want {
-        return Err(fail(format!("header {header:?} does not match the metadata (expected {want:?})")));
+    if let Some(why) = header.mismatch(&want) {
+        return Err(fail(format!("{why} by its metadata: the file is another image's, or the metadata was changed")));
     }
     let size = (HEADER + want.tiles as usize * meta.tile_bytes()) as u64;
     if len != size {
@@ -283,13 +284,16 @@ mod tests {
         make_disks(dir.path(), 3);
         let (old, new) = (Raster::random8(30, 20, 1), Raster::random8(30, 20, 2));
         write(dir.path(), "img", &old, tiling(30, 20, 8, 3), Generation(1)).unwrap();
-        // Rewrite it as version 1 wrote it: `img.tiles`, no generation.
+        // Rewrite it as version 1 wrote it: `img.tiles`, no generation, no seal in the headers.
         let mut meta = open(dir.path(), "img").unwrap();
         for d in 0..3 {
-            std::fs::rename(meta.tile_path(dir.path(), "img", d), disk_dir(dir.path(), d).join("img.tiles")).unwrap();
+            let v1 = disk_dir(dir.path(), d).join("img.tiles");
+            std::fs::rename(meta.tile_path(dir.path(), "img", d), &v1).unwrap();
+            std::fs::OpenOptions::new().write(true).open(&v1).unwrap().write_all_at(&[0; 4], 28).unwrap();
         }
         meta.version = 1;
         meta.generation = None;
+        meta.checksum = None;
         let text = serde_json::to_string(&meta).unwrap();
         assert!(!text.contains("generation"), "{text}");
         std::fs::write(meta_path(dir.path(), "img"), text).unwrap();

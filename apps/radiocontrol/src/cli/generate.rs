@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use dps_harness::BadInput;
 
-use crate::data::{Manifest, FORMAT};
+use crate::data::Manifest;
 use crate::generate;
 
 /// `generate`.
@@ -46,14 +46,8 @@ impl GenerateArgs {
     /// A `dps_harness::BadInput` naming the option.
     pub fn plan(&self) -> Result<GeneratePlan> {
         let (watches, stations, hours, seed) = (self.watches, self.stations, self.hours, self.seed);
-        let manifest = Manifest {
-            format: FORMAT.into(),
-            watches,
-            stations,
-            hours,
-            seed,
-            dataset_id: generate::dataset_id(seed, watches, stations, hours),
-        };
+        let manifest =
+            Manifest::new(watches, stations, hours, seed, generate::dataset_id(seed, watches, stations, hours));
         manifest.check().map_err(|e| {
             BadInput::new(
                 e.replace("watches", "--watches").replace("stations", "--stations").replace("hours", "--hours"),

@@ -132,7 +132,7 @@ fn check_input(r: &RunArgs, rank: usize) -> Result<DataSet> {
     if r.standard.verify() {
         // Read now as well as at the end: a malformed truth file is bad input, found before
         // hours of correlation, not after them.
-        read_truth(&data.dir).map_err(|e| dps_harness::BadInput::new(format!("--verify: {e:#}")))?;
+        read_truth(&data).map_err(|e| dps_harness::BadInput::new(format!("--verify: {e:#}")))?;
     }
     if r.fresh && rank == 0 {
         if let Err(e) = std::fs::remove_file(&path) {
