@@ -95,6 +95,15 @@ impl Outgoing {
         Outgoing { head, token, sent: 0 }
     }
 
+    /// Its size in bytes, head and bulks.
+    pub(crate) fn bytes(&self) -> usize {
+        let bulks = self.token.as_ref().map_or(0, |t| {
+            t.bulks_out.iter().map(|b| b.len).sum::<usize>()
+                + t.bulks_in.iter().map(|b| b.as_bytes().len()).sum::<usize>()
+        });
+        self.head.len() + bulks
+    }
+
     /// True once every byte is written.
     pub(crate) fn is_done(&self) -> bool {
         self.unsent().is_empty()

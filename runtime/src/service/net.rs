@@ -26,11 +26,6 @@ pub(super) const NET_ENV: &str = "DPS_SERVICE_NET";
 /// blocks in a read (as many as an idle worker polls its queue, `engine::recv_eagerly`).
 const EAGER_POLLS: u32 = 200;
 
-/// The socket buffers asked for, each way (the kernel caps them at `net.core.wmem_max` and
-/// `rmem_max`): a 1 MiB reply then goes through a Unix socket in one or two writes, where
-/// the default (208 KiB) takes five, each a wake-up of the reader and of the writer.
-const SOCKET_BUFFER: libc::c_int = 4 << 20;
-
 /// A connection between a client and a service.
 #[derive(Debug)]
 pub(super) enum Stream {
@@ -61,25 +56,13 @@ impl Stream {
         }
     }
 
-    /// Small messages leave at once (calls are latency-bound); large ones need few wake-ups
-    /// (large socket buffers, [`SOCKET_BUFFER`]).
+    /// Small messages leave at once (calls are latency-bound). The socket buffers keep their
+    /// defaults: 4 MiB ones (`SO_SNDBUF`) were tried for 1 MiB replies and gained nothing
+    /// measurable here (a small buffer stays in cache between the writer's copy and the
+    /// reader's).
     fn tuned(self) -> Stream {
         if let Stream::Tcp(s) = &self {
             let _ = s.set_nodelay(true);
-        }
-        for option in [libc::SO_SNDBUF, libc::SO_RCVBUF] {
-            let size = SOCKET_BUFFER;
-            // SAFETY: the descriptor is this stream's own, open while `self` lives; the
-            // option's value is a `c_int` read from a valid local of that size.
-            unsafe {
-                libc::setsockopt(
-                    self.fd(),
-                    libc::SOL_SOCKET,
-                    option,
-                    (&raw const size).cast(),
-                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-                );
-            }
         }
         self
     }

@@ -31,6 +31,12 @@ use crate::wire::WireToken;
 /// How long a new connection may take to say hello.
 const HELLO_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
+/// The largest reply the thread that completes its call writes itself: a larger one is
+/// copied into the socket by the connection's writer thread, not by a worker (or the
+/// progress thread, which delivers replies from other ranks), and its copy overlaps the
+/// next call's work.
+const DIRECT_MAX: usize = 64 << 10;
+
 /// The most calls of one connection in flight at once.
 pub(super) const MAX_IN_FLIGHT: usize = 4096;
 
@@ -245,7 +251,7 @@ fn serve(stream: Stream, peer: &str, served: &Arc<Served>, stats: &Arc<Stats>) {
 
 /// The replies of one connection on their way out. The thread that completes a call (a
 /// worker, usually) writes its reply at once, without blocking, when no earlier reply is
-/// waiting and the socket takes it all; what would block goes to the connection's writer
+/// waiting, the reply is small ([`DIRECT_MAX`]) and the socket takes it all; what would block goes to the connection's writer
 /// thread, in order, so that a client that reads slowly never holds up a worker.
 struct Replies {
     stream: Stream,
@@ -269,7 +275,7 @@ impl Replies {
         if out.broken {
             return;
         }
-        if out.queued == 0 {
+        if out.queued == 0 && reply.bytes() <= DIRECT_MAX {
             match self.stream.send_nonblocking(&reply.unsent()) {
                 Ok(n) => reply.advance(n),
                 Err(_) => {
