@@ -161,6 +161,12 @@ impl Engine {
 
     /// Sends a message to `rank`: moved into a local queue, or encoded for the transport.
     fn post(&self, rank: usize, header: Header, payload: Option<(AnyToken, Encoder)>) {
+        self.post_from(rank, header, payload, false)
+    }
+
+    /// [`Engine::post`]; `may_run_here`: a token for a short leaf of an idle thread of this
+    /// rank may be handled at once on the calling thread ([`Engine::dispatch`]).
+    fn post_from(&self, rank: usize, header: Header, payload: Option<(AnyToken, Encoder)>, may_run_here: bool) {
         let transport = match self.outlet.get() {
             Some(Outlet::Simulated(sim)) => {
                 let sim = sim.upgrade().expect("dps simulator: the simulation ended");
@@ -170,7 +176,7 @@ impl Engine {
             None => None,
         };
         if rank == self.rank {
-            self.dispatch(header, payload.map(|(t, _)| Payload::Local(t)), false);
+            self.dispatch(header, payload.map(|(t, _)| Payload::Local(t)), may_run_here);
             return;
         }
         let token = payload.map(|(t, encode)| encode(t));
@@ -238,9 +244,10 @@ impl Engine {
         self.dispatch(header, token.map(Payload::Wire), true);
     }
 
-    /// Delivers a message on this rank. With `may_run_here` (the progress thread), a token for
-    /// an idle thread whose operation is known to be short is handled at once on this thread:
-    /// handing it to a worker costs a wake-up that dominates short operations.
+    /// Delivers a message on this rank. With `may_run_here` (the progress thread, a service's
+    /// gateway or a client's reader), a token for an idle thread whose operation is known to
+    /// be short is handled at once on this thread: handing it to a worker costs a wake-up that
+    /// dominates short operations.
     fn dispatch(&self, header: Header, payload: Option<Payload>, may_run_here: bool) {
         match header {
             Header::Token { to, .. }
@@ -251,7 +258,7 @@ impl Engine {
                 let cell = self.cell_for(&header, to);
                 let env = Envelope { header, payload };
                 let env = if may_run_here && self.is_short(&env.header) {
-                    self.scheduler.try_run_here(&cell, env, |body, env| body.handle(self, env))
+                    self.scheduler.try_run_here(&cell, env, |body, env| self.run(body, env))
                 } else {
                     Some(env)
                 };

@@ -372,20 +372,25 @@ impl Engine {
     }
 
     /// Starts a call of `g` on `input` from this rank; `done` gets its outcome, on the
-    /// thread that delivers it (keep it short: that may be the progress thread).
+    /// thread that delivers it (keep it short: that may be the progress thread). The calling
+    /// thread is a service's gateway (a thread of its own, not a worker): if the graph starts
+    /// with a leaf known to be short, of a DPS thread of this rank that is idle, it runs it
+    /// at once, as the progress thread runs such leaves ([`Engine::dispatch`]), sparing the
+    /// hand-off to a worker and its wake-up.
     pub(crate) fn start_call_then(&self, g: &GraphImpl, input: AnyToken, done: Box<dyn FnOnce(CallResult) + Send>) {
         let call = self.calls.new_call_then(done);
         let ctx = Ctx { call_rank: self.rank as u32, call, frames: Vec::new() };
-        self.forward(g, Some(&g.entry), input, ctx);
+        self.forward_from(g, Some(&g.entry), input, ctx, true);
     }
 
     /// A remote leaf's answer (`resume` is what its `call` was given): the output continues
     /// after the leaf, as a leaf's would; a failure ends the call the token belongs to, on
-    /// the rank that made it.
+    /// the rank that made it. Called by the connection's reader thread, which runs the next
+    /// node itself if it is a short leaf of an idle DPS thread here (as `start_call_then`).
     pub(crate) fn resume(&self, resume: Box<dyn std::any::Any + Send>, outcome: Result<AnyToken, String>) {
         let Resume { graph, node, ctx } = *resume.downcast::<Resume>().expect("dps: a remote leaf's resume");
         match outcome {
-            Ok(out) => self.forward(&graph, graph.nodes[node].next.as_ref(), out, ctx),
+            Ok(out) => self.forward_from(&graph, graph.nodes[node].next.as_ref(), out, ctx, true),
             Err(message) => self.post(ctx.call_rank as usize, Header::Failed { call: ctx.call, message }, None),
         }
     }
@@ -393,6 +398,12 @@ impl Engine {
     /// Sends `token`, produced with context `ctx`, to the successor `next` (or back to the
     /// caller if `next` is `None`). Runs on the producing thread, which evaluates the route.
     fn forward(&self, g: &GraphImpl, next: Option<&Entry<usize>>, token: AnyToken, ctx: Ctx) {
+        self.forward_from(g, next, token, ctx, false)
+    }
+
+    /// [`Engine::forward`]; `may_run_here`: from a thread that may run a short leaf at once
+    /// (not a worker, which would run it inside its own operation).
+    fn forward_from(&self, g: &GraphImpl, next: Option<&Entry<usize>>, token: AnyToken, ctx: Ctx, may_run_here: bool) {
         match next {
             None => {
                 let header = Header::Reply { graph: g.id as u32, call: ctx.call };
@@ -400,7 +411,7 @@ impl Engine {
             }
             Some(Entry::Branch(dispatch, entries)) => {
                 let (which, token) = dispatch(token);
-                self.forward(g, Some(&entries[which]), token, ctx)
+                self.forward_from(g, Some(&entries[which]), token, ctx, may_run_here)
             }
             Some(Entry::Node(node)) => {
                 let n = &g.nodes[*node];
@@ -419,7 +430,7 @@ impl Engine {
                 );
                 let to = ThreadAddr { coll: n.coll.id as u32, index: index as u32 };
                 let header = Header::Token { to, graph: g.id as u32, node: *node as u32, ctx };
-                self.post(n.coll.rank_of(index), header, Some((token, n.encode)));
+                self.post_from(n.coll.rank_of(index), header, Some((token, n.encode)), may_run_here);
             }
         }
     }

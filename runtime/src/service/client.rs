@@ -1,7 +1,8 @@
 //! A client's connection to a service, one per rank that imports it: the remote leaf that
 //! writes each request as its token arrives (tagged with an id, nothing waits for the
 //! reply), and a reader thread that hands each reply to the engine, which continues the
-//! token's path after the leaf. Many calls are in flight; the client's own split windows
+//! token's path after the leaf (the reader polls its socket briefly before it blocks, so a
+//! prompt reply costs no wake-up). Many calls are in flight; the client's own split windows
 //! bound how many. If the connection breaks, every call in flight and every later one fails
 //! with an error naming the service.
 
@@ -183,7 +184,7 @@ impl RemoteLeaf for Connection {
             p.calls.insert(id, resume);
         }
         let wire = (self.encode)(token);
-        let written = frame::write(&mut *self.writer.lock().unwrap(), &Msg::Request { id }, Some(&wire));
+        let written = frame::write(&mut *self.writer.lock().unwrap(), &Msg::Request { id }, Some(wire));
         if let Err(e) = written {
             self.break_all(format!("service \"{}\" is not running: a request could not be sent ({e})", self.name));
         }

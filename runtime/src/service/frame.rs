@@ -2,12 +2,13 @@
 //! `u32 header_len, header (bincode Msg), u8 has_token, [u32 len, token bytes, u16 nbulk,
 //! nbulk x (u8 kind, u64 count), then each bulk's raw bytes]`: the bulks of a token are
 //! written from the token's own memory and read straight into the vectors the decoded token
-//! keeps, so a large reply is not copied on its way through the socket.
+//! keeps, so a large reply is not copied on its way through the socket; a message leaves in
+//! one vectored write ([`Outgoing`]) where the socket takes it.
 //!
 //! Every length read is checked against a limit before anything is allocated, and every
 //! malformed or truncated message is an error (the connection is then dropped), never a panic.
 
-use std::io::{Read, Write};
+use std::io::{IoSlice, Read, Write};
 
 use serde::{Deserialize, Serialize};
 
@@ -47,39 +48,115 @@ pub(crate) enum Msg {
     Failed { id: u64, message: String },
 }
 
-/// Writes `msg` and `token` to `w` (flushed).
-pub(crate) fn write(w: &mut impl Write, msg: &Msg, token: Option<&WireToken>) -> std::io::Result<()> {
-    let header = bincode::serialize(msg).expect("dps: a service message encodes");
-    let mut head = Vec::with_capacity(16 + header.len() + token.map_or(0, |t| t.bytes.len() + 16));
-    head.extend_from_slice(&(header.len() as u32).to_le_bytes());
-    head.extend_from_slice(&header);
-    let Some(t) = token else {
-        head.push(0);
-        w.write_all(&head)?;
-        return w.flush();
-    };
-    head.push(1);
-    head.extend_from_slice(&(t.bytes.len() as u32).to_le_bytes());
-    head.extend_from_slice(&t.bytes);
-    head.extend_from_slice(&((t.bulks_out.len() + t.bulks_in.len()) as u16).to_le_bytes());
-    for b in &t.bulks_out {
-        head.push(b.kind);
-        head.extend_from_slice(&(b.count as u64).to_le_bytes());
+/// Writes `msg` and `token` to `w`, blocking until all is written.
+pub(crate) fn write(w: &mut impl Write, msg: &Msg, token: Option<WireToken>) -> std::io::Result<()> {
+    Outgoing::new(msg, token).write_all(w)
+}
+
+/// A message ready to go: its head (the lengths, the header, the token's bytes and its bulks'
+/// shapes) and the token, whose bulks are written from its own memory after the head, all
+/// in one vectored write where the socket takes it. It can be written in parts: what was
+/// written is remembered, so that a thread that could not finish it without blocking hands
+/// the rest to another.
+pub(crate) struct Outgoing {
+    head: Vec<u8>,
+    token: Option<WireToken>,
+    /// The bytes written so far.
+    sent: usize,
+}
+
+/// The most buffers a vectored write takes (Linux's `UIO_MAXIOV`): a token with more bulks
+/// is written in several.
+const MAX_SLICES: usize = 1024;
+
+impl Outgoing {
+    /// Lays out `msg` and `token`.
+    pub(crate) fn new(msg: &Msg, token: Option<WireToken>) -> Outgoing {
+        let header = bincode::serialize(msg).expect("dps: a service message encodes");
+        let mut head = Vec::with_capacity(16 + header.len() + token.as_ref().map_or(0, |t| t.bytes.len() + 16));
+        head.extend_from_slice(&(header.len() as u32).to_le_bytes());
+        head.extend_from_slice(&header);
+        let Some(t) = &token else {
+            head.push(0);
+            return Outgoing { head, token, sent: 0 };
+        };
+        head.push(1);
+        head.extend_from_slice(&(t.bytes.len() as u32).to_le_bytes());
+        head.extend_from_slice(&t.bytes);
+        head.extend_from_slice(&((t.bulks_out.len() + t.bulks_in.len()) as u16).to_le_bytes());
+        for b in &t.bulks_out {
+            head.push(b.kind);
+            head.extend_from_slice(&(b.count as u64).to_le_bytes());
+        }
+        for b in &t.bulks_in {
+            head.push(b.kind());
+            head.extend_from_slice(&(b.count() as u64).to_le_bytes());
+        }
+        Outgoing { head, token, sent: 0 }
     }
-    for b in &t.bulks_in {
-        head.push(b.kind());
-        head.extend_from_slice(&(b.count() as u64).to_le_bytes());
+
+    /// Its size in bytes, head and bulks.
+    pub(crate) fn bytes(&self) -> usize {
+        let bulks = self.token.as_ref().map_or(0, |t| {
+            t.bulks_out.iter().map(|b| b.len).sum::<usize>()
+                + t.bulks_in.iter().map(|b| b.as_bytes().len()).sum::<usize>()
+        });
+        self.head.len() + bulks
     }
-    w.write_all(&head)?;
-    for b in &t.bulks_out {
-        // SAFETY: `t.keep` owns the memory `b` points into and is alive while `t` is
-        // borrowed here (see `wire::WireToken`).
-        w.write_all(unsafe { std::slice::from_raw_parts(b.ptr, b.len) })?;
+
+    /// True once every byte is written.
+    pub(crate) fn is_done(&self) -> bool {
+        self.unsent().is_empty()
     }
-    for b in &t.bulks_in {
-        w.write_all(b.as_bytes())?;
+
+    /// The parts not yet written (at most [`MAX_SLICES`] of them).
+    pub(crate) fn unsent(&self) -> Vec<IoSlice<'_>> {
+        let mut parts: Vec<&[u8]> = vec![self.head.as_slice()];
+        if let Some(t) = &self.token {
+            // SAFETY: `t.keep` owns the memory each `bulks_out` entry points into and is
+            // alive while `t` is borrowed here (see `wire::WireToken`).
+            parts.extend(t.bulks_out.iter().map(|b| unsafe { std::slice::from_raw_parts(b.ptr, b.len) }));
+            parts.extend(t.bulks_in.iter().map(|b| b.as_bytes()));
+        }
+        let mut skip = self.sent;
+        let mut slices = Vec::new();
+        for part in parts {
+            if skip >= part.len() {
+                skip -= part.len();
+                continue;
+            }
+            slices.push(IoSlice::new(&part[skip..]));
+            skip = 0;
+            if slices.len() == MAX_SLICES {
+                break;
+            }
+        }
+        slices
     }
-    w.flush()
+
+    /// Records that `n` more bytes were written.
+    pub(crate) fn advance(&mut self, n: usize) {
+        self.sent += n;
+    }
+
+    /// Writes the rest to `w`, blocking until all is written.
+    pub(crate) fn write_all(&mut self, w: &mut impl Write) -> std::io::Result<()> {
+        loop {
+            let written = {
+                let slices = self.unsent();
+                if slices.is_empty() {
+                    return w.flush();
+                }
+                w.write_vectored(&slices)
+            };
+            match written {
+                Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+                Ok(n) => self.advance(n),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
 }
 
 /// Reads one message. `Ok(None)`: the peer closed the connection between messages.
@@ -181,7 +258,7 @@ mod tests {
         let value = (7u32, Bulk::from(vec![1.5f64; 5000]));
         let wire = crate::wire::encode::<(u32, Bulk<f64>)>(Box::new(value.clone()));
         let mut buf = Vec::new();
-        write(&mut buf, &Msg::Request { id: 3 }, Some(&wire)).unwrap();
+        write(&mut buf, &Msg::Request { id: 3 }, Some(wire)).unwrap();
         assert!(buf.len() > 40_000 && buf.len() < 40_100, "bulk bytes written once: {}", buf.len());
         let (msg, token) = read(&mut buf.as_slice()).unwrap().unwrap();
         assert_eq!(msg, Msg::Request { id: 3 });
@@ -193,6 +270,40 @@ mod tests {
             let e = read(&mut &buf[..cut]).unwrap_err();
             assert!(e.to_string().contains("malformed message"), "cut {cut}: {e}");
         }
+    }
+
+    /// Takes at most 7 bytes of the first buffer per write, as a socket that is nearly full.
+    struct Trickle(Vec<u8>);
+
+    impl Write for Trickle {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(7);
+            self.0.extend_from_slice(&buf[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_message_written_in_many_parts_is_the_same_message() {
+        let value = (9u32, Bulk::from(vec![2.5f32; 300]), Bulk::from(Vec::<u8>::new()), Bulk::from(vec![7u16; 3]));
+        let encode = || crate::wire::encode::<(u32, Bulk<f32>, Bulk<u8>, Bulk<u16>)>(Box::new(value.clone()));
+        let mut whole = Vec::new();
+        write(&mut whole, &Msg::Reply { id: 5 }, Some(encode())).unwrap();
+        let mut out = Outgoing::new(&Msg::Reply { id: 5 }, Some(encode()));
+        let mut parts = Trickle(Vec::new());
+        let mut writes = 0;
+        while !out.is_done() {
+            let n = parts.write_vectored(&out.unsent()).unwrap();
+            out.advance(n);
+            writes += 1;
+        }
+        assert!(writes > 100, "{writes}");
+        assert!(parts.0 == whole);
+        let (_, token) = read(&mut whole.as_slice()).unwrap().unwrap();
+        assert_eq!(decode::<(u32, Bulk<f32>, Bulk<u8>, Bulk<u16>)>(token.unwrap()).unwrap(), value);
     }
 
     #[test]

@@ -1,18 +1,30 @@
 //! The sockets between applications: an abstract Unix socket on the same node (it vanishes
 //! with its process, so a killed service leaves no socket file behind) and TCP between
 //! nodes, behind one [`Stream`] type.
+//!
+//! A read that finds nothing polls the socket briefly before it blocks
+//! ([`Stream::poll_readable`], as idle workers poll their queue: a thread that sleeps in the
+//! kernel costs a wake-up of several µs per message), and a reply can be sent without
+//! blocking ([`Stream::send_nonblocking`]) from the thread that completed its call.
 
-use std::io::{Read, Write};
+use std::io::{IoSlice, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::linux::net::SocketAddrExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::time::Duration;
+
+use crate::activity;
 
 /// How long a client waits for a TCP connection before it takes the address as dead.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// `DPS_SERVICE_NET=tcp` makes clients use TCP even where a Unix socket would do.
 pub(super) const NET_ENV: &str = "DPS_SERVICE_NET";
+
+/// How many times a reader polls its socket, yielding the core between polls, before it
+/// blocks in a read (as many as an idle worker polls its queue, `engine::recv_eagerly`).
+const EAGER_POLLS: u32 = 200;
 
 /// A connection between a client and a service.
 #[derive(Debug)]
@@ -44,17 +56,93 @@ impl Stream {
         }
     }
 
-    /// Small messages leave at once (calls are latency-bound).
+    /// Small messages leave at once (calls are latency-bound). The socket buffers keep their
+    /// defaults: 4 MiB ones (`SO_SNDBUF`) were tried for 1 MiB replies and gained nothing
+    /// measurable here (a small buffer stays in cache between the writer's copy and the
+    /// reader's).
     fn tuned(self) -> Stream {
         if let Stream::Tcp(s) = &self {
             let _ = s.set_nodelay(true);
         }
         self
     }
+
+    fn fd(&self) -> RawFd {
+        match self {
+            Stream::Unix(s) => s.as_raw_fd(),
+            Stream::Tcp(s) => s.as_raw_fd(),
+        }
+    }
+
+    /// Polls until a read would not block (data, the end of the connection, or an error is
+    /// there: true), yielding the core between polls, at most [`EAGER_POLLS`] times, and not
+    /// beyond a yield that finds the core busy (`activity::yield_core`): false, and the
+    /// caller's read blocks. Every read of a [`Stream`] that finds nothing calls it: it saves
+    /// the reader's wake-up when the data comes within a few hundred µs (a reply to a call
+    /// just made, the next request of a client, the rest of a large reply).
+    fn poll_readable(&self) -> bool {
+        poll_readable_with(self.fd(), activity::yield_core)
+    }
+
+    /// Writes as much of `bufs` as the socket takes without blocking; `Ok(0)` if it takes
+    /// nothing now. Never raises SIGPIPE (a closed peer is an error).
+    pub(super) fn send_nonblocking(&self, bufs: &[IoSlice<'_>]) -> std::io::Result<usize> {
+        // SAFETY: an all-zero `msghdr` is valid (no address, no control data).
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = bufs.as_ptr().cast_mut().cast();
+        msg.msg_iovlen = bufs.len().min(libc::UIO_MAXIOV as usize) as _;
+        loop {
+            // SAFETY: `IoSlice` is ABI-compatible with `iovec` (std guarantees it on Unix),
+            // and each points into memory borrowed for this call; the kernel only reads it.
+            let n = unsafe { libc::sendmsg(self.fd(), &msg, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
+            if n >= 0 {
+                return Ok(n as usize);
+            }
+            let e = std::io::Error::last_os_error();
+            match e.kind() {
+                std::io::ErrorKind::WouldBlock => return Ok(0),
+                std::io::ErrorKind::Interrupted => {}
+                _ => return Err(e),
+            }
+        }
+    }
+}
+
+/// [`Stream::poll_readable`] on `fd`, with the yield between polls given (the tests count
+/// them): `yield_core` returns false when the core is busy.
+fn poll_readable_with(fd: RawFd, mut yield_core: impl FnMut() -> bool) -> bool {
+    for _ in 0..EAGER_POLLS {
+        let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid `pollfd`, exclusively borrowed; a zero timeout never sleeps.
+        if unsafe { libc::poll(&mut p, 1, 0) } != 0 {
+            return true;
+        }
+        if !yield_core() {
+            break;
+        }
+    }
+    false
 }
 
 impl Read for Stream {
+    /// Takes what is there without blocking; if nothing is, polls a little
+    /// ([`Stream::poll_readable`]), then blocks. So a message, or the rest of a large one,
+    /// that comes within a few hundred µs costs the reader no wake-up.
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        // SAFETY: `buf` is valid for writes of its length and exclusively borrowed; the
+        // descriptor is this stream's own.
+        let n = unsafe { libc::recv(self.fd(), buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let e = std::io::Error::last_os_error();
+        if !matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::Interrupted) {
+            return Err(e);
+        }
+        self.poll_readable();
         match self {
             Stream::Unix(s) => s.read(buf),
             Stream::Tcp(s) => s.read(buf),
@@ -67,6 +155,12 @@ impl Write for Stream {
         match self {
             Stream::Unix(s) => s.write(buf),
             Stream::Tcp(s) => s.write(buf),
+        }
+    }
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> std::io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.write_vectored(bufs),
+            Stream::Tcp(s) => s.write_vectored(bufs),
         }
     }
     fn flush(&mut self) -> std::io::Result<()> {
@@ -94,7 +188,7 @@ impl Listener {
 
     pub(super) fn accept(&self) -> std::io::Result<(Stream, String)> {
         Ok(match self {
-            Listener::Unix(l) => (Stream::Unix(l.accept()?.0), "a local client".to_string()),
+            Listener::Unix(l) => (Stream::Unix(l.accept()?.0).tuned(), "a local client".to_string()),
             Listener::Tcp(l) => {
                 let (s, peer) = l.accept()?;
                 (Stream::Tcp(s).tuned(), format!("client {peer}"))
@@ -125,7 +219,7 @@ pub(super) fn connect(unix: Option<&str>, tcp: &[String]) -> Result<Stream, Stri
     let tcp_only = std::env::var(NET_ENV).is_ok_and(|v| v == "tcp");
     if let (Some(name), false) = (unix, tcp_only) {
         match connect_unix(name) {
-            Ok(s) => return Ok(Stream::Unix(s)),
+            Ok(s) => return Ok(Stream::Unix(s).tuned()),
             Err(e) => tried.push(format!("unix @{name}: {e}")),
         }
     }
@@ -172,4 +266,63 @@ pub(super) fn tcp_addresses(port: u16) -> Vec<String> {
     }
     own.push(format!("127.0.0.1:{port}"));
     own
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reader_polls_until_data_comes_and_blocks_on_a_busy_core() {
+        let (a, b) = UnixStream::pair().unwrap();
+        let (a, mut b) = (Stream::Unix(a), Stream::Unix(b));
+        // A free core: polls until the message comes (sent at the 10th yield).
+        let mut yields = 0;
+        let ready = poll_readable_with(a.fd(), || {
+            yields += 1;
+            if yields == 10 {
+                b.write_all(b"x").unwrap();
+            }
+            true
+        });
+        assert_eq!((ready, yields), (true, 10));
+        assert_eq!(a.try_clone().unwrap().read(&mut [0u8; 4]).unwrap(), 1);
+        // A busy core: one poll, then the caller blocks in its read.
+        let mut yields = 0;
+        assert!(!poll_readable_with(a.fd(), || {
+            yields += 1;
+            false
+        }));
+        assert_eq!(yields, 1);
+        // Nothing comes: every poll is made.
+        let mut yields = 0;
+        assert!(!poll_readable_with(a.fd(), || {
+            yields += 1;
+            true
+        }));
+        assert_eq!(yields, EAGER_POLLS);
+        // The peer is gone: ready at once (the read says so).
+        drop(b);
+        assert!(poll_readable_with(a.fd(), || panic!("no yield needed")));
+    }
+
+    #[test]
+    fn a_nonblocking_send_takes_what_fits_and_a_closed_peer_is_an_error() {
+        let (a, b) = UnixStream::pair().unwrap();
+        let (a, mut b) = (Stream::Unix(a).tuned(), Stream::Unix(b));
+        let data: Vec<u8> = (0..64u32 << 20).map(|i| i as u8).collect();
+        let mut sent = 0;
+        while sent < data.len() {
+            match a.send_nonblocking(&[IoSlice::new(&data[sent..])]).unwrap() {
+                0 => break,
+                n => sent += n,
+            }
+        }
+        assert!(sent > 0 && sent < data.len(), "the socket takes part of 64 MiB: {sent}");
+        let mut back = vec![0u8; sent];
+        b.read_exact(&mut back).unwrap();
+        assert!(back == data[..sent]);
+        drop(b);
+        assert!(a.send_nonblocking(&[IoSlice::new(b"x")]).is_err(), "no SIGPIPE, an error");
+    }
 }

@@ -3,7 +3,10 @@
 //! the client's types, then starts one call of the exported graph per request and writes
 //! each reply as it completes, in any order, tagged with the request's id.
 //!
-//! Per connection: a reader thread (requests in) and a writer thread (replies out). At most
+//! Per connection: a reader thread (requests in, polling its socket briefly before it
+//! blocks), and a writer thread for the replies the socket did not take at once: a reply is
+//! written without blocking by the thread that completes its call, when nothing is queued
+//! before it ([`Replies`]). At most
 //! [`MAX_IN_FLIGHT`] calls of one connection run at once; beyond that the reader stops
 //! reading, so a client that floods is held back by its socket, not buffered. When a client
 //! goes away, the calls it started still complete and their replies are dropped; then both
@@ -16,7 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use super::frame::{self, Msg};
+use super::frame::{self, Msg, Outgoing};
 use super::net::{self, Listener, Stream};
 use super::registry::{self, Entry, Registry};
 use crate::engine::{CallResult, Engine, Payload};
@@ -27,6 +30,12 @@ use crate::wire::WireToken;
 
 /// How long a new connection may take to say hello.
 const HELLO_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The largest reply the thread that completes its call writes itself: a larger one is
+/// copied into the socket by the connection's writer thread, not by a worker (or the
+/// progress thread, which delivers replies from other ranks), and its copy overlaps the
+/// next call's work.
+const DIRECT_MAX: usize = 64 << 10;
 
 /// The most calls of one connection in flight at once.
 pub(super) const MAX_IN_FLIGHT: usize = 4096;
@@ -185,23 +194,20 @@ fn serve(stream: Stream, peer: &str, served: &Arc<Served>, stats: &Arc<Stats>) {
     }
     let drop_line =
         |why: &dyn std::fmt::Display| eprintln!("dps: service \"{name}\": dropped {peer} ({client}): {why}");
-    let (replies, outbox) = crossbeam_channel::unbounded::<(u64, CallResult)>();
+    let (queue, outbox) = crossbeam_channel::unbounded::<Outgoing>();
     let (permit, permits) = crossbeam_channel::bounded::<()>(MAX_IN_FLIGHT);
-    let writing = {
-        let (served, stats) = (served.clone(), stats.clone());
-        std::thread::Builder::new().name(format!("dps-service-out-{name}")).spawn(move || {
-            let mut broken = false;
-            // Ends once the reader and every call's `done` have dropped their senders.
-            for (id, result) in outbox {
-                let _ = permits.recv();
-                stats.in_flight.fetch_sub(1, Ordering::SeqCst);
-                stats.served.fetch_add(1, Ordering::Relaxed);
-                if !broken {
-                    broken = write_reply(&mut writer, id, result, &served).is_err();
-                }
+    let Ok(direct) = writer.try_clone() else { return };
+    let out = Arc::new(Mutex::new(Out::default()));
+    let replies = Arc::new(Replies { stream: direct, out: out.clone(), queue });
+    let writing = std::thread::Builder::new().name(format!("dps-service-out-{name}")).spawn(move || {
+        // Ends once the reader and every call's `done` have dropped their `Replies`.
+        for mut reply in outbox {
+            if !out.lock().unwrap().broken && reply.write_all(&mut writer).is_err() {
+                out.lock().unwrap().broken = true;
             }
-        })
-    };
+            out.lock().unwrap().queued -= 1;
+        }
+    });
     let Ok(writing) = writing else { return drop_line(&"cannot start its writer thread") };
     loop {
         let (id, token) = match frame::read(&mut reader) {
@@ -230,14 +236,60 @@ fn serve(stream: Stream, peer: &str, served: &Arc<Served>, stats: &Arc<Stats>) {
             break;
         }
         stats.in_flight.fetch_add(1, Ordering::SeqCst);
-        let replies = replies.clone();
+        let (replies, permits, stats, mine) = (replies.clone(), permits.clone(), stats.clone(), served.clone());
         let done = Box::new(move |result| {
-            let _ = replies.send((id, result));
+            let _ = permits.try_recv();
+            stats.in_flight.fetch_sub(1, Ordering::SeqCst);
+            stats.served.fetch_add(1, Ordering::Relaxed);
+            replies.send(reply(id, result, &mine));
         });
         served.engine.start_call_then(&served.graph, input, done);
     }
     drop(replies);
     let _ = writing.join();
+}
+
+/// The replies of one connection on their way out. The thread that completes a call (a
+/// worker, usually) writes its reply at once, without blocking, when no earlier reply is
+/// waiting, the reply is small ([`DIRECT_MAX`]) and the socket takes it all; what would block goes to the connection's writer
+/// thread, in order, so that a client that reads slowly never holds up a worker.
+struct Replies {
+    stream: Stream,
+    out: Arc<Mutex<Out>>,
+    queue: crossbeam_channel::Sender<Outgoing>,
+}
+
+/// What the writer thread has to do.
+#[derive(Default)]
+struct Out {
+    /// Replies queued for the writer thread and not yet written: while there are any, later
+    /// replies queue behind them.
+    queued: usize,
+    /// A write failed (the client is gone): later replies are dropped.
+    broken: bool,
+}
+
+impl Replies {
+    fn send(&self, mut reply: Outgoing) {
+        let mut out = self.out.lock().unwrap();
+        if out.broken {
+            return;
+        }
+        if out.queued == 0 && reply.bytes() <= DIRECT_MAX {
+            match self.stream.send_nonblocking(&reply.unsent()) {
+                Ok(n) => reply.advance(n),
+                Err(_) => {
+                    out.broken = true;
+                    return;
+                }
+            }
+            if reply.is_done() {
+                return;
+            }
+        }
+        out.queued += 1;
+        let _ = self.queue.send(reply);
+    }
 }
 
 /// Reads the client's `Hello` and answers it; `Ok(Some(client))` if the types agree,
@@ -275,11 +327,12 @@ fn handshake(reader: &mut BufReader<Stream>, writer: &mut Stream, served: &Serve
     Ok(refusal.is_none().then_some(client))
 }
 
-fn write_reply(w: &mut Stream, id: u64, result: CallResult, served: &Served) -> std::io::Result<()> {
+/// The message answering call `id`.
+fn reply(id: u64, result: CallResult, served: &Served) -> Outgoing {
     match result {
         // From another rank: written as it came, never decoded here.
-        Ok(Payload::Wire(wire)) => frame::write(w, &Msg::Reply { id }, Some(&wire)),
-        Ok(Payload::Local(token)) => frame::write(w, &Msg::Reply { id }, Some(&(served.graph.encode_out)(token))),
-        Err(message) => frame::write(w, &Msg::Failed { id, message }, None),
+        Ok(Payload::Wire(wire)) => Outgoing::new(&Msg::Reply { id }, Some(wire)),
+        Ok(Payload::Local(token)) => Outgoing::new(&Msg::Reply { id }, Some((served.graph.encode_out)(token))),
+        Err(message) => Outgoing::new(&Msg::Failed { id, message }, None),
     }
 }
