@@ -36,32 +36,42 @@ fn tile_file(store: &Path, d: usize) -> std::path::PathBuf {
     entry.unwrap()
 }
 
+/// Runs `dps-filter SUBCOMMAND --dir STORE ARGS` on `ranks` ranks of a fresh store,
+/// truncates one tile file 1.5 s in, and checks that the job ends with exit 1 and one line
+/// naming the file, the read error and `words`, without a panic.
+fn fails_when_a_tile_is_truncated(ranks: usize, dir: &Path, subcommand: &str, args: &[&str], words: &[&str]) {
+    store(dir, &ranks.to_string());
+    let store_dir = dir.join("store");
+    let victim = tile_file(&store_dir, ranks - 1);
+    let job = Job::new(BIN)
+        .ranks(ranks)
+        .env("RUST_BACKTRACE", "0")
+        .args([subcommand, "--dir", store_dir.to_str().unwrap()])
+        .args(args.iter().copied())
+        .spawn_logged(dir, subcommand);
+    std::thread::sleep(Duration::from_millis(1500));
+    let file = std::fs::OpenOptions::new().write(true).open(&victim).unwrap();
+    file.set_len(100).unwrap();
+    let (status, _, stderr) = job.wait();
+    assert_eq!(status.code(), Some(1), "{ranks} ranks: {stderr}");
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.contains("dps-filter")).collect();
+    assert_eq!(lines.len(), 1, "{ranks} ranks: one line expected: {stderr}");
+    let victim = victim.display().to_string();
+    for words in [&victim[..], "cannot read tile", "failed to fill whole buffer"].iter().chain(words) {
+        assert!(lines[0].contains(words), "{ranks} ranks: {words:?} not in {stderr}");
+    }
+    assert!(!stderr.contains("panicked"), "{ranks} ranks: {stderr}");
+}
+
 #[test]
 fn a_tile_file_that_fails_mid_run_ends_median_with_exit_1_naming_it_on_1_and_2_ranks() {
     for ranks in [1, 2] {
         let dir = tempfile::tempdir().unwrap();
-        store(dir.path(), &ranks.to_string());
-        let store_dir = dir.path().join("store");
-        let victim = tile_file(&store_dir, ranks - 1);
         // 16 tiles, about 6 reads each at 50 ms with no cache: seconds, on every disk.
-        let job = Job::new(BIN)
-            .ranks(ranks)
-            .env("RUST_BACKTRACE", "0")
-            .args(["median", "--dir", store_dir.to_str().unwrap(), "--cache", "0", "--disk-latency-ms", "50"])
-            .spawn_logged(dir.path(), "median");
-        std::thread::sleep(Duration::from_millis(1500));
-        let file = std::fs::OpenOptions::new().write(true).open(&victim).unwrap();
-        file.set_len(100).unwrap();
-        let (status, _, stderr) = job.wait();
-        assert_eq!(status.code(), Some(1), "{ranks} ranks: {stderr}");
-        let lines: Vec<&str> = stderr.lines().filter(|l| l.contains("dps-filter")).collect();
-        assert_eq!(lines.len(), 1, "{ranks} ranks: one line expected: {stderr}");
-        let victim = victim.display().to_string();
-        for words in [&victim[..], "cannot read tile", "failed to fill whole buffer", "not replaced"] {
-            assert!(lines[0].contains(words), "{ranks} ranks: {words:?} not in {stderr}");
-        }
-        assert!(!stderr.contains("panicked"), "{ranks} ranks: {stderr}");
-        assert!(!store_dir.join("image-median.json").exists(), "{ranks} ranks: the output was committed");
+        let args = ["--cache", "0", "--disk-latency-ms", "50"];
+        fails_when_a_tile_is_truncated(ranks, dir.path(), "median", &args, &["not replaced"]);
+        let committed = dir.path().join("store/image-median.json").exists();
+        assert!(!committed, "{ranks} ranks: the output was committed");
     }
 }
 
@@ -69,27 +79,8 @@ fn a_tile_file_that_fails_mid_run_ends_median_with_exit_1_naming_it_on_1_and_2_r
 fn a_tile_file_that_fails_mid_run_ends_gather_with_exit_1_naming_it_on_1_and_2_ranks() {
     for ranks in [1, 2] {
         let dir = tempfile::tempdir().unwrap();
-        store(dir.path(), &ranks.to_string());
-        let store_dir = dir.path().join("store");
-        let victim = tile_file(&store_dir, ranks - 1);
         // 16 tiles read at 50 ms each, 20 times over (gather has no cache): seconds.
-        let job = Job::new(BIN)
-            .ranks(ranks)
-            .env("RUST_BACKTRACE", "0")
-            .args(["gather", "--dir", store_dir.to_str().unwrap(), "--reps", "20", "--disk-latency-ms", "50"])
-            .spawn_logged(dir.path(), "gather");
-        std::thread::sleep(Duration::from_millis(1500));
-        let file = std::fs::OpenOptions::new().write(true).open(&victim).unwrap();
-        file.set_len(100).unwrap();
-        let (status, _, stderr) = job.wait();
-        assert_eq!(status.code(), Some(1), "{ranks} ranks: {stderr}");
-        let lines: Vec<&str> = stderr.lines().filter(|l| l.contains("dps-filter")).collect();
-        assert_eq!(lines.len(), 1, "{ranks} ranks: one line expected: {stderr}");
-        let victim = victim.display().to_string();
-        for words in [&victim[..], "cannot read tile", "failed to fill whole buffer"] {
-            assert!(lines[0].contains(words), "{ranks} ranks: {words:?} not in {stderr}");
-        }
-        assert!(!stderr.contains("panicked"), "{ranks} ranks: {stderr}");
+        fails_when_a_tile_is_truncated(ranks, dir.path(), "gather", &["--reps", "20", "--disk-latency-ms", "50"], &[]);
     }
 }
 
