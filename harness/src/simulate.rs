@@ -188,11 +188,11 @@ impl Simulate {
         let mut opts = SimOptions::ideal(mode);
         opts.cpu_share = share.unwrap_or(1.0);
         let (intra, inter) = (Arc::new(intra), Arc::new(inter));
-        let pick = move |a: usize, b: usize| if a / cpus == b / cpus { intra.clone() } else { inter.clone() };
-        let pick2 = pick.clone();
-        opts.link = Arc::new(move |a, b, bytes| pick(a, b).time_us(bytes) * 1e-6);
+        let link_between = move |a: usize, b: usize| if a / cpus == b / cpus { intra.clone() } else { inter.clone() };
+        let holding = link_between.clone();
+        opts.link = Arc::new(move |a, b, bytes| link_between(a, b).time_us(bytes) * 1e-6);
         // The simulator paper's network: a node's transfers share its link in each direction.
-        opts.port_contention = Some(Arc::new(move |a, b, bytes| pick2(a, b).transfer_us(bytes) * 1e-6));
+        opts.port_contention = Some(Arc::new(move |a, b, bytes| holding(a, b).transfer_us(bytes) * 1e-6));
         let cpu =
             |c: TransferCost| TransferCpu { per_message_s: c.us_per_message * 1e-6, per_byte_s: c.ns_per_byte * 1e-9 };
         opts.send_cpu = cpu(platform.overheads.send);

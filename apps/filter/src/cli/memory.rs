@@ -36,6 +36,12 @@ pub struct Footprint {
 }
 
 impl Footprint {
+    /// A job that reads windows of the input through its disk threads, without a tile cache
+    /// or output tiles (`gather`, `serve`), rank 0 making `rank0_images` whole-image copies.
+    pub fn window_reads(ranks: usize, threads: usize, rank0_images: u64) -> Footprint {
+        Footprint { ranks, threads, disks: true, outputs: false, cache: Some(0), rank0_images, rank0_per_tile: 0 }
+    }
+
     /// Bytes on rank 0 and on each other rank.
     pub fn need(&self, input: &CheckedSource) -> (u64, u64) {
         let tiling = input.meta.tiling();

@@ -37,17 +37,9 @@ pub(super) fn execute(plan: &GatherPlan) -> Result<()> {
         _ => None,
     };
     let (rt, threads) = job::start(&plan.standard, &SIMULATION, &plan.map)?;
-    let footprint = Footprint {
-        ranks: rt.ranks(),
-        threads,
-        disks: true,
-        outputs: false,
-        cache: Some(0),
-        // The window's sums (4 bytes a pixel) and its PNG; verification's part of the input,
-        // its sums and theirs.
-        rank0_images: 8 + 12 * u64::from(plan.standard.verify()),
-        rank0_per_tile: 0,
-    };
+    // Rank 0: the window's sums (4 bytes a pixel) and its PNG; verification's part of the
+    // input, its sums and theirs.
+    let footprint = Footprint::window_reads(rt.ranks(), threads, 8 + 12 * u64::from(plan.standard.verify()));
     let (checked, input) = Input::prepare(&plan.source, &footprint, rt.rank(), false)?;
     let window = plan.check_input(&checked)?;
     let job = job::build(rt, &plan.map, &input, &plan.source.name, "unused", 0)?;

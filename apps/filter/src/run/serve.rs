@@ -45,15 +45,7 @@ pub(super) fn execute(plan: &ServePlan) -> Result<()> {
     catch_stop_signals();
     let rt = plan.runtime.start()?;
     let threads = rt.threads_in(&plan.map)?;
-    let footprint = Footprint {
-        ranks: rt.ranks(),
-        threads,
-        disks: true,
-        outputs: false,
-        cache: Some(0),
-        rank0_images: 0,
-        rank0_per_tile: 0,
-    };
+    let footprint = Footprint::window_reads(rt.ranks(), threads, 0);
     let (_, input) = Input::prepare(&plan.source, &footprint, rt.rank(), false)?;
     let job = job::build(rt, &plan.map, &input, &plan.source.name, "unused", 0)?;
     let outcome = serve(plan, &job, &input);
