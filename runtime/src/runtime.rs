@@ -479,6 +479,16 @@ impl Runtime {
         Ok(mapping::parse(mapping, self.engine.hosts())?.len())
     }
 
+    /// As [`Runtime::threads_in`] for a simulation on `ranks` virtual ranks (all on this
+    /// host), before the runtime exists: an application checks its sizes against a
+    /// `--map` before the simulator allocates its P² tables.
+    ///
+    /// # Errors
+    /// As [`Runtime::threads_in`].
+    pub fn simulated_threads_in(mapping: &str, ranks: usize) -> Result<usize, Error> {
+        Ok(mapping::parse(mapping, &vec![this_host(); ranks])?.len())
+    }
+
     /// Builds and validates a graph from a path of nodes. Collective: every rank must build
     /// the same graphs in the same order; ranks whose graphs differ get an error naming the
     /// first difference, instead of hanging later.

@@ -433,6 +433,12 @@ fn bad_simulations_are_refused_once_with_exit_2() {
                 2,
                 &["100000 bands for 100 rows"],
             ),
+            // The same with an explicit --map: its bands are counted before the start too.
+            case(
+                &["--random", "100", "100", "--simulate", "100000", "--map", "all*2", "--platform", good],
+                2,
+                &["--map \"all*2\"", "200000 bands for 100 rows"],
+            ),
             // Issue 27: 37 GiB of bands, all in this process (not 2.3 GiB on each of 16).
             case(
                 &["--random", "400000", "400000", "--simulate", "16", "--platform", good],

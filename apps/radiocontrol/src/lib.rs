@@ -24,6 +24,7 @@ pub mod launcher;
 pub mod record;
 pub mod results;
 pub mod run;
+pub mod shm;
 pub mod speed;
 pub mod supervise;
 pub mod verify;

@@ -10,6 +10,10 @@
 //!   (at least one after a crash; none after a stall in which every rank is still running),
 //!   never below `--min-ranks`. Under Slurm that is `srun -n` within the allocation.
 //!
+//! After a failed attempt, the Open MPI shared-memory segments it left are removed
+//! ([`crate::shm`]: those that appeared during the attempt and that no process maps), also
+//! when the ranks died before recording their pids.
+//!
 //! The job itself resumes from the last consistent record of its result file. A rank is
 //! found dead when the pid it wrote in `OUT/ranks/rank-R.pid` is gone or stopped (state
 //! `T`/`Z`) while the launcher still runs: the launcher kills the other ranks right after,
@@ -31,6 +35,7 @@ use crate::cli::supervise::SupervisePlan;
 use crate::data::DataSet;
 use crate::hosts::Hosts;
 use crate::launcher::{data_dir, rank_count, with_ranks};
+use crate::shm;
 
 /// After the job exited 0: its result file must exist and hold every job of its data set.
 fn check_complete(cmd: &[String], results: &Path) -> Result<()> {
@@ -108,17 +113,6 @@ fn kill_all(child: &mut Child, pids: &[(usize, i32)]) {
     let _ = child.wait();
 }
 
-/// The shared-memory files (Open MPI's `/dev/shm/vader_segment.*`) a rank has mapped: a
-/// killed job leaves them behind (4 MB each), and these are known to be this job's.
-fn shared_memory_files(pid: i32, into: &mut Vec<PathBuf>) {
-    let Ok(maps) = std::fs::read_to_string(format!("/proc/{pid}/maps")) else { return };
-    for path in maps.lines().filter_map(|l| l.split_whitespace().nth(5)) {
-        if path.starts_with("/dev/shm/vader_segment") && !into.iter().any(|p| p.as_os_str() == path) {
-            into.push(PathBuf::from(path));
-        }
-    }
-}
-
 fn running_or_stopped(pid: i32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| !s.contains(") Z"))
 }
@@ -138,6 +132,7 @@ fn attempt(s: &SupervisePlan, cmd: &[String], results: &Path, ranks_dir: &Path) 
             let _ = std::fs::remove_file(e.path());
         }
     }
+    let segments_before = shm::segments(Path::new(shm::SHM_DIR));
     let mut child = Command::new(&cmd[0])
         .args(&cmd[1..])
         .process_group(0)
@@ -147,7 +142,6 @@ fn attempt(s: &SupervisePlan, cmd: &[String], results: &Path, ranks_dir: &Path) 
     let mut last_progress = Instant::now();
     let mut seen: Vec<(usize, i32)> = Vec::new();
     let mut dead: Option<usize> = None;
-    let mut shm = Vec::new();
     let outcome = loop {
         std::thread::sleep(Duration::from_millis(s.poll_ms));
         let pids = rank_pids(ranks_dir);
@@ -155,9 +149,6 @@ fn attempt(s: &SupervisePlan, cmd: &[String], results: &Path, ranks_dir: &Path) 
             if !seen.contains(&p) {
                 seen.push(p);
             }
-        }
-        for &(_, pid) in &seen {
-            shared_memory_files(pid, &mut shm);
         }
         if let Some(status) = child.try_wait()? {
             if !status.success() {
@@ -188,8 +179,9 @@ fn attempt(s: &SupervisePlan, cmd: &[String], results: &Path, ranks_dir: &Path) 
         }
     };
     if !matches!(outcome, End::Done) {
-        for path in shm {
-            let _ = std::fs::remove_file(path);
+        let removed = shm::remove_orphans(Path::new(shm::SHM_DIR), &segments_before, Duration::from_secs(3));
+        if removed > 0 {
+            eprintln!("supervise: removed {removed} shared-memory segment(s) the killed job left in {}", shm::SHM_DIR);
         }
     }
     Ok(outcome)

@@ -10,6 +10,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::{generate, results, serial, BIN};
+use dps_radiocontrol::shm;
 
 /// Bytes of a record of the 12-watch data set.
 const RECORD: u64 = 5780;
@@ -33,6 +34,8 @@ fn rank_pid(out: &Path, rank: usize) -> Option<i32> {
 fn supervise_and_signal(data: &Path, out: &Path, reference: &[u8], signal: &str, stall_seconds: &str) -> String {
     let (b, d, o) = (BIN, data.to_str().unwrap(), out.to_str().unwrap());
     let mpirun = dps_launch::MPIRUN;
+    let shm_dir = Path::new(shm::SHM_DIR);
+    let segments_before = shm::segments(shm_dir);
     let args = ["-k", "5", "90", b, "supervise", "--stall-seconds", stall_seconds, "--poll-ms", "50", "--"];
     let job = [mpirun, "-n", "3", b, "run", d, "--out", o, "--throttle-ms", "700"];
     let child = Command::new("timeout")
@@ -59,6 +62,9 @@ fn supervise_and_signal(data: &Path, out: &Path, reference: &[u8], signal: &str,
     assert!(stderr.contains("attempt 2") && stderr.contains(&format!("{mpirun} -n 2 ")), "{stderr}");
     assert!(stderr.contains("completed after 1 restarts"), "{stderr}");
     assert_eq!(std::fs::read(&file).unwrap(), reference, "the restarted run's bytes");
+    // The killed attempt's shared-memory segments are gone (the last attempt ended cleanly).
+    let left: Vec<_> = shm::segments(shm_dir).difference(&segments_before).cloned().collect();
+    assert!(left.is_empty(), "Open MPI segments left in {}: {left:?}\n{stderr}", shm::SHM_DIR);
     // The restart resumed: the second attempt did not start from job 0.
     let stdout = String::from_utf8_lossy(&done.stdout);
     let resumed: Vec<&str> = stdout.lines().filter(|l| l.contains("resumed")).collect();

@@ -50,18 +50,22 @@ impl Plan {
         Ok(Job { viewer, map, layout, steps })
     }
 
-    /// Under `--simulate P` with one band per virtual rank (no --map), the checks of
-    /// [`Plan::job`] before the runtime starts: the simulator's tables take memory like P²
-    /// (1.4 GB at P = 4000), which a world of fewer rows than P bands, or too large for the
-    /// node, must not cost before its refusal.
+    /// Under `--simulate P`, the checks of [`Plan::job`] before the runtime starts (with
+    /// `--map`, its bands counted on P virtual ranks of this host): the simulator's tables
+    /// take memory like P² (1.4 GB at P = 4000), which a world of fewer rows than its bands,
+    /// or too large for the node, must not cost before its refusal.
     ///
     /// # Errors
     /// As [`Plan::job`].
     pub fn check_before_start(&self) -> Result<()> {
-        match (self.standard.simulated_ranks(), &self.map) {
-            // P = 0 is the simulator's to refuse.
-            (Some(p), None) if p > 0 => self.size(p, "all", p).map(|_| ()),
-            _ => Ok(()),
+        // P = 0 is the simulator's to refuse.
+        let Some(p) = self.standard.simulated_ranks().filter(|&p| p > 0) else { return Ok(()) };
+        match &self.map {
+            None => self.size(p, "all", p).map(|_| ()),
+            Some(map) => {
+                let bands = dps::Runtime::simulated_threads_in(map, p)?;
+                self.size(p, map, bands).map(|_| ())
+            }
         }
     }
 
