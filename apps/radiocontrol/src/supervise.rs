@@ -25,7 +25,7 @@
 //! the ranks that ran on a dead host count as dead, and the restart runs on the survivors.
 
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant, SystemTime};
 
