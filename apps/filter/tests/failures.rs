@@ -5,6 +5,8 @@
 //! - The same in `gather` (the reads of process-and-gather): exit 1, one line, no panic.
 //! - A `--storage disk` run killed with -9 leaves its scratch store; the next run in the
 //!   same scratch directory removes it, and its own.
+//! - A scratch disk without room for the random image's store is refused before anything is
+//!   written (exit 2, the figures), and leaves no scratch directory.
 
 use std::path::Path;
 use std::process::Command;
@@ -108,4 +110,28 @@ fn a_killed_runs_scratch_store_is_removed_by_the_next_run() {
     let out = Command::new(BIN).args(slow).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(scratch_stores(base.path()), Vec::<String>::new(), "the killed run's store or this run's is left");
+}
+
+/// A full scratch disk: a 64 KiB tmpfs, filled, mounted in a private mount namespace (needs
+/// root and `unshare`; skipped, saying so, where they are missing).
+#[test]
+fn a_full_scratch_disk_is_refused_before_work_and_left_as_it_was() {
+    let probe = Command::new("unshare").args(["-m", "true"]).output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        eprintln!("skipped: cannot make a private mount namespace (unshare -m) to mount a small tmpfs");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    let script = format!(
+        "mount -t tmpfs -o size=64k tmpfs {d} && (dd if=/dev/zero of={d}/filler bs=1k count=128 2>/dev/null; true) \
+         && {BIN} median --random 1024 1024 --storage disk --scratch {d}; code=$?; ls -A {d}; exit $code"
+    );
+    let start = Instant::now();
+    let run = Command::new("unshare").args(["-m", "sh", "-c", &script]).output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
+    assert_eq!(run.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("needs 1.0 MiB of disk space") && stderr.contains(&format!("{d}/")), "{stderr}");
+    assert_eq!(stdout.trim(), "filler", "a scratch store left on the full disk");
+    assert!(start.elapsed() < Duration::from_secs(10), "refused after {:?}", start.elapsed());
 }

@@ -75,6 +75,8 @@ impl Input {
             for d in 0..tiling.disks {
                 std::fs::create_dir_all(store::disk_dir(&dir, d))?;
             }
+            // A scratch disk too small is refused with the figures before anything is written.
+            store::check_writable(&dir, name, &nothing.meta)?;
             store::write(&dir, name, &image, tiling, RANDOM_IMAGE)?;
             scratch = Some(made);
         }
