@@ -39,6 +39,19 @@ pub fn ranks_on_this_node() -> u64 {
         .unwrap_or(1)
 }
 
+/// Set (to anything), [`check_memory`] prints each estimate it checks on standard error,
+/// starting with [`REPORT_PREFIX`]: the tests hold the estimates against measured peaks.
+pub const REPORT_VAR: &str = "DPS_REPORT_MEMORY";
+
+/// How [`REPORT_VAR`]'s lines start: `dps memory estimate: <bytes> B for <what>`.
+pub const REPORT_PREFIX: &str = "dps memory estimate: ";
+
+/// The last estimate [`check_memory`] printed under [`REPORT_VAR`] in `stderr`, bytes.
+pub fn reported_estimate(stderr: &str) -> Option<u64> {
+    let line = stderr.lines().rev().find_map(|l| l.strip_prefix(REPORT_PREFIX))?;
+    line.split_whitespace().next()?.parse().ok()
+}
+
 /// Refuses the run ([`BadInput`]) when the ranks on this node need more than it has
 /// available: rank 0 needs `rank0` bytes, every other rank `other`. `what` names the
 /// options that set the size, e.g. `"--n 100000"`.
@@ -50,6 +63,9 @@ pub fn check_memory(what: &str, rank0: u64, other: u64) -> anyhow::Result<()> {
     let is_rank0 = crate::launch_rank().unwrap_or(0) == 0;
     let need =
         if is_rank0 { rank0.saturating_add(other.saturating_mul(ranks - 1)) } else { other.saturating_mul(ranks) };
+    if std::env::var_os(REPORT_VAR).is_some() {
+        eprintln!("{REPORT_PREFIX}{need} B for {what}");
+    }
     let Some(available) = available_bytes() else { return Ok(()) };
     if need > available {
         let per_rank = if ranks == 1 || rank0 == other {
