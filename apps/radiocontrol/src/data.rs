@@ -1,8 +1,10 @@
 //! The data set on disk (§2.10), its checks, and its ground truth (`truth.csv`) as `--verify` reads it.
 //!
 //! ```text
-//! DATA/radio.json              manifest: sizes, seed, data-set id, truth.csv's hash, and a
-//!                              checksum over them (written last by `generate`)
+//! DATA/radio.json              manifest: sizes, seed, data-set id, truth.csv's and
+//!                              stations.sums' hashes, and a checksum over them (written
+//!                              last by `generate`)
+//! DATA/stations.sums           every station file's hash (crate::station_sums)
 //! DATA/stations/S{sss}_H{hh}.bin   60 station minute records of 60,000 B (30,000 i16 LE at 3 kHz)
 //! DATA/watches/W{wwww}.bin     1440 watch minute records of 95 B, in minute-of-day order
 //! DATA/truth.csv               the generator's ground truth, one line per watch minute
@@ -37,8 +39,11 @@ pub const DAY_MINUTES: usize = 24 * MINUTES;
 pub const WATCH_FILE: u64 = (WATCH_RECORD * DAY_MINUTES) as u64;
 /// Byte offset of the log energies in a watch record.
 const ENVELOPE_AT: usize = 15;
-/// The manifest's format tag written: version 2, sealed by its `checksum`.
-pub const FORMAT: &str = "dps-radiocontrol data 2";
+/// The manifest's format tag written: version 3, sealed by its `checksum`, with every
+/// station file's hash in `stations.sums`.
+pub const FORMAT: &str = "dps-radiocontrol data 3";
+/// Version 2 (sealed, no `stations_hash`), still read.
+pub const FORMAT_2: &str = "dps-radiocontrol data 2";
 /// The first version's tag (no `truth_hash`, no `checksum`), still read.
 pub const FORMAT_1: &str = "dps-radiocontrol data 1";
 /// Largest sizes accepted (the watch file names have 4 digits, the station names 3).
@@ -46,8 +51,9 @@ pub const MAX_WATCHES: usize = 10_000;
 /// See [`MAX_WATCHES`].
 pub const MAX_STATIONS: usize = 1_000;
 
-/// `DATA/radio.json`. Unknown fields are refused; in format 2 `checksum` seals every other
-/// field, and `truth_hash` binds `truth.csv` to them.
+/// `DATA/radio.json`. Unknown fields are refused; from format 2 `checksum` seals every
+/// other field, and `truth_hash` binds `truth.csv` to them; from format 3 `stations_hash`
+/// binds `stations.sums`, which holds every station file's hash.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct Manifest {
@@ -66,7 +72,10 @@ pub struct Manifest {
     /// `fnv1a64:` and 16 hex digits: FNV-1a of `truth.csv`'s bytes (format 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub truth_hash: Option<String>,
-    /// `fnv1a64:` and 16 hex digits: FNV-1a of every field above (format 2; see
+    /// `fnv1a64:` and 16 hex digits: FNV-1a of `stations.sums` (format 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stations_hash: Option<String>,
+    /// `fnv1a64:` and 16 hex digits: FNV-1a of every field above (from format 2; see
     /// [`Manifest::seal`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub checksum: Option<String>,
@@ -85,23 +94,42 @@ impl Manifest {
     /// [`sealed`](Self::sealed)).
     pub fn new(watches: usize, stations: usize, hours: usize, seed: u64, dataset_id: u64) -> Manifest {
         let format = FORMAT.into();
-        Manifest { format, watches, stations, hours, seed, dataset_id, truth_hash: None, checksum: None }
+        Manifest {
+            format,
+            watches,
+            stations,
+            hours,
+            seed,
+            dataset_id,
+            truth_hash: None,
+            stations_hash: None,
+            checksum: None,
+        }
     }
 
     /// The text the checksum is FNV-1a of: `FORMAT: watches W stations S hours H seed N
-    /// dataset_id I truth T`.
+    /// dataset_id I truth T`, and ` stations H` in format 3.
     pub fn seal(&self) -> String {
         let truth = self.truth_hash.as_deref().unwrap_or_default();
-        let text = format!(
+        let mut text = format!(
             "{}: watches {} stations {} hours {} seed {} dataset_id {} truth {truth}",
             self.format, self.watches, self.stations, self.hours, self.seed, self.dataset_id
         );
+        if let Some(stations) = &self.stations_hash {
+            text += &format!(" stations {stations}");
+        }
         fnv1a64(text.as_bytes())
     }
 
-    /// The same manifest, sealed, with `truth.csv`'s hash.
-    pub fn sealed(&self, truth_hash: String) -> Manifest {
-        let mut m = Manifest { format: FORMAT.into(), truth_hash: Some(truth_hash), ..self.clone() };
+    /// The same manifest in the current format, sealed, with `truth.csv`'s and
+    /// `stations.sums`' hashes.
+    pub fn sealed(&self, truth_hash: String, stations_hash: String) -> Manifest {
+        let mut m = Manifest {
+            format: FORMAT.into(),
+            truth_hash: Some(truth_hash),
+            stations_hash: Some(stations_hash),
+            ..self.clone()
+        };
         m.checksum = Some(m.seal());
         m
     }
@@ -113,17 +141,26 @@ impl Manifest {
     pub fn parse(text: &str) -> Result<Manifest, String> {
         let m: Manifest = serde_json::from_str(text).map_err(|e| e.to_string())?;
         m.check()?;
-        match (&m.truth_hash, &m.checksum) {
-            (None, None) if m.format == FORMAT_1 => {}
-            (_, _) if m.format == FORMAT_1 => {
-                return Err(format!("format {FORMAT_1:?} has no \"truth_hash\" or \"checksum\" field"))
+        let format = m.format.as_str();
+        match (&m.truth_hash, &m.stations_hash, &m.checksum) {
+            (None, None, None) if format == FORMAT_1 => {}
+            _ if format == FORMAT_1 => {
+                return Err(format!(
+                    "format {FORMAT_1:?} has no \"truth_hash\", \"stations_hash\" or \"checksum\" field"
+                ))
             }
-            (None, _) => return Err(format!("missing field `truth_hash` (format {FORMAT:?})")),
-            (_, None) => return Err(format!("missing field `checksum` (format {FORMAT:?})")),
-            (Some(_), Some(sum)) if *sum != m.seal() => {
+            (_, Some(_), _) if format == FORMAT_2 => {
+                return Err(format!("format {FORMAT_2:?} has no \"stations_hash\" field"))
+            }
+            (None, _, _) => return Err(format!("missing field `truth_hash` (format {format:?})")),
+            (_, None, _) if format == FORMAT => {
+                return Err(format!("missing field `stations_hash` (format {FORMAT:?})"))
+            }
+            (_, _, None) => return Err(format!("missing field `checksum` (format {format:?})")),
+            (_, _, Some(sum)) if *sum != m.seal() => {
                 return Err(format!(
                     "field `checksum` {sum:?} does not match the fields it seals (watches, stations, hours, \
-                     seed, dataset_id, truth_hash: one was edited or damaged)"
+                     seed, dataset_id, truth_hash, stations_hash: one was edited or damaged)"
                 ))
             }
             _ => {}
@@ -146,8 +183,8 @@ impl Manifest {
     /// # Errors
     /// A message naming the field out of range.
     pub fn check(&self) -> Result<(), String> {
-        if self.format != FORMAT && self.format != FORMAT_1 {
-            return Err(format!("format {:?} is not {FORMAT:?} or {FORMAT_1:?}", self.format));
+        if ![FORMAT, FORMAT_2, FORMAT_1].contains(&self.format.as_str()) {
+            return Err(format!("format {:?} is not {FORMAT:?}, {FORMAT_2:?} or {FORMAT_1:?}", self.format));
         }
         if !(1..=MAX_WATCHES).contains(&self.watches) {
             return Err(format!("watches {} must be between 1 and {MAX_WATCHES}", self.watches));
@@ -265,7 +302,8 @@ pub struct DataSet {
 
 impl DataSet {
     /// Opens `dir`: reads the manifest and checks that every station and watch file exists
-    /// with its exact size, and every watch record's minute, before any work.
+    /// with its exact size, every watch record's minute, and (format 3) every station
+    /// file's hash, before any work.
     ///
     /// # Errors
     /// A [`dps_harness::BadInput`] naming the file: missing, unreadable, wrong size, or a
@@ -304,6 +342,9 @@ impl DataSet {
             for s in 0..manifest.stations {
                 check(station_path(dir, s, h), STATION_FILE, "station file")?;
             }
+        }
+        if let Some(want) = &manifest.stations_hash {
+            crate::station_sums::check(dir, &manifest, want)?;
         }
         Ok(DataSet { dir: dir.to_path_buf(), manifest })
     }

@@ -120,6 +120,7 @@ pub fn generate(dir: &Path, m: &Manifest) -> Result<()> {
     let _ = std::fs::remove_file(manifest_path(dir));
     // Every station hour in memory (S × H × 3.6 MB): the watches copy from them.
     let mut pcm = vec![Vec::with_capacity(hours); stations];
+    let mut hashes = vec![Vec::with_capacity(hours); stations];
     for (s, hours_of_s) in pcm.iter_mut().enumerate() {
         for h in 0..hours {
             let samples = station_hour(seed, s, h);
@@ -127,9 +128,11 @@ pub fn generate(dir: &Path, m: &Manifest) -> Result<()> {
             debug_assert_eq!(bytes.len(), STATION_RECORD * MINUTES);
             let path = station_path(dir, s, h);
             std::fs::write(&path, &bytes).with_context(|| format!("cannot write {}", path.display()))?;
+            hashes[s].push(crate::data::fnv1a64(&bytes));
             hours_of_s.push(samples);
         }
     }
+    let stations_hash = crate::station_sums::write(dir, m, |s, h| hashes[s][h].clone())?;
     let tpath = truth_path(dir);
     let mut truth = std::io::BufWriter::new(
         std::fs::File::create(&tpath).with_context(|| format!("cannot write {}", tpath.display()))?,
@@ -154,7 +157,7 @@ pub fn generate(dir: &Path, m: &Manifest) -> Result<()> {
     drop(truth);
     // Sealed over what was written: truth.csv as it is on disk.
     let written = std::fs::read(&tpath).with_context(|| format!("cannot read {}", tpath.display()))?;
-    let sealed = m.sealed(crate::data::fnv1a64(&written));
+    let sealed = m.sealed(crate::data::fnv1a64(&written), stations_hash);
     let mpath = manifest_path(dir);
     std::fs::write(&mpath, serde_json::to_string_pretty(&sealed)? + "\n")
         .with_context(|| format!("cannot write {}", mpath.display()))?;
@@ -169,6 +172,7 @@ pub fn generate(dir: &Path, m: &Manifest) -> Result<()> {
 /// A `dps_harness::BadInput` with the figures.
 pub fn check_room(dir: &Path, m: &Manifest) -> Result<()> {
     const TRUTH_LINE: u64 = 40; // "9999,1439,listen,99,6000\n" is 25 bytes
+    const SUMS_LINE: u64 = 39; // "S999_H23.bin fnv1a64:0123456789abcdef\n"
     let stations = (0..m.stations).flat_map(|s| (0..m.hours).map(move |h| station_path(dir, s, h)));
     let watches = (0..m.watches).map(|w| watch_path(dir, w));
     let files: Vec<_> = stations.chain(watches).chain([truth_path(dir)]).collect();
@@ -176,7 +180,8 @@ pub fn check_room(dir: &Path, m: &Manifest) -> Result<()> {
     let need = (m.stations as u64 * m.hours as u64)
         .saturating_mul(crate::data::STATION_FILE)
         .saturating_add((m.watches as u64).saturating_mul(crate::data::WATCH_FILE))
-        .saturating_add((m.watches as u64).saturating_mul(DAY_MINUTES as u64 * TRUTH_LINE));
+        .saturating_add((m.watches as u64).saturating_mul(DAY_MINUTES as u64 * TRUTH_LINE))
+        .saturating_add((m.stations as u64 * m.hours as u64).saturating_mul(SUMS_LINE));
     dps_harness::check_disk_space("generate --dir: the data set", dir, need, reclaimed)
 }
 

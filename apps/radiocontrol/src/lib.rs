@@ -26,5 +26,6 @@ pub mod results;
 pub mod run;
 pub mod shm;
 pub mod speed;
+pub mod station_sums;
 pub mod supervise;
 pub mod verify;

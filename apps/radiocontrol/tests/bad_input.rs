@@ -1,7 +1,8 @@
 //! Bad input: a missing or truncated data file, a station or watch file of the wrong size,
 //! a manifest with an unknown field or that does not match its checksum, a `truth.csv` that
 //! does not match the manifest's hash (or, in format 1, a bad header or a repeated line), a
-//! watch record with flags, scale or reserved bytes this program does not read,
+//! watch record with flags, scale or reserved bytes this program does not read, station
+//! files swapped or a `stations.sums` edited or missing (format 3; format 2 still reads),
 //! an output directory that cannot be written, a result file of another data set, a full
 //! disk (`/dev/full`: every write fails with ENOSPC), bad options. Each row states the exit
 //! code (2: refused before any work, 1: the run failed) and words of the one-line message.
@@ -17,6 +18,7 @@ use std::process::Command;
 
 use common::{generate, results, serial, BIN};
 use dps_launch::bad_input::{case, case_on, check_table};
+use dps_radiocontrol::data::{Manifest, FORMAT_2};
 
 struct Setup {
     _tmp: tempfile::TempDir,
@@ -131,8 +133,23 @@ fn every_bad_input_is_one_clear_line_and_leaves_results_valid() {
     let fields = m.as_object_mut().unwrap();
     fields.remove("checksum");
     fields.remove("truth_hash");
+    fields.remove("stations_hash");
     fields.insert("format".into(), "dps-radiocontrol data 1".into());
     std::fs::write(v1.join("radio.json"), serde_json::to_string(&m).unwrap()).unwrap();
+    // Format 2 (sealed, no station hashes): still read, without stations.sums.
+    let v2 = copy("v2");
+    let m = Manifest::parse(&std::fs::read_to_string(v2.join("radio.json")).unwrap()).unwrap();
+    let m = Manifest { format: FORMAT_2.into(), stations_hash: None, ..m };
+    let m = Manifest { checksum: Some(m.seal()), ..m };
+    std::fs::write(v2.join("radio.json"), serde_json::to_string(&m).unwrap()).unwrap();
+    std::fs::remove_file(v2.join("stations.sums")).unwrap();
+    // Format 3: two station files swapped (same sizes, no header), and an edited sums file.
+    let swapped = copy("swapped-stations").join("stations");
+    std::fs::rename(swapped.join("S000_H00.bin"), swapped.join("tmp")).unwrap();
+    std::fs::rename(swapped.join("S001_H00.bin"), swapped.join("S000_H00.bin")).unwrap();
+    std::fs::rename(swapped.join("tmp"), swapped.join("S001_H00.bin")).unwrap();
+    replace(copy("edited-sums").join("stations.sums"), "S001_H00.bin fnv1a64:", "S001_H00.bin fnv1a64:0");
+    std::fs::remove_file(copy("no-sums").join("stations.sums")).unwrap();
     copy_dir(&v1, &s.root.join("v1-truth-header"));
     replace(s.root.join("v1-truth-header/truth.csv"), "watch,minute", "minute,watch");
     copy_dir(&v1, &s.root.join("v1-truth-twice"));
@@ -176,6 +193,14 @@ fn every_bad_input_is_one_clear_line_and_leaves_results_valid() {
             vec!["edited-truth/truth.csv".into(), "not the manifest's truth_hash".into()],
         ),
         (with(run("v1", "o11"), &["--verify"]), 0, vec![]),
+        (with(run("v2", "o12"), &["--verify"]), 0, vec![]),
+        (
+            run("swapped-stations", "o10"),
+            2,
+            vec!["station file".into(), "S000_H00.bin".into(), "another station's or hour's file".into()],
+        ),
+        (run("edited-sums", "o10"), 2, vec!["stations.sums".into(), "not the manifest's stations_hash".into()]),
+        (run("no-sums", "o10"), 2, vec!["no-sums/stations.sums".into(), "No such file".into()]),
         (
             with(run("v1-truth-header", "o10"), &["--verify"]),
             2,

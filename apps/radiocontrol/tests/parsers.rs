@@ -2,7 +2,9 @@
 //! headers, ground-truth lines, and the watchdog's command lines. Arbitrary bytes never
 //! panic; what is encoded reads back; any damaged record is refused.
 
-use dps_radiocontrol::data::{parse_truth_line, Manifest, Truth, WatchRecord, FORMAT, FORMAT_1, WATCH_RECORD};
+use dps_radiocontrol::data::{
+    parse_truth_line, Manifest, Truth, WatchRecord, FORMAT, FORMAT_1, FORMAT_2, WATCH_RECORD,
+};
 use dps_radiocontrol::kernel::Match;
 use dps_radiocontrol::launcher::with_ranks;
 use dps_radiocontrol::results::{
@@ -88,12 +90,12 @@ proptest! {
     }
 }
 
-/// The manifest gets the platform file's rigour: unknown fields refused, and in format 2 a
-/// checksum over every field (so an edited size, seed, id or truth hash is refused); format
-/// 1 (no checksum) is still read.
+/// The manifest gets the platform file's rigour: unknown fields refused, and from format 2
+/// a checksum over every field (so an edited size, seed, id, truth or stations hash is
+/// refused); formats 1 (no checksum) and 2 (no stations hash) are still read.
 #[test]
 fn the_manifest_is_sealed_and_format_1_still_reads() {
-    let m = manifest(20, 5, 2, 0xabc).sealed("fnv1a64:0123456789abcdef".into());
+    let m = manifest(20, 5, 2, 0xabc).sealed("fnv1a64:0123456789abcdef".into(), "fnv1a64:fedcba9876543210".into());
     assert_eq!(m.format, FORMAT);
     let text = serde_json::to_string_pretty(&m).unwrap();
     assert_eq!(Manifest::parse(&text), Ok(m.clone()));
@@ -104,6 +106,7 @@ fn the_manifest_is_sealed_and_format_1_still_reads() {
         ("\"seed\": 1", "\"seed\": 2"),
         ("\"dataset_id\": 2748", "\"dataset_id\": 2749"),
         ("0123456789abcdef", "0123456789abcdee"),
+        ("fedcba9876543210", "fedcba9876543211"),
     ] {
         let edited = text.replace(from, to);
         assert_ne!(edited, text, "{from}");
@@ -119,6 +122,16 @@ fn the_manifest_is_sealed_and_format_1_still_reads() {
     assert!(Manifest::parse(&v1).is_ok(), "format 1 is still read");
     let v1_sealed = text.replace(FORMAT, FORMAT_1);
     assert!(Manifest::parse(&v1_sealed).unwrap_err().contains("has no"));
-    let v2_unsealed = v1.replace(FORMAT_1, FORMAT);
-    assert!(Manifest::parse(&v2_unsealed).unwrap_err().contains("missing field `truth_hash`"));
+    let v3_unsealed = v1.replace(FORMAT_1, FORMAT);
+    assert!(Manifest::parse(&v3_unsealed).unwrap_err().contains("missing field `truth_hash`"));
+    // Format 2: sealed, without the station files' hashes; still read.
+    let v2 = Manifest { format: FORMAT_2.into(), stations_hash: None, checksum: None, ..m.clone() };
+    let v2 = Manifest { checksum: Some(v2.seal()), ..v2 };
+    let v2_text = serde_json::to_string(&v2).unwrap();
+    assert!(!v2_text.contains("stations_hash"), "{v2_text}");
+    assert_eq!(Manifest::parse(&v2_text), Ok(v2.clone()), "format 2 is still read");
+    let v2_with = serde_json::to_string(&Manifest { format: FORMAT_2.into(), ..m.clone() }).unwrap();
+    assert!(Manifest::parse(&v2_with).unwrap_err().contains("has no \"stations_hash\""));
+    let v3_without = serde_json::to_string(&Manifest { format: FORMAT.into(), ..v2 }).unwrap();
+    assert!(Manifest::parse(&v3_without).unwrap_err().contains("missing field `stations_hash`"));
 }
