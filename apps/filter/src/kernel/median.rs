@@ -109,9 +109,14 @@ fn median5_lanes<V: Lanes>(src: &[u8], stride: usize, w: usize, h: usize, dst: &
     assert!(w >= V::N);
     // Row `k` of `columns`: the k-th smallest of each column; row `j` of `pairs`: the j-th
     // smallest of columns (c, c + 1), at index c (padded columns, relative to the block).
-    let len = BLOCK + V::N + 2 * RADIUS;
-    let mut columns = vec![0u8; 5 * len];
-    let mut pairs = vec![0u8; 10 * len];
+    // Rows a multiple of 64 bytes apart, from a 64-byte boundary: the passes' stores are
+    // aligned and never split across cache lines (rows 548 bytes apart split most of them,
+    // and the stores were the kernel's bottleneck).
+    let len = (BLOCK + V::N + 2 * RADIUS).next_multiple_of(64);
+    let mut columns_buffer = vec![0u8; 5 * len + 64];
+    let mut pairs_buffer = vec![0u8; 10 * len + 64];
+    let columns = aligned_64(&mut columns_buffer, 5 * len);
+    let pairs = aligned_64(&mut pairs_buffer, 10 * len);
     for y in 0..h {
         let rows: [&[u8]; 5] = std::array::from_fn(|k| &src[(y + k) * stride..][..w + 2 * RADIUS]);
         let out = &mut dst[y * dst_stride..][..w];
@@ -130,7 +135,7 @@ fn median5_lanes<V: Lanes>(src: &[u8], stride: usize, w: usize, h: usize, dst: &
                 unsafe {
                     let sorted = sort5(std::array::from_fn(|k| V::load(rows[k], x0 + i)));
                     for (k, v) in sorted.into_iter().enumerate() {
-                        v.store(&mut columns, k * len + i);
+                        v.store(columns, k * len + i);
                     }
                 }
             }
@@ -138,9 +143,9 @@ fn median5_lanes<V: Lanes>(src: &[u8], stride: usize, w: usize, h: usize, dst: &
                 // SAFETY: column c + 1 of the pair: k·len + i + 1 + N <= k·len + n + 4, in
                 // row k of `columns`; row j of `pairs` as in the sort.
                 unsafe {
-                    let merged = merge_columns(std::array::from_fn(|k| V::load(&columns, (k % 5) * len + i + k / 5)));
+                    let merged = merge_columns(std::array::from_fn(|k| V::load(columns, (k % 5) * len + i + k / 5)));
                     for (j, v) in merged.into_iter().enumerate() {
-                        v.store(&mut pairs, j * len + i);
+                        v.store(pairs, j * len + i);
                     }
                 }
             }
@@ -149,9 +154,9 @@ fn median5_lanes<V: Lanes>(src: &[u8], stride: usize, w: usize, h: usize, dst: &
                 // n + 4 of their rows, the output at x0 + n <= w.
                 unsafe {
                     let inputs = std::array::from_fn(|k| match k {
-                        0..10 => V::load(&pairs, k * len + i),
-                        10..20 => V::load(&pairs, (k - 10) * len + i + 2),
-                        _ => V::load(&columns, (k - 20) * len + i + 4),
+                        0..10 => V::load(pairs, k * len + i),
+                        10..20 => V::load(pairs, (k - 10) * len + i + 2),
+                        _ => V::load(columns, (k - 20) * len + i + 4),
                     });
                     let [median] = median_of_pairs(inputs);
                     median.store(out, x0 + i);
@@ -160,6 +165,12 @@ fn median5_lanes<V: Lanes>(src: &[u8], stride: usize, w: usize, h: usize, dst: &
             x0 += n;
         }
     }
+}
+
+/// The `n` bytes of `buffer` (at least `n + 63` long) from its first 64-byte boundary.
+fn aligned_64(buffer: &mut [u8], n: usize) -> &mut [u8] {
+    let skip = buffer.as_ptr().align_offset(64);
+    &mut buffer[skip..skip + n]
 }
 
 /// `w × h` pixels with a border of `r` on every side, each border pixel a copy of the
