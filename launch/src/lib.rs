@@ -19,6 +19,6 @@ mod testing;
 pub use background::Background;
 pub use job::{Finished, Job, LaunchError, Launcher, MPIRUN, TEST_TIMEOUT_S};
 pub use testing::{
-    children_peak_rss, example, json_record, mpirun, mpirun_env, mpirun_with, scenario_args, scenario_passes_on_1_2_4,
-    test_job,
+    children_peak_rss, example, json_record, memory_estimates_within_peaks, mpirun, mpirun_env, mpirun_with,
+    on_a_full_disk, scenario_args, scenario_passes_on_1_2_4, test_job,
 };

@@ -94,3 +94,41 @@ pub fn children_peak_rss() -> u64 {
     assert_eq!(unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) }, 0);
     usage.ru_maxrss as u64 * 1024
 }
+
+/// Runs `bin` with each argument list of `runs` (in order of ascending peaks: the children's
+/// peak is then the last run's), with `env` set to `1`, and checks that the memory estimate
+/// `estimate` reads from its standard error lies within 0.5-4× of the run's peak RSS.
+///
+/// # Panics
+/// If a run fails, prints no estimate, or its estimate is out of that range.
+pub fn memory_estimates_within_peaks(bin: &str, runs: &[&[&str]], env: &str, estimate: fn(&str) -> Option<u64>) {
+    for args in runs {
+        let out = std::process::Command::new(bin).args(*args).env(env, "1").output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {stderr}");
+        let estimate = estimate(&stderr).unwrap_or_else(|| panic!("{args:?}: no estimate in {stderr}"));
+        let peak = children_peak_rss();
+        let ratio = estimate as f64 / peak as f64;
+        eprintln!("{args:?}: estimate {estimate} B, peak {peak} B: {ratio:.2}");
+        assert!((0.5..=4.0).contains(&ratio), "{args:?}: estimate {estimate} B, peak {peak} B: {ratio:.2}");
+    }
+}
+
+/// Runs the shell command line `command` in a private mount namespace where `dir` is a
+/// tmpfs of `size` (as `mount -o size=`, e.g. `"16k"`), filled by a file `filler`, then
+/// lists `dir` on standard output (one name per line) and exits with the command's code.
+/// `None`, after saying so, where a private mount namespace cannot be made (no root or no
+/// `unshare`): the caller skips its test.
+pub fn on_a_full_disk(dir: &Path, size: &str, command: &str) -> Option<std::process::Output> {
+    let probe = std::process::Command::new("unshare").args(["-m", "true"]).output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        eprintln!("skipped: cannot make a private mount namespace (unshare -m) to mount a small tmpfs");
+        return None;
+    }
+    let d = dir.display();
+    let script = format!(
+        "mount -t tmpfs -o size={size} tmpfs {d} && (dd if=/dev/zero of={d}/filler bs=1M count=64 2>/dev/null; true) \
+         && {command}; code=$?; ls -A {d}; exit $code"
+    );
+    Some(std::process::Command::new("unshare").args(["-m", "sh", "-c", &script]).output().unwrap())
+}

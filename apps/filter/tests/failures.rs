@@ -116,19 +116,11 @@ fn a_killed_runs_scratch_store_is_removed_by_the_next_run() {
 /// root and `unshare`; skipped, saying so, where they are missing).
 #[test]
 fn a_full_scratch_disk_is_refused_before_work_and_left_as_it_was() {
-    let probe = Command::new("unshare").args(["-m", "true"]).output();
-    if !probe.is_ok_and(|o| o.status.success()) {
-        eprintln!("skipped: cannot make a private mount namespace (unshare -m) to mount a small tmpfs");
-        return;
-    }
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().display();
-    let script = format!(
-        "mount -t tmpfs -o size=64k tmpfs {d} && (dd if=/dev/zero of={d}/filler bs=1k count=128 2>/dev/null; true) \
-         && {BIN} median --random 1024 1024 --storage disk --scratch {d}; code=$?; ls -A {d}; exit $code"
-    );
+    let command = format!("{BIN} median --random 1024 1024 --storage disk --scratch {d}");
     let start = Instant::now();
-    let run = Command::new("unshare").args(["-m", "sh", "-c", &script]).output().unwrap();
+    let Some(run) = dps_launch::on_a_full_disk(dir.path(), "64k", &command) else { return };
     let (stdout, stderr) = (String::from_utf8_lossy(&run.stdout), String::from_utf8_lossy(&run.stderr));
     assert_eq!(run.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("needs 1.0 MiB of disk space") && stderr.contains(&format!("{d}/")), "{stderr}");
