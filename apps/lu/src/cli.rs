@@ -134,7 +134,8 @@ impl Args {
     /// or run counts are out of range, `--alloc` or `--per-iteration` without the dynamic
     /// variant, the trace cannot be written, the file cannot be read or holds no square real
     /// matrix, the data does not fit in memory, `--alloc half-after:K` leaves no iteration
-    /// on one side, `--withdraw` is malformed, without `--alloc schedule`, names a rank
+    /// on one side, `--column-ranks` is not one of 1..=P or not with `dynamic`,
+    /// `--withdraw` is malformed, without `--alloc schedule`, names a rank
     /// not in the job, rank 0 (the coordinator), or an iteration past the last, or the
     /// platform file `--alloc schedule` reads cannot be loaded.
     pub fn plan(&self) -> Result<Plan> {
