@@ -4,8 +4,9 @@
 //! layered scheduler chooses (`schedule`: [`crate::scheduled`]).
 //!
 //! The half is counted in ranks, not threads: the threads kept are those on ranks
-//! `0..max(1, ranks/2)`, where the column blocks live, so the ranks released hold no state
-//! and simply receive no more work (on 2 ranks: P = 2 ranks, P/2 = rank 0).
+//! `0..max(1, ranks/2)`, where the column blocks live by default, so the ranks released hold
+//! no state and simply receive no more work (on 2 ranks: P = 2 ranks, P/2 = rank 0). With
+//! `--column-ranks` beyond them, a released rank keeps its column work.
 
 use std::fmt;
 use std::str::FromStr;

@@ -70,6 +70,10 @@ pub struct Args {
     /// pre-computed for one rank fewer and its multiplication threads get no more work.
     #[arg(long, value_name = "RANK@iteration:K|HOST@iteration:K")]
     pub withdraw: Option<WithdrawArg>,
+    /// `dynamic` variant: the column blocks live on ranks 0..C, one column thread per rank
+    /// (block j on rank j % C) [default: the first half of the ranks, at least 1].
+    #[arg(long, value_name = "C")]
+    pub column_ranks: Option<usize>,
     /// `dynamic` variant: report each iteration's time beside the serial blocked
     /// reference's (measured on rank 0 after each timed run) and its efficiency E_i.
     #[arg(long)]
@@ -97,6 +101,8 @@ pub struct Plan {
     pub per_iteration: bool,
     /// `--withdraw`: the rank (or host) withdrawn and the first iteration without it.
     pub withdraw: Option<WithdrawArg>,
+    /// `dynamic` variant: the ranks holding the column blocks (0..column_ranks).
+    pub column_ranks: usize,
     /// `--alloc schedule`: the kernel times and the link the scheduler's τ tables come from.
     pub costs: Option<Costs>,
     /// Mapping of the column collection (the multiplication collection in `dynamic`).
@@ -128,8 +134,9 @@ impl Args {
     /// or run counts are out of range, `--alloc` or `--per-iteration` without the dynamic
     /// variant, the trace cannot be written, the file cannot be read or holds no square real
     /// matrix, the data does not fit in memory, `--alloc half-after:K` leaves no iteration
-    /// on one side, `--withdraw` is malformed, without `--alloc schedule`, names a rank
-    /// not in the job, rank 0 or a column owner, or an iteration past the last, or the
+    /// on one side, `--column-ranks` is not one of 1..=P or not with `dynamic`,
+    /// `--withdraw` is malformed, without `--alloc schedule`, names a rank
+    /// not in the job, rank 0 (the coordinator), or an iteration past the last, or the
     /// platform file `--alloc schedule` reads cannot be loaded.
     pub fn plan(&self) -> Result<Plan> {
         self.check_simulation()?;
@@ -162,6 +169,7 @@ impl Args {
             alloc: self.alloc.unwrap_or(if self.withdraw.is_some() { Alloc::Schedule } else { Alloc::All }),
             per_iteration: self.per_iteration,
             withdraw: self.withdraw.clone(),
+            column_ranks: self.column_ranks(),
             costs: None,
             map: self.run.map.map.clone(),
             repeat: self.run.repeat.clone(),
@@ -227,6 +235,15 @@ impl Args {
                     "--withdraw {w} needs --variant dynamic (the other variants have no multiplication threads)"
                 );
             }
+            if let Some(c) = self.column_ranks {
+                bad_input!("--column-ranks {c} needs --variant dynamic (the others place the columns with --map)");
+            }
+        }
+        if let Some(c) = self.column_ranks {
+            let ranks = self.ranks();
+            if c == 0 || c as u64 > ranks {
+                bad_input!("--column-ranks {c}: the column blocks need between 1 and {ranks} ranks (the job's)");
+            }
         }
         if let (Some(w), Some(alloc)) = (&self.withdraw, self.alloc) {
             if alloc != Alloc::Schedule {
@@ -276,6 +293,12 @@ impl Args {
         }
     }
 
+    /// The ranks holding the column blocks in the dynamic variant: `--column-ranks`, else
+    /// the first half of the ranks (at least one).
+    fn column_ranks(&self) -> usize {
+        self.column_ranks.unwrap_or_else(|| alloc::kept_ranks(self.ranks() as usize))
+    }
+
     /// The ranks of the run: launched, or simulated (`--simulate P`).
     fn ranks(&self) -> u64 {
         self.run.standard.simulated_ranks().map_or_else(|| dps_harness::launch_size() as u64, |p| p.max(1) as u64)
@@ -293,11 +316,13 @@ impl Args {
             return (source.saturating_add(m), 0);
         }
         let ranks = self.ranks();
-        // The dynamic variant keeps the blocks on the first half of the ranks.
-        let holders = if self.variant == Variant::Dynamic { alloc::kept_ranks(ranks as usize) as u64 } else { ranks };
+        // The dynamic variant keeps the blocks on --column-ranks (the first half of the ranks).
+        let holders = if self.variant == Variant::Dynamic { self.column_ranks() as u64 } else { ranks };
         let blocks = n.div_ceil(r) as u64;
+        // A withdrawal may move a column thread onto a rank that holds one: twice its share.
+        let moved = if self.withdraw.is_some() && holders > 1 { 2 } else { 1 };
         // Column blocks owned by a rank, plus panels in flight (a few per rank).
-        let owned = footprint::block(n, r).saturating_mul(blocks.div_ceil(holders));
+        let owned = footprint::block(n, r).saturating_mul(blocks.div_ceil(holders)).saturating_mul(moved);
         let panels = footprint::block(n, r).saturating_mul(4);
         let other = source.saturating_add(owned).saturating_add(panels);
         // --verify on rank 0: the gathered factors (with the copies of its own blocks), the
@@ -311,8 +336,8 @@ impl Args {
 
 impl Plan {
     /// The dynamic variant's refusals once the matrix is known: `--alloc half-after:K` must
-    /// leave an iteration on each side, `--withdraw` name a rank of the `ranks` that holds
-    /// no column block and an iteration of the factorization, and only direct execution
+    /// leave an iteration on each side, `--withdraw` name a rank of the `ranks` other than
+    /// rank 0 and an iteration of the factorization, and only direct execution
     /// can simulate it.
     fn check_dynamic(&self, ranks: usize) -> Result<()> {
         self.alloc.check(self.blocks()).map_err(BadInput::new)?;

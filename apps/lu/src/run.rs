@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::Result;
-use dps::{Runtime, SimMode, Token};
+use dps::{Runtime, SimMode};
 use dps_harness::simulate::Support;
 use dps_harness::{median, BadInput, Common, FiniteOrText};
 
@@ -19,7 +19,7 @@ use crate::graph::{Columns, Graphs};
 use crate::iterations::{self, SerialClock};
 use crate::kernel;
 use crate::record::Record;
-use crate::scheduled::{Allotment, ScheduleReport, Scheduled};
+use crate::scheduled::{Allotment, ColumnMove, Moves, ScheduleReport, Scheduled};
 
 /// What the simulator supports of the stream and merge-split variants: every mode. The
 /// graph's structure does not depend on the pivots, so PDEXEC charges getrf, trsm, gemm, the
@@ -88,12 +88,13 @@ fn run_staged(plan: &Plan, how: Pipelining) -> Result<()> {
     let rt = plan.standard.sim.start(&plan.standard.runtime, &STAGED_SIMULATION)?;
     let main = rt.collection("main", "0", |_| ())?;
     let threads = rt.threads_in(&plan.map)?;
-    let columns = rt.collection("columns", &plan.map, |t| Columns::new(n, r, plan.source.clone(), t, threads))?;
+    let columns = rt.collection("columns", &plan.map, |t| Columns::new(n, r, &plan.source, t, threads))?;
     let panels = rt.collection("panels", "all", |_| ())?;
-    let graphs = staged::build(&rt, (n, r), &main, &columns, &panels, how)?;
+    let graphs = staged::build(&rt, (n, r), &plan.source, &main, &columns, &panels, how)?;
     let mut outcome = Ok(());
     if rt.is_root() {
-        let (mut record, pivots) = factorize(plan, &rt, &graphs, threads, |_, _| ())?;
+        let factor = || Ok(rt.call(&graphs.factor, ())?);
+        let (mut record, pivots) = factorize(plan, &rt, &graphs, threads, || Ok(()), factor, |_, _| ())?;
         outcome = conclude(plan, &rt, &graphs, pivots, &mut record);
         outcome = outcome.and(dps_harness::print_record(&record, plan.standard.json()));
     }
@@ -101,9 +102,10 @@ fn run_staged(plan: &Plan, how: Pipelining) -> Result<()> {
     outcome
 }
 
-/// The dynamic variant: the dynamic pipeline, the column blocks on the ranks `--alloc half`
-/// keeps, the multiplications on the threads of `--map`, each iteration on those `--alloc`
-/// gives it (`schedule`: the layered scheduler, switching at `--withdraw`); with
+/// The dynamic variant: the dynamic pipeline, the column blocks on `--column-ranks` (by
+/// default the ranks `--alloc half` keeps), the multiplications on the threads of `--map`,
+/// each iteration on those `--alloc` gives it (`schedule`: the layered scheduler, switching
+/// at `--withdraw`, the withdrawn rank's column thread moved to a rank that stays); with
 /// `--per-iteration`, each timed run is followed by the serial blocked reference on rank 0.
 fn run_dynamic(plan: &Plan) -> Result<()> {
     let (n, r, nb, alloc) = (plan.n, plan.block.block, plan.blocks(), plan.alloc);
@@ -111,7 +113,6 @@ fn run_dynamic(plan: &Plan) -> Result<()> {
     dps_dense::blas::one_thread_per_worker();
     let rt = plan.standard.sim.start(&plan.standard.runtime, &DYNAMIC_SIMULATION)?;
     let kept = kept_ranks(rt.ranks());
-    let owners: Vec<String> = (0..kept).map(|rank| rank.to_string()).collect();
     let main = rt.collection("main", "0", |_| ())?;
     let mults = rt.collection("mults", &plan.map, |_| MultCache::default())?;
     let rank_of: Vec<usize> = (0..mults.len()).map(|t| mults.rank_of(t)).collect();
@@ -130,19 +131,57 @@ fn run_dynamic(plan: &Plan) -> Result<()> {
     };
     let allotment = Arc::new(allotment);
     let coordinator = rt.collection("coordinator", "0", |_| Coordinator::new(run_clock(&rt), allotment.clone()))?;
-    let columns = rt.collection("columns", &owners.join(" "), |t| Columns::new(n, r, plan.source.clone(), t, kept))?;
-    let graphs = dynamic::build(&rt, (n, r), &main, &coordinator, &columns, &mults, &allotment)?;
+    // Column thread t on rank t; a withdrawn rank's thread moves at its iteration.
+    let holders = plan.column_ranks;
+    let owners: Vec<String> = (0..holders).map(|rank| rank.to_string()).collect();
+    let moves = withdraw.map_or_else(Vec::new, |w| ColumnMove::plan(w, rt.ranks(), holders, (n, r)));
+    let columns_state = |t| Columns::new(n, r, &plan.source, t, holders);
+    let columns = match moves.is_empty() {
+        true => rt.collection("columns", &owners.join(" "), columns_state)?,
+        false => rt.movable_collection("columns", &owners.join(" "), columns_state)?,
+    };
+    let cut = withdraw.filter(|_| !moves.is_empty()).map(|w| w.iteration - 1);
+    let (graphs, halves) =
+        dynamic::build(&rt, (n, r), &plan.source, &main, &coordinator, &columns, &mults, &allotment, cut)?;
     let mut outcome = Ok(());
     if rt.is_root() {
         let (mut parallel, mut serial) = (Vec::new(), Vec::new());
-        let (mut record, pivots) = factorize(plan, &rt, &graphs, mults.len(), |rep, stamps: Vec<f64>| {
+        let away: Vec<(usize, usize)> = moves.iter().map(|m| (m.thread, m.to)).collect();
+        let home: Vec<(usize, usize)> = moves.iter().map(|m| (m.thread, m.from)).collect();
+        let moved = std::cell::Cell::new(false);
+        let mut move_s = Vec::new();
+        // Before a factorization: the moved threads go home (untimed), so that each starts
+        // on all ranks.
+        let reset = || {
+            if moved.replace(false) {
+                rt.migrate_each(&columns, &home)?;
+            }
+            Ok(())
+        };
+        // With moves: the iterations before the withdrawal, the moves (timed on the run's
+        // clock) while no token is on its way to the columns, then the iterations left.
+        let factor = || -> Result<(Vec<f64>, Option<f64>)> {
+            let Some(h) = &halves else { return Ok((rt.call(&graphs.factor, ())?, None)) };
+            let step = rt.call(&h.head, ())?;
+            let t = rt.stopwatch();
+            rt.migrate_each(&columns, &away)?;
+            moved.set(true);
+            let seconds = t.seconds();
+            Ok((rt.call(&h.tail, step)?, Some(seconds)))
+        };
+        let (mut record, pivots) = factorize(plan, &rt, &graphs, mults.len(), reset, factor, |rep, (stamps, s)| {
+            if plan.repeat.is_timed(rep) {
+                move_s.extend(s);
+            }
             if plan.per_iteration && plan.repeat.is_timed(rep) {
                 parallel.push(iterations::durations(&stamps));
                 serial.push(iterations::serial_iterations(&plan.source, n, r, SerialClock::of_run(simulated)));
             }
         })?;
         record.alloc = Some(alloc.to_string());
-        record.schedule = scheduled.map(|s| ScheduleReport::new(&s, &allotment, &rank_of, withdraw));
+        let moved =
+            Moves { moves, seconds: (!move_s.is_empty()).then(|| median(&move_s)), comm: plan.costs.map(|c| c.comm) };
+        record.schedule = scheduled.map(|s| ScheduleReport::new(&s, &allotment, &rank_of, withdraw, moved));
         if plan.per_iteration {
             let allocation: Vec<(usize, usize)> = allotment
                 .rows()
@@ -170,26 +209,29 @@ fn run_clock(rt: &Runtime) -> Clock {
     Arc::new(move || watch.seconds())
 }
 
-/// The warm-up and timed factorizations on rank 0, the matrix reloaded before each but the
-/// first, timed on the runtime's clock (simulated under `--simulate`); `after` gets each
-/// run's index and what the factorization returned, once its time is taken. Returns the
+/// The warm-up and timed factorizations on rank 0 (each a call of `factor`), the matrix
+/// reloaded before each but the first (after `reset`), timed on the runtime's clock
+/// (simulated under `--simulate`); `after` gets each run's index and what `factor` returned, once its time is taken. Returns the
 /// record (the median of the timed runs and the first run's time) and the last run's
 /// global pivots and dgetrf-style `info`.
-fn factorize<T: Token>(
+fn factorize<T, U>(
     plan: &Plan,
     rt: &Runtime,
     graphs: &Graphs<T>,
     threads: usize,
-    mut after: impl FnMut(usize, T),
+    mut reset: impl FnMut() -> Result<()>,
+    mut factor: impl FnMut() -> Result<U>,
+    mut after: impl FnMut(usize, U),
 ) -> Result<(Record, (Vec<i32>, i32))> {
     let mut times = Vec::new();
     let mut pivots = (Vec::new(), 0);
     for rep in 0..plan.repeat.runs() {
         if rep > 0 {
+            reset()?;
             rt.call(&graphs.reload, ())?;
         }
         let t = rt.stopwatch();
-        let out = rt.call(&graphs.factor, ())?;
+        let out = factor()?;
         pivots = rt.call(&graphs.finish, ())?;
         times.push(t.seconds());
         after(rep, out);

@@ -24,7 +24,7 @@ use dps_model::schedule::layered::{Layered, Scheduler};
 use dps_model::schedule::lookahead::{Config, Event, Lookahead};
 use serde::{Deserialize, Serialize};
 
-use crate::alloc::kept_ranks;
+use crate::kernel::span;
 
 /// A withdrawal: rank `rank` leaves before iteration `iteration` (from 1) starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -153,10 +153,10 @@ impl Withdraw {
     ///
     /// # Errors
     /// A one-line message naming `--withdraw`: the rank is not in the job, is rank 0 (the
-    /// coordinator), holds column blocks (the dynamic variant does not move them), or the
-    /// iteration is not one of the factorization's.
+    /// coordinator, which factors every panel), or the iteration is not one of the
+    /// factorization's. A rank that holds column blocks may leave: its column thread moves
+    /// ([`ColumnMove`]).
     pub fn check(&self, ranks: usize, iterations: usize) -> Result<(), String> {
-        let kept = kept_ranks(ranks);
         if self.rank >= ranks {
             let of = if ranks == 1 { "only rank 0".to_string() } else { format!("ranks 0..{}", ranks - 1) };
             return Err(format!("--withdraw {self}: rank {} is not in the job ({of})", self.rank));
@@ -164,16 +164,48 @@ impl Withdraw {
         if self.rank == 0 {
             return Err(format!("--withdraw {self}: rank 0 runs the coordinator (the master) and cannot be withdrawn"));
         }
-        if self.rank < kept {
-            return Err(format!(
-                "--withdraw {self}: rank {} holds column blocks (ranks 0..{}), which the dynamic variant does not \
-                 move; withdraw one of ranks {kept}..{}",
-                self.rank,
-                kept - 1,
-                ranks - 1
-            ));
-        }
         check_iteration(self, self.iteration, iterations)
+    }
+}
+
+/// A column thread of the withdrawn rank moving, with its blocks, to a rank that stays
+/// (the dynamic variant: column thread t on rank t, block j on thread j % C).
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct ColumnMove {
+    /// The column thread.
+    pub thread: usize,
+    /// Its rank before the move (the withdrawn one).
+    pub from: usize,
+    /// Its rank after.
+    pub to: usize,
+    /// The column blocks it holds.
+    pub blocks: usize,
+    /// Their bytes (n × width × 8 each).
+    pub bytes: u64,
+}
+
+impl ColumnMove {
+    /// The moves of a withdrawal among `ranks` ranks, for an n×n matrix in blocks of r on
+    /// column threads 0..`column_ranks` (thread t on rank t): the withdrawn rank's thread,
+    /// if it has one, goes to the rank that stays with the fewest column blocks still to
+    /// update from the withdrawal's iteration on (blocks j ≥ K − 1, counted from 0), a rank
+    /// other than 0 on a tie (rank 0 also factors every panel), then the lowest.
+    pub fn plan(w: Withdraw, ranks: usize, column_ranks: usize, (n, r): (usize, usize)) -> Vec<ColumnMove> {
+        if w.rank >= column_ranks {
+            return Vec::new();
+        }
+        let nb = n.div_ceil(r);
+        let on = |q: usize| (0..nb).filter(move |&j| j % column_ranks == q);
+        let active = |q: usize| if q < column_ranks { on(q).filter(|&j| j + 1 >= w.iteration).count() } else { 0 };
+        let to = (0..ranks).filter(|&q| q != w.rank).min_by_key(|&q| (active(q), q == 0, q)).expect("rank 0 stays");
+        let bytes = on(w.rank).map(|j| (n * span(n, r, j).len() * 8) as u64).sum();
+        vec![ColumnMove { thread: w.rank, from: w.rank, to, blocks: on(w.rank).count(), bytes }]
+    }
+
+    /// The model's time for `moves` over `comm`: the withdrawn rank sends each thread's
+    /// state in one message after the other, l + bytes/b each (free without a platform file).
+    pub fn predicted_s(moves: &[ColumnMove], comm: Comm) -> f64 {
+        moves.iter().map(|m| comm.latency_s + m.bytes as f64 / comm.bytes_per_s).sum()
     }
 }
 
@@ -422,9 +454,30 @@ pub struct ScheduleReport {
     /// `--withdraw`: the switch's time on the coordinator, s (a lookup).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub switch_s: Option<f64>,
-    /// `--withdraw`: the model's makespan with the withdrawal, s.
+    /// `--withdraw`: the model's makespan with the withdrawal, s (the move of the column
+    /// threads included).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub predicted_withdrawn_s: Option<f64>,
+    /// `--withdraw` of a rank holding column blocks: the column threads moved.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub column_moves: Vec<ColumnMove>,
+    /// The moves' time on the run's clock, s (median over the timed factorizations).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub move_s: Option<f64>,
+    /// The model's time for the moves, s: l + bytes/b per thread on the platform file's link.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicted_move_s: Option<f64>,
+}
+
+/// A withdrawal's moves of column threads, for the record.
+#[derive(Debug, Clone, Default)]
+pub struct Moves {
+    /// The threads moved.
+    pub moves: Vec<ColumnMove>,
+    /// Their measured time, s.
+    pub seconds: Option<f64>,
+    /// The link they are predicted on.
+    pub comm: Option<Comm>,
 }
 
 impl ScheduleReport {
@@ -434,6 +487,7 @@ impl ScheduleReport {
         allotment: &Allotment,
         rank_of: &[usize],
         withdraw: Option<Withdraw>,
+        moved: Moves,
     ) -> ScheduleReport {
         let iterations = allotment
             .rows()
@@ -447,6 +501,9 @@ impl ScheduleReport {
             })
             .collect();
         let (all, reduced, withdrawn) = scheduled.predicted(withdraw);
+        let predicted_move_s =
+            (!moved.moves.is_empty()).then(|| ColumnMove::predicted_s(&moved.moves, moved.comm.unwrap_or(Comm::FREE)));
+        let withdrawn = withdrawn.map(|w| w + predicted_move_s.unwrap_or(0.0));
         ScheduleReport {
             iterations,
             lookahead_s: scheduled.lookahead_s(),
@@ -456,6 +513,9 @@ impl ScheduleReport {
             withdrawn_at: withdraw.map(|w| w.iteration),
             switch_s: allotment.switch_s(),
             predicted_withdrawn_s: withdrawn,
+            column_moves: moved.moves,
+            move_s: moved.seconds,
+            predicted_move_s,
         }
     }
 }
@@ -471,6 +531,19 @@ impl fmt::Display for ScheduleReport {
             if let Some(s) = self.switch_s {
                 write!(f, ", switch {:.1} µs", s * 1e6)?;
             }
+            for m in &self.column_moves {
+                write!(
+                    f,
+                    ", column thread {} ({} blocks, {:.1} MB) moved to rank {}",
+                    m.thread,
+                    m.blocks,
+                    m.bytes as f64 / 1e6,
+                    m.to
+                )?;
+            }
+            if let Some(s) = self.move_s {
+                write!(f, " in {:.3} ms", s * 1e3)?;
+            }
         }
         write!(f, "; model: {:.3} ms on all ranks", self.predicted_all_s * 1e3)?;
         if let Some(r) = self.predicted_reduced_s {
@@ -478,6 +551,9 @@ impl fmt::Display for ScheduleReport {
         }
         if let Some(w) = self.predicted_withdrawn_s {
             write!(f, ", {:.3} ms with the withdrawal", w * 1e3)?;
+        }
+        if let Some(m) = self.predicted_move_s {
+            write!(f, " (its move {:.3} ms)", m * 1e3)?;
         }
         write!(f, " (lookahead {:.1} ms)", self.lookahead_s * 1e3)
     }
@@ -501,8 +577,28 @@ mod tests {
         let e = |rank, iteration, ranks| Withdraw { rank, iteration }.check(ranks, 5).unwrap_err();
         assert!(e(2, 2, 2).contains("not in the job"));
         assert!(e(0, 2, 4).contains("coordinator"));
-        assert!(e(1, 2, 4).contains("column blocks") && e(1, 2, 4).contains("ranks 2..3"));
+        assert!(Withdraw { rank: 1, iteration: 2 }.check(4, 5).is_ok(), "a column holder may leave");
         assert!(e(1, 6, 2).contains("1..=5") && e(1, 0, 2).contains("1..=5"));
+    }
+
+    #[test]
+    fn a_column_thread_moves_to_the_rank_that_stays_with_the_fewest_blocks_left() {
+        let w = |rank, iteration| Withdraw { rank, iteration };
+        // 4 ranks, columns on 0..2, n = 96 in blocks of 16 (6 blocks: 1, 3, 5 on thread 1).
+        let m = ColumnMove::plan(w(1, 3), 4, 2, (96, 16));
+        assert_eq!(m, [ColumnMove { thread: 1, from: 1, to: 2, blocks: 3, bytes: 3 * 96 * 16 * 8 }]);
+        assert!(ColumnMove::plan(w(3, 3), 4, 2, (96, 16)).is_empty(), "rank 3 holds no column");
+        // 2 ranks: everything to rank 0.
+        assert_eq!(ColumnMove::plan(w(1, 2), 2, 2, (96, 16))[0].to, 0);
+        // 3 ranks, columns on all: rank 2 leaves at iteration 5 (blocks 4, 5 left: 4 on rank
+        // 1, 5 on rank 2): rank 0 has none left, rank 1 one.
+        assert_eq!(ColumnMove::plan(w(2, 5), 3, 3, (96, 16))[0].to, 0);
+        // A tie goes to a rank other than 0; the last block is narrower (n = 90).
+        let m = ColumnMove::plan(w(2, 1), 3, 3, (90, 16));
+        assert_eq!((m[0].to, m[0].bytes), (1, (16 + 10) * 90 * 8));
+        let comm = Comm { latency_s: 1e-5, bytes_per_s: 1e9 };
+        assert!((ColumnMove::predicted_s(&m, comm) - (1e-5 + 26.0 * 90.0 * 8.0 / 1e9)).abs() < 1e-15);
+        assert_eq!(ColumnMove::predicted_s(&m, Comm::FREE), 0.0);
     }
 
     #[test]

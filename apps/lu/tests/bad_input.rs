@@ -175,12 +175,15 @@ fn bad_input_is_refused_once_with_exit_2_and_failures_exit_1() {
                 2,
                 &[&this_host_at_2, "runs ranks 0, 1", "name it by number"],
             ),
+            // A rank holding column blocks may be withdrawn (its column thread moves); the
+            // column ranks must be ranks of the job, and only the dynamic variant has them.
             case_on(
-                4,
-                &["--variant", "dynamic", "--n", "64", "--block", "8", "--withdraw", "1@iteration:2"],
                 2,
-                &["--withdraw 1@iteration:2", "rank 1 holds column blocks", "ranks 2..3"],
+                &["--variant", "dynamic", "--n", "64", "--block", "8", "--column-ranks", "3"],
+                2,
+                &["--column-ranks 3", "between 1 and 2"],
             ),
+            case(&["--n", "64", "--column-ranks", "1"], 2, &["--column-ranks 1", "--variant dynamic"]),
             case_on(
                 2,
                 &["--variant", "dynamic", "--n", "64", "--block", "8", "--map", "1", "--withdraw", "1@iteration:2"],

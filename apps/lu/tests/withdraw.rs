@@ -1,10 +1,13 @@
 //! `dps-lu --variant dynamic --alloc schedule --withdraw RANK@iteration:K` under mpirun: the
 //! factorization with a rank withdrawn mid-run ends verified on 2, 3 and 4 ranks, the
-//! iterations from K on run on the pre-computed schedule without the rank, and the makespan
-//! of the withdrawal against all ranks and the reduced set from the start (three runs).
+//! iterations from K on run on the pre-computed schedule without the rank, a rank holding
+//! column blocks sees its column thread moved to a rank that stays (also under the
+//! simulator), and the makespan of the withdrawal against all ranks and the reduced set
+//! from the start (three runs).
 
 use dps_launch::json_record as json;
 use dps_launch::mpirun;
+use dps_launch::{Job, Launcher};
 use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-lu");
@@ -59,6 +62,76 @@ fn a_rank_withdrawn_mid_run_ends_verified_on_2_3_4_ranks() {
         // model down; with one ($DPS_PLATFORM) its phases cost more on more ranks.
         assert!([all, reduced, withdrawn].iter().all(|t| t.is_finite() && *t > 0.0), "{s}");
     }
+}
+
+/// The column moves of a record: (thread, from, to, blocks).
+fn moves(r: &Value) -> Vec<[u64; 4]> {
+    let Some(moves) = r["schedule"]["column_moves"].as_array() else { return Vec::new() };
+    moves.iter().map(|m| ["thread", "from", "to", "blocks"].map(|k| m[k].as_u64().unwrap())).collect()
+}
+
+#[test]
+fn a_rank_holding_column_blocks_is_withdrawn_and_its_column_thread_moves() {
+    // n = 96 in blocks of 16: 6 blocks, block j on column thread (= rank) j % C. On 2 ranks
+    // rank 1 leaves everything to rank 0; on 3 (columns on all) rank 2's thread goes to the
+    // rank with fewer blocks left; on 4 (columns on ranks 0, 1 by default) rank 1's goes to
+    // rank 2, which held none. Two timed factorizations: each starts on all ranks again.
+    let runs: [(usize, &str, &[&str], [u64; 4]); 4] = [
+        (2, "all", &["--column-ranks", "2", "--withdraw", "1@iteration:2"], [1, 1, 0, 3]),
+        (3, "all", &["--column-ranks", "3", "--withdraw", "2@iteration:5"], [2, 2, 0, 2]),
+        (3, "all", &["--column-ranks", "3", "--withdraw", "1@iteration:1"], [1, 1, 2, 2]),
+        (4, "all*2", &["--withdraw", "1@iteration:3"], [1, 1, 2, 3]),
+    ];
+    for (ranks, map, extra, moved) in runs {
+        let r = scheduled(ranks, "96", "16", map, &[extra, &["--reps", "2", "--per-iteration"]].concat());
+        assert_eq!(moves(&r), [moved], "{ranks} ranks {extra:?}: {r}");
+        let s = &r["schedule"];
+        let (w, k) = (moved[1], s["withdrawn_at"].as_u64().unwrap() as usize);
+        let move_s = s["move_s"].as_f64().unwrap();
+        assert!(move_s > 0.0 && move_s < 10.0, "{ranks} ranks: the move took {move_s} s");
+        assert!(s["predicted_move_s"].as_f64().unwrap() >= 0.0, "{s}");
+        let per = chosen(&r);
+        assert!(per[k - 1..].iter().all(|q| !q.contains(&w) && !q.is_empty()), "{ranks} ranks: {per:?}");
+        assert!(r["iterations"].as_array().unwrap().len() == 6, "{r}");
+    }
+    // A rank without column blocks moves nothing.
+    let r = scheduled(4, "96", "16", "all", &["--withdraw", "3@iteration:2"]);
+    assert!(moves(&r).is_empty() && r["schedule"]["move_s"].is_null(), "{r}");
+}
+
+#[test]
+fn a_simulated_withdrawal_moves_the_column_thread_in_simulated_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let platform = dps_harness::simulate::made_up_platform_file(dir.path());
+    let args = [
+        "--variant",
+        "dynamic",
+        "--n",
+        "96",
+        "--block",
+        "16",
+        "--simulate",
+        "4",
+        "--withdraw",
+        "1@iteration:3",
+        "--reps",
+        "2",
+        "--verify",
+        "--json",
+        "--platform",
+    ];
+    let job = Job::new(BIN).launcher(Launcher::None).args(args).arg(&platform).timeout_s(120).output().unwrap();
+    assert!(job.status.success(), "{args:?}: {}", job.stderr);
+    let r = json(&job.stdout);
+    assert_eq!(r["verified"], true, "{r}");
+    assert_eq!(moves(&r), [[1, 1, 2, 3]], "{r}");
+    let s = &r["schedule"];
+    // The platform file's link: l + bytes/b for 3 blocks of 96 × 16 doubles, in the model
+    // and (with the messages of the move protocol) in the simulated clock.
+    let (moved, predicted) = (s["move_s"].as_f64().unwrap(), s["predicted_move_s"].as_f64().unwrap());
+    assert!(predicted > 0.0 && moved > 0.0, "{s}");
+    let (all, withdrawn) = (s["predicted_all_s"].as_f64().unwrap(), s["predicted_withdrawn_s"].as_f64().unwrap());
+    assert!(withdrawn.is_finite() && withdrawn > 0.0 && all > 0.0, "{s}");
 }
 
 /// Three runs on 3 ranks, 3 timed factorizations each: all ranks, rank 2 withdrawn at

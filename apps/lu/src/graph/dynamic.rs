@@ -16,19 +16,21 @@
 //!    coordinator;
 //! 6. a merge on the coordinator closes the iteration and stamps its end on the clock.
 //!
-//! The column blocks live on the ranks `--alloc half` keeps (`alloc::kept_ranks`), so
-//! shrinking the multiplication collection moves no state: the ranks released simply get
-//! no more multiplications. Every token entering an iteration leaves it (a `Pass` where
+//! The column blocks live on the first ranks (`--column-ranks`, by default those `--alloc
+//! half` keeps: `alloc::kept_ranks`), so shrinking the multiplication collection moves no
+//! state: the ranks released simply get no more multiplications. A withdrawn rank that
+//! holds column threads sees them moved between the two [`Halves`] of the factorization.
+//! Every token entering an iteration leaves it (a `Pass` where
 //! there is nothing to multiply), so no instance is ever empty.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use dps::{route, Bulk, Collection, MergeFn, Node, Path, Posted, RouteCtx, Runtime, Stream};
+use dps::{route, Bulk, Collection, Graph, MergeFn, Node, Path, Posted, RouteCtx, Runtime, Stream};
 use serde::{Deserialize, Serialize};
 
 use super::{Columns, Graphs, Layout, PanelRef};
-use crate::kernel::{self, span, Panel};
+use crate::kernel::{self, span, Panel, Source};
 use crate::scheduled::Allotment;
 
 /// The clock the coordinator stamps iteration ends with, in seconds: real time in a real
@@ -194,7 +196,7 @@ fn solve_leaf(columns: &Collection<Columns>, lay: Layout, k: usize) -> Node<ColW
     };
     Node::leaf(&format!("dyn_solve{k}"), columns, route, move |c: &mut Columns, w: ColWork| match w {
         ColWork::Store { k, col, ipiv, info } => {
-            c.blocks.insert(k, col.into_inner());
+            c.blocks.insert(k, col);
             c.pivots.insert(k, (ipiv, info));
             Solved::Nothing
         }
@@ -290,7 +292,7 @@ fn subtract_leaf(columns: &Collection<Columns>, lay: Layout, k: Option<usize>) -
     };
     let name = format!("dyn_subtract{}", k.map_or("_start".into(), |k| k.to_string()));
     Node::leaf(&name, columns, route, move |c: &mut Columns, t: Tile| match t {
-        Tile::Fetch { j } => Ready { next_panel: Some(Bulk(c.blocks.remove(&j).expect("the owner holds the block"))) },
+        Tile::Fetch { j } => Ready { next_panel: Some(c.blocks.remove(&j).expect("the owner holds the block")) },
         Tile::Product { i, j, p } => {
             let n = c.n;
             let rows = span(n, c.r, i);
@@ -305,7 +307,7 @@ fn subtract_leaf(columns: &Collection<Columns>, lay: Layout, k: Option<usize>) -
             let next = k.map_or(0, |k| k + 1);
             if *left == 0 && j == next {
                 c.tiles_left.remove(&j);
-                Ready { next_panel: Some(Bulk(c.blocks.remove(&j).expect("the owner holds the block"))) }
+                Ready { next_panel: Some(c.blocks.remove(&j).expect("the owner holds the block")) }
             } else {
                 Ready { next_panel: None }
             }
@@ -334,11 +336,88 @@ fn keep(_: &mut Coordinator, acc: &mut Option<Bulk<f64>>, r: Ready) {
     }
 }
 
+/// The factorization cut in two as iteration `at` (from 0) begins, for a withdrawal that
+/// moves column threads: the program calls `head`, moves the threads while no token is on
+/// its way to them (the iterations are closed by merges), then calls `tail` on the block of
+/// panel `at` that `head` returned. The coordinator's stamps run on across the two calls.
+#[derive(Debug)]
+pub struct Halves {
+    /// Iterations 0..at: the start, then each iteration to its merge; returns the next
+    /// panel's block.
+    pub head: Graph<(), Step>,
+    /// Iterations at.., from the next panel's block to the stamps.
+    pub tail: Graph<Step, Vec<f64>>,
+}
+
+/// The collections and the allotment the dynamic graphs use.
+#[derive(Clone, Copy)]
+struct Parts<'a> {
+    lay: Layout,
+    coordinator: &'a Collection<Coordinator>,
+    columns: &'a Collection<Columns>,
+    mults: &'a Collection<MultCache>,
+    allotment: &'a Arc<Allotment>,
+}
+
+impl Parts<'_> {
+    /// The start: block 0 leaves for the coordinator, whose merge stamps the start.
+    fn start(&self) -> Path<(), Step> {
+        let start = Node::split("dyn_start", self.coordinator, route::fixed(0), |_: &mut Coordinator, _: ()| {
+            [Tile::Fetch { j: 0 }]
+        });
+        let ready = Node::merge(
+            "dyn_ready",
+            self.coordinator,
+            MergeFn::new(|_: &mut Coordinator| None, keep, |c: &mut Coordinator, acc| close(c, None, acc)),
+        );
+        start >> subtract_leaf(self.columns, self.lay, None) >> ready
+    }
+
+    /// The merge closing iteration k < nb − 1: the next panel's block.
+    fn end(&self, k: usize) -> Node<Ready, Step> {
+        let merge =
+            MergeFn::new(|_: &mut Coordinator| None, keep, move |c: &mut Coordinator, acc| close(c, Some(k), acc));
+        Node::merge(&format!("dyn_end{k}"), self.coordinator, merge)
+    }
+
+    /// Iteration k and its merge, for k < nb − 1.
+    fn step(&self, k: usize) -> Path<Step, Step> {
+        iteration(self.lay, k, self.coordinator, self.columns, self.mults, self.allotment) >> self.end(k)
+    }
+
+    /// Iterations `from`..nb, the last merge returning the stamps.
+    fn rest(&self, from: usize) -> Path<Step, Vec<f64>> {
+        let (lay, k) = (self.lay, self.lay.nb - 1);
+        let mut path = iteration(lay, from, self.coordinator, self.columns, self.mults, self.allotment);
+        for j in from..k {
+            path = path
+                >> self.end(j)
+                >> iteration(lay, j + 1, self.coordinator, self.columns, self.mults, self.allotment);
+        }
+        let last = Node::merge(
+            &format!("dyn_end{k}"),
+            self.coordinator,
+            MergeFn::new(
+                |_: &mut Coordinator| (),
+                |_, _: &mut (), _: Ready| {},
+                move |c: &mut Coordinator, ()| {
+                    c.marks.push((c.clock)());
+                    c.panels.remove(&k);
+                    std::mem::take(&mut c.marks)
+                },
+            ),
+        );
+        path >> last
+    }
+}
+
 /// Builds the graphs of the dynamic pipeline for an n×n matrix in blocks of r (collective).
 /// `coordinator` and `main` have one thread, on rank 0; `columns` holds block j on thread
-/// j % len; `mults` is the multiplication collection, used at iteration k by the threads
-/// `allotment` gives it (the coordinator's, on rank 0). The factorization returns the
-/// coordinator's stamps: the start, then each iteration's end (seconds on its clock).
+/// j % len (the matrix from `source`); `mults` is the multiplication collection, used at
+/// iteration k by the threads `allotment` gives it (the coordinator's, on rank 0). The
+/// factorization returns the coordinator's stamps: the start, then each iteration's end
+/// (seconds on its clock). With `cut`, also the factorization in two [`Halves`] as iteration
+/// `cut` (from 0) begins.
 ///
 /// # Errors
 /// The runtime refuses a graph.
@@ -346,44 +425,27 @@ fn keep(_: &mut Coordinator, acc: &mut Option<Bulk<f64>>, r: Ready) {
 pub fn build(
     rt: &Runtime,
     (n, r): (usize, usize),
+    source: &Source,
     main: &Collection<()>,
     coordinator: &Collection<Coordinator>,
     columns: &Collection<Columns>,
     mults: &Collection<MultCache>,
     allotment: &Arc<Allotment>,
-) -> anyhow::Result<Graphs<Vec<f64>>> {
+    cut: Option<usize>,
+) -> anyhow::Result<(Graphs<Vec<f64>>, Option<Halves>)> {
     let lay = Layout::of(n, r, columns);
-    let start =
-        Node::split("dyn_start", coordinator, route::fixed(0), |_: &mut Coordinator, _: ()| [Tile::Fetch { j: 0 }]);
-    let ready = Node::merge(
-        "dyn_ready",
-        coordinator,
-        MergeFn::new(|_: &mut Coordinator| None, keep, |c: &mut Coordinator, acc| close(c, None, acc)),
-    );
-    let mut path: Path<(), Step> = start >> subtract_leaf(columns, lay, None) >> ready;
-    for k in 0..lay.nb - 1 {
-        path = path >> iteration(lay, k, coordinator, columns, mults, allotment) >> {
-            let merge =
-                MergeFn::new(|_: &mut Coordinator| None, keep, move |c: &mut Coordinator, acc| close(c, Some(k), acc));
-            Node::merge(&format!("dyn_end{k}"), coordinator, merge)
-        };
-    }
-    let k = lay.nb - 1;
-    let last = Node::merge(
-        &format!("dyn_end{k}"),
-        coordinator,
-        MergeFn::new(
-            |_: &mut Coordinator| (),
-            |_, _: &mut (), _: Ready| {},
-            move |c: &mut Coordinator, ()| {
-                c.marks.push((c.clock)());
-                c.panels.remove(&k);
-                std::mem::take(&mut c.marks)
-            },
-        ),
-    );
-    let factor = rt.graph("lu_dynamic", path >> iteration(lay, k, coordinator, columns, mults, allotment) >> last)?;
-    Graphs::around(rt, lay, main, columns, factor)
+    let parts = Parts { lay, coordinator, columns, mults, allotment };
+    let factor = rt.graph("lu_dynamic", parts.start() >> parts.rest(0))?;
+    let halves = match cut {
+        Some(at) => {
+            let head = (0..at).fold(parts.start(), |path, k| path >> parts.step(k));
+            let head = rt.graph("lu_dynamic_head", head)?;
+            let tail = rt.graph("lu_dynamic_tail", parts.rest(at))?;
+            Some(Halves { head, tail })
+        }
+        None => None,
+    };
+    Ok((Graphs::around(rt, lay, main, columns, source, factor)?, halves))
 }
 
 /// Iteration k from the next panel's block to the owners' notifications.

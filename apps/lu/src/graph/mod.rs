@@ -25,13 +25,14 @@ use serde::{Deserialize, Serialize};
 
 use crate::kernel::{self, span, Panel, Source};
 
-/// The state of a `columns` thread: its column blocks and the pivots of its panels.
-#[derive(Debug)]
+/// The state of a `columns` thread: its column blocks and the pivots of its panels. It is
+/// serializable (the blocks as [`Bulk`]s) so that the `dynamic` variant can move the thread
+/// to another rank when its rank is withdrawn (`Runtime::migrate_each`).
+#[derive(Debug, Serialize, Deserialize)]
 pub struct Columns {
     n: usize,
     r: usize,
-    source: Source,
-    blocks: HashMap<usize, Vec<f64>>,
+    blocks: HashMap<usize, Bulk<f64>>,
     pivots: HashMap<usize, (Vec<i32>, i32)>,
     /// Panels received once for several blocks, with the number of uses left.
     panels: HashMap<usize, (Arc<Panel>, usize)>,
@@ -41,25 +42,24 @@ pub struct Columns {
 
 impl Columns {
     /// Thread `t` of `threads`: owns blocks t, t + threads, ...
-    pub fn new(n: usize, r: usize, source: Source, t: usize, threads: usize) -> Self {
+    pub fn new(n: usize, r: usize, source: &Source, t: usize, threads: usize) -> Self {
         let mut c = Columns {
             n,
             r,
-            source,
             blocks: HashMap::new(),
             pivots: HashMap::new(),
             panels: HashMap::new(),
             tiles_left: HashMap::new(),
         };
-        c.reload(t, threads);
+        c.reload(source, t, threads);
         c
     }
 
-    fn reload(&mut self, t: usize, threads: usize) {
+    fn reload(&mut self, source: &Source, t: usize, threads: usize) {
         let nb = self.n.div_ceil(self.r);
         // NOALLOC: the blocks are left out (empty); their sizes follow from n, r and j.
-        let block = |j| if noalloc() { Vec::new() } else { self.source.column_block(self.n, self.r, j) };
-        self.blocks = (t..nb).step_by(threads).map(|j| (j, block(j))).collect();
+        let block = |j| if noalloc() { Vec::new() } else { source.column_block(self.n, self.r, j) };
+        self.blocks = (t..nb).step_by(threads).map(|j| (j, Bulk(block(j)))).collect();
         self.pivots.clear();
         self.panels.clear();
         self.tiles_left.clear();
@@ -163,6 +163,7 @@ impl<T> Graphs<T> {
         lay: Layout,
         main: &Collection<()>,
         columns: &Collection<Columns>,
+        source: &Source,
         factor: Graph<(), T>,
     ) -> anyhow::Result<Self> {
         let (n, r, threads) = (lay.n, lay.r, lay.owners);
@@ -241,7 +242,7 @@ impl<T> Graphs<T> {
             "give_blocks",
             columns,
             |t: &usize, _: &RouteCtx| *t,
-            |c: &mut Columns, _t: usize| c.blocks.iter().map(|(j, b)| (*j, Bulk(b.clone()))).collect::<Vec<_>>(),
+            |c: &mut Columns, _t: usize| c.blocks.iter().map(|(j, b)| (*j, b.clone())).collect::<Vec<_>>(),
         );
         let assemble = Node::merge(
             "assemble",
@@ -259,12 +260,13 @@ impl<T> Graphs<T> {
         let gather = rt.graph("gather", ask >> give >> assemble)?;
 
         let ask = Node::split("ask_reload", main, route::fixed(0), all_threads);
+        let source = source.clone();
         let reload = Node::leaf(
             "reload",
             columns,
             |t: &usize, _: &RouteCtx| *t,
             move |c: &mut Columns, t: usize| {
-                c.reload(t, threads);
+                c.reload(&source, t, threads);
                 1u64
             },
         );

@@ -21,7 +21,7 @@ use dps::{route, Bulk, Collection, MaybeBulk, MergeFn, Node, Path, Posted, Route
 use serde::{Deserialize, Serialize};
 
 use super::{noalloc, Columns, Graphs, Layout, PanelRef};
-use crate::kernel::{self, span, Panel};
+use crate::kernel::{self, span, Panel, Source};
 
 /// Which collector the stages use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -91,7 +91,7 @@ fn update_leaf(name: &str, columns: &Collection<Columns>, lay: Layout, k: Option
         match w {
             Work::Touch { j } if j != next => Done { j, next_panel: None },
             Work::Touch { j } => {
-                let block = c.blocks.remove(&j).expect("the owner holds the block");
+                let block = c.blocks.remove(&j).expect("the owner holds the block").into_inner();
                 Done { j, next_panel: Some(ship(block, c.n, c.r, j)) }
             }
             Work::Update { j, panel } => {
@@ -99,14 +99,14 @@ fn update_leaf(name: &str, columns: &Collection<Columns>, lay: Layout, k: Option
                 let mut block = c.blocks.remove(&j).expect("the owner holds the block");
                 kernel::apply_panel_to(&mut block, c.n, c.r, span(c.n, c.r, j).len(), &panel);
                 if j == next {
-                    Done { j, next_panel: Some(ship(block, c.n, c.r, j)) }
+                    Done { j, next_panel: Some(ship(block.into_inner(), c.n, c.r, j)) }
                 } else {
                     c.blocks.insert(j, block);
                     Done { j, next_panel: None }
                 }
             }
             Work::Store { k, col, ipiv, info } => {
-                c.blocks.insert(k, unship(col));
+                c.blocks.insert(k, Bulk(unship(col)));
                 c.pivots.insert(k, (ipiv, info));
                 Done { j: k, next_panel: None }
             }
@@ -253,7 +253,7 @@ fn collector(
 }
 
 /// Builds the graphs of the staged pipeline for an n×n matrix in blocks of r (collective).
-/// `panels` must have one thread per rank, thread i on rank i (mapping `"all"`). The
+/// `source` is the matrix `reload` restores. `panels` must have one thread per rank, thread i on rank i (mapping `"all"`). The
 /// factorization returns the count of the last stage's notifications.
 ///
 /// # Errors
@@ -261,6 +261,7 @@ fn collector(
 pub fn build(
     rt: &Runtime,
     (n, r): (usize, usize),
+    source: &Source,
     main: &Collection<()>,
     columns: &Collection<Columns>,
     panels: &Collection<()>,
@@ -283,5 +284,5 @@ pub fn build(
     let last = update_leaf(&format!("update{}", lay.nb - 1), columns, lay, Some(lay.nb - 1));
     let end = Node::merge("end", main, MergeFn::new(|_: &mut ()| 0u64, |_, c: &mut u64, _d: Done| *c += 1, |_, c| c));
     let factor = rt.graph("lu", path >> last >> end)?;
-    Graphs::around(rt, lay, main, columns, factor)
+    Graphs::around(rt, lay, main, columns, source, factor)
 }
