@@ -26,6 +26,11 @@ struct Args {
     /// Number of calls of `squares`.
     #[arg(long, default_value_t = 1000)]
     requests: u64,
+    /// Request `i` asks for the squares of `i % numbers + 1` numbers (replies of 512
+    /// numbers and more, 4 KiB, carry their squares as a bulk, which a service on this node
+    /// lends).
+    #[arg(long, default_value_t = 300)]
+    numbers: u64,
     /// The split's flow-control window: calls in flight at most.
     #[arg(long, default_value_t = 64)]
     window: usize,
@@ -61,9 +66,9 @@ fn main() -> std::process::ExitCode {
     dps_harness::main(run)
 }
 
-/// The `i`-th request.
-fn request(i: u64) -> Range {
-    Range { start: i * 7, len: (i % 300) as u32 + 1 }
+/// The `i`-th request, of at most `numbers` numbers.
+fn request(i: u64, numbers: u64) -> Range {
+    Range { start: i * 7, len: (i % numbers) as u32 + 1 }
 }
 
 fn run(args: &Args) -> Result<(), dps::Error> {
@@ -79,8 +84,11 @@ fn run(args: &Args) -> Result<(), dps::Error> {
         None => rt.import::<Range, Bulk<u64>>(&name)?,
     };
 
-    let split =
-        Node::split("requests", &main, route::fixed(0), |_: &mut (), n: u64| (0..n).map(request)).window(args.window);
+    let numbers = args.numbers.max(1);
+    let split = Node::split("requests", &main, route::fixed(0), move |_: &mut (), n: u64| {
+        (0..n).map(move |i| request(i, numbers))
+    })
+    .window(args.window);
     let call = squares.leaf("squares", &callers, route::round_robin());
     let merge = Node::merge(
         "check",
@@ -120,7 +128,7 @@ fn run(args: &Args) -> Result<(), dps::Error> {
         }
         let tally = pending.wait()?;
         let seconds = clock.elapsed().as_secs_f64();
-        let expect = (0..args.requests).map(request).fold(Tally::default(), |mut t, r| {
+        let expect = (0..args.requests).map(|i| request(i, numbers)).fold(Tally::default(), |mut t, r| {
             t.replies += 1;
             t.starts += r.start;
             t.lens += u64::from(r.len);

@@ -119,7 +119,7 @@ fn run(args: &Args) -> Result<(), dps::Error> {
     }
     // A client that died leaves nothing behind: its calls complete and its connection ends.
     let settle = Instant::now();
-    while exported.iter().any(|e| e.in_flight() > 0 || e.connections() > 0)
+    while exported.iter().any(|e| e.in_flight() > 0 || e.connections() > 0 || e.lent_bytes() > 0)
         && settle.elapsed() < Duration::from_secs(10)
     {
         std::thread::sleep(Duration::from_millis(20));
@@ -128,9 +128,11 @@ fn run(args: &Args) -> Result<(), dps::Error> {
         println!("at most {} chunks in flight", most.load(Ordering::SeqCst));
         for e in &exported {
             println!(
-                "{}: served {} calls; {} connections, {} calls in flight left",
+                "{}: served {} calls ({} lent); {} bytes lent, {} connections, {} calls in flight left",
                 e.name(),
                 e.served(),
+                e.lent_replies(),
+                e.lent_bytes(),
                 e.connections(),
                 e.in_flight()
             );

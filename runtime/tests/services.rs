@@ -51,7 +51,9 @@ fn job(program: &str, ranks: usize, dir: &Path, args: &[&str]) -> Job {
 }
 
 /// `service_server` on `ranks` ranks exporting `name`.squares and `name`.echo; returns once
-/// both are in the registry.
+/// both are in the registry. It lends the bulks of 1 KiB and more to clients on this node
+/// (`DPS_SERVICE_LEND_MIN`; replies of 128 numbers or more), so that every test sees lent
+/// replies beside others.
 fn server(dir: &Path, ranks: usize, name: &str, extra: &[&str]) -> Background {
     let stop = dir.join(format!("stop-{name}"));
     let mut args = vec!["--name", name, "--until", stop.to_str().unwrap(), "--seconds", "80"];
@@ -60,7 +62,9 @@ fn server(dir: &Path, ranks: usize, name: &str, extra: &[&str]) -> Background {
     // A killed server's entries may be there: wait for new ones.
     let read = || entries.iter().map(|e| std::fs::read_to_string(e).ok()).collect::<Vec<_>>();
     let before = read();
-    let bg = job("service_server", ranks, dir, &args).spawn_logged(dir, &format!("server-{name}"));
+    let bg = job("service_server", ranks, dir, &args)
+        .env("DPS_SERVICE_LEND_MIN", "1024")
+        .spawn_logged(dir, &format!("server-{name}"));
     let start = Instant::now();
     while read().iter().zip(&before).any(|(now, then)| now.is_none() || now == then) {
         assert!(start.elapsed() < Duration::from_secs(60), "the server did not export {name}: {:?}", bg.outputs());
@@ -90,14 +94,14 @@ fn client(dir: &Path, ranks: usize, args: &[&str]) -> Finished {
     test_job(job("service_client", ranks, dir, args))
 }
 
-/// The server's last lines: every call served, no connection or call left.
+/// The server's last lines: every call served, no connection, call or lent reply left.
 fn assert_nothing_left(name: &str, out: &str) {
     for service in ["squares", "echo"] {
         let line = out
             .lines()
             .find(|l| l.starts_with(&format!("{name}.{service}: served")))
             .unwrap_or_else(|| panic!("{out}"));
-        assert!(line.ends_with("0 connections, 0 calls in flight left"), "{line}");
+        assert!(line.ends_with("; 0 bytes lent, 0 connections, 0 calls in flight left"), "{line}");
     }
 }
 
@@ -113,7 +117,8 @@ fn clients_on_1_and_2_ranks_call_a_service_on_1_and_2_ranks_with_many_calls_in_f
             .env("DPS_SERVICE_NET", "tcp")
             .spawn_logged(&dir, "tcp-client");
         for ranks in [1, 2] {
-            let c = client(&dir, ranks, &["--name", &name, "--requests", "2000", "--window", "64", "--rtt", "200"]);
+            let args = ["--name", &name, "--requests", "2000", "--window", "64", "--rtt", "200", "--numbers", "1200"];
+            let c = client(&dir, ranks, &args);
             assert!(c.status.success(), "client on {ranks} ranks, server on {server_ranks}: {}", c.stderr);
             assert!(c.stdout.contains(&format!("checked 2000 replies of {name}.squares")), "{}", c.stdout);
             assert!(c.stdout.contains("8-byte round trip: service"), "{}", c.stdout);
@@ -123,6 +128,18 @@ fn clients_on_1_and_2_ranks_call_a_service_on_1_and_2_ranks_with_many_calls_in_f
         let (out, err) = stop(&dir, &name, srv);
         assert_nothing_left(&name, &out);
         assert!(out.contains(&format!("{name}.squares: served 4300 calls")), "{out}");
+        // The clients on this node borrowed the replies of 512 numbers and more (requests
+        // 511..1200 and 1711..2000 of each), the TCP client none.
+        let lent: u64 = out
+            .split(&format!("{name}.squares: served 4300 calls ("))
+            .nth(1)
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(lent, 2 * (689 + 289), "{out}");
         assert!(!err.contains("dropped") && !err.contains("panicked"), "{err}");
         assert!(!dir.join(format!("{name}.squares.service")).exists(), "withdrawn at shutdown");
     }
@@ -184,7 +201,7 @@ fn a_service_killed_during_calls_fails_them_within_seconds_and_is_then_not_runni
         // 5 ms per 64 numbers: the client's 5000 calls take far longer than the kill.
         let srv = server(&dir, ranks, &name, &["--slow-ms", "5"]);
         let started = dir.join(format!("started-{name}"));
-        let args = ["--name", &name, "--requests", "5000", "--started", started.to_str().unwrap()];
+        let args = ["--name", &name, "--requests", "5000", "--numbers", "1200", "--started", started.to_str().unwrap()];
         let c = job("service_client", ranks, &dir, &args).spawn_logged(&dir, "victim");
         wait_for(&started, &c);
         std::thread::sleep(Duration::from_millis(500));
@@ -220,7 +237,8 @@ fn a_client_killed_during_calls_leaves_nothing_in_the_service() {
         let srv = server(&dir, ranks, &name, &["--slow-ms", "2"]);
         for round in 0..2 {
             let started = dir.join(format!("started-{name}-{round}"));
-            let args = ["--name", &name, "--requests", "100000", "--started", started.to_str().unwrap()];
+            let args =
+                ["--name", &name, "--requests", "100000", "--numbers", "1200", "--started", started.to_str().unwrap()];
             let c = job("service_client", ranks, &dir, &args).spawn_logged(&dir, "dying");
             wait_for(&started, &c);
             std::thread::sleep(Duration::from_millis(500));

@@ -164,6 +164,11 @@ impl Engine {
         self.post_from(rank, header, payload, false)
     }
 
+    /// True in a simulation (`Outlet::Simulated`).
+    pub(crate) fn simulated(&self) -> bool {
+        matches!(self.outlet.get(), Some(Outlet::Simulated(_)))
+    }
+
     /// [`Engine::post`]; `may_run_here`: a token for a short leaf of an idle thread of this
     /// rank may be handled at once on the calling thread ([`Engine::dispatch`]).
     fn post_from(&self, rank: usize, header: Header, payload: Option<(AnyToken, Encoder)>, may_run_here: bool) {

@@ -355,6 +355,20 @@ impl ThreadBody {
     }
 }
 
+/// What a thread that forwards a token may run itself rather than hand it to a worker.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Here {
+    /// Nothing (a worker: it would run it inside its own operation).
+    Nothing,
+    /// A leaf known to be short, of an idle DPS thread of this rank (a service's gateway, a
+    /// client's reader: see [`Engine::dispatch`]).
+    ShortLeaf,
+    /// A caller starting a call: a first node that is a remote leaf (a service) routed to this rank, whose request the caller writes to
+    /// the socket itself (it may block while the service's socket is full: the caller
+    /// would wait for the call anyway).
+    Caller,
+}
+
 /// Where a remote leaf's answer continues: its graph, the leaf, and the token's context.
 struct Resume {
     graph: Arc<GraphImpl>,
@@ -367,7 +381,7 @@ impl Engine {
     pub(crate) fn start_call(&self, g: &GraphImpl, input: AnyToken) -> Receiver<CallResult> {
         let (call, rx) = self.calls.new_call();
         let ctx = Ctx { call_rank: self.rank as u32, call, frames: Vec::new() };
-        self.forward(g, Some(&g.entry), input, ctx);
+        self.forward_from(g, Some(&g.entry), input, ctx, Here::Caller);
         rx
     }
 
@@ -380,7 +394,7 @@ impl Engine {
     pub(crate) fn start_call_then(&self, g: &GraphImpl, input: AnyToken, done: Box<dyn FnOnce(CallResult) + Send>) {
         let call = self.calls.new_call_then(done);
         let ctx = Ctx { call_rank: self.rank as u32, call, frames: Vec::new() };
-        self.forward_from(g, Some(&g.entry), input, ctx, true);
+        self.forward_from(g, Some(&g.entry), input, ctx, Here::ShortLeaf);
     }
 
     /// A remote leaf's answer (`resume` is what its `call` was given): the output continues
@@ -390,7 +404,7 @@ impl Engine {
     pub(crate) fn resume(&self, resume: Box<dyn std::any::Any + Send>, outcome: Result<AnyToken, String>) {
         let Resume { graph, node, ctx } = *resume.downcast::<Resume>().expect("dps: a remote leaf's resume");
         match outcome {
-            Ok(out) => self.forward_from(&graph, graph.nodes[node].next.as_ref(), out, ctx, true),
+            Ok(out) => self.forward_from(&graph, graph.nodes[node].next.as_ref(), out, ctx, Here::ShortLeaf),
             Err(message) => self.post(ctx.call_rank as usize, Header::Failed { call: ctx.call, message }, None),
         }
     }
@@ -398,12 +412,11 @@ impl Engine {
     /// Sends `token`, produced with context `ctx`, to the successor `next` (or back to the
     /// caller if `next` is `None`). Runs on the producing thread, which evaluates the route.
     fn forward(&self, g: &GraphImpl, next: Option<&Entry<usize>>, token: AnyToken, ctx: Ctx) {
-        self.forward_from(g, next, token, ctx, false)
+        self.forward_from(g, next, token, ctx, Here::Nothing)
     }
 
-    /// [`Engine::forward`]; `may_run_here`: from a thread that may run a short leaf at once
-    /// (not a worker, which would run it inside its own operation).
-    fn forward_from(&self, g: &GraphImpl, next: Option<&Entry<usize>>, token: AnyToken, ctx: Ctx, may_run_here: bool) {
+    /// [`Engine::forward`]; `here`: what the forwarding thread may run itself.
+    fn forward_from(&self, g: &GraphImpl, next: Option<&Entry<usize>>, token: AnyToken, ctx: Ctx, here: Here) {
         match next {
             None => {
                 let header = Header::Reply { graph: g.id as u32, call: ctx.call };
@@ -411,7 +424,7 @@ impl Engine {
             }
             Some(Entry::Branch(dispatch, entries)) => {
                 let (which, token) = dispatch(token);
-                self.forward_from(g, Some(&entries[which]), token, ctx, may_run_here)
+                self.forward_from(g, Some(&entries[which]), token, ctx, here)
             }
             Some(Entry::Node(node)) => {
                 let n = &g.nodes[*node];
@@ -428,9 +441,17 @@ impl Engine {
                     n.name,
                     n.coll.name
                 );
+                let rank = n.coll.rank_of(index);
+                if let (Here::Caller, OpImpl::Remote(remote), true) =
+                    (here, &n.op, rank == self.rank && !self.simulated())
+                {
+                    // The caller writes the request itself: no hand-off to a worker.
+                    let graph = self.registry.graph(g.id as u32);
+                    return remote.call(token, Box::new(Resume { graph, node: *node, ctx }));
+                }
                 let to = ThreadAddr { coll: n.coll.id as u32, index: index as u32 };
                 let header = Header::Token { to, graph: g.id as u32, node: *node as u32, ctx };
-                self.post_from(n.coll.rank_of(index), header, Some((token, n.encode)), may_run_here);
+                self.post_from(rank, header, Some((token, n.encode)), here == Here::ShortLeaf);
             }
         }
     }

@@ -100,13 +100,18 @@ impl Connection {
             client: format!("pid {} rank {}", std::process::id(), engine.rank()),
         };
         frame::write(&mut writer, &hello, None).map_err(lost)?;
-        let (graph, fingerprint) = match frame::read(&mut reader).map_err(lost)? {
-            Some((Msg::Welcome { graph, fingerprint }, _)) => (graph, fingerprint),
+        let (graph, fingerprint, offer) = match frame::read(&mut reader, None).map_err(lost)? {
+            Some((Msg::Welcome { graph, fingerprint, lend }, _)) => (graph, fingerprint, lend),
             Some((Msg::Refused { reason }, _)) => return Err(Error::new(ErrorKind::Service, reason)),
             Some((other, _)) => return Err(stale(format!("it answered {other:?}"))),
             None => return Err(stale("it closed the connection".into())),
         };
         reader.get_ref().set_read_timeout(None).map_err(lost)?;
+        // Borrow the large bulks of replies if the service's memory can be read from here.
+        let lender = offer.as_ref().and_then(frame::Lender::try_probe);
+        if lender.is_some() {
+            frame::write(&mut writer, &Msg::Borrow, None).map_err(lost)?;
+        }
         let conn = Arc::new(Connection {
             name: name.clone(),
             graph,
@@ -121,7 +126,7 @@ impl Connection {
         let reading = conn.clone();
         std::thread::Builder::new()
             .name(format!("dps-import-{name}"))
-            .spawn(move || reading.read_replies(reader))
+            .spawn(move || reading.read_replies(reader, lender))
             .map_err(|e| Error::new(ErrorKind::Io, format!("service \"{name}\": cannot start a thread: {e}")))?;
         Ok(conn)
     }
@@ -131,10 +136,17 @@ impl Connection {
         self.writer.lock().unwrap().shutdown();
     }
 
-    fn read_replies(&self, mut reader: BufReader<Stream>) {
+    fn read_replies(&self, mut reader: BufReader<Stream>, lender: Option<frame::Lender>) {
         let why = loop {
-            let (id, outcome) = match frame::read(&mut reader) {
+            let (id, outcome) = match frame::read(&mut reader, lender.as_ref()) {
                 Ok(Some((Msg::Reply { id }, Some(token)))) => {
+                    (id, (self.decode)(token).map_err(|e| format!("service \"{}\" replied {e}", self.name)))
+                }
+                Ok(Some((Msg::Lent { id }, Some(token)))) => {
+                    // Copied: the service may drop them.
+                    if let Err(e) = frame::write(&mut *self.writer.lock().unwrap(), &Msg::Taken { id }, None) {
+                        break e.to_string();
+                    }
                     (id, (self.decode)(token).map_err(|e| format!("service \"{}\" replied {e}", self.name)))
                 }
                 Ok(Some((Msg::Failed { id, message }, _))) => {

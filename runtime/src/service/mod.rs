@@ -104,6 +104,17 @@ impl Export {
     pub fn served(&self) -> u64 {
         self.stats.served.load(Ordering::Relaxed)
     }
+
+    /// The replies sent so far with bulks lent to a client on this node (the runtime
+    /// README's "Services": a client copies them from this process's memory).
+    pub fn lent_replies(&self) -> u64 {
+        self.stats.lent_replies.load(Ordering::Relaxed)
+    }
+
+    /// The bytes lent now: replies whose bulks a client has not yet copied.
+    pub fn lent_bytes(&self) -> usize {
+        self.stats.lent_bytes.load(Ordering::SeqCst)
+    }
 }
 
 /// The services a runtime exports and imports, ended with it.

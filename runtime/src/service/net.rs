@@ -74,14 +74,15 @@ impl Stream {
         }
     }
 
-    /// Polls until a read would not block (data, the end of the connection, or an error is
-    /// there: true), yielding the core between polls, at most [`EAGER_POLLS`] times, and not
+    /// Spins until a read would not block (data, the end of the connection, or an error is
+    /// there: true) for [`SPIN`] (not after [`SPIN_MISSES`] spins in a row that found
+    /// nothing, for [`SPIN_PAUSE`] reads), then polls, yielding the core between polls, at most [`EAGER_POLLS`] times, and not
     /// beyond a yield that finds the core busy (`activity::yield_core`): false, and the
     /// caller's read blocks. Every read of a [`Stream`] that finds nothing calls it: it saves
     /// the reader's wake-up when the data comes within a few hundred µs (a reply to a call
     /// just made, the next request of a client, the rest of a large reply).
     fn poll_readable(&self) -> bool {
-        poll_readable_with(self.fd(), activity::yield_core)
+        spin_readable(self.fd()) || poll_readable_with(self.fd(), activity::yield_core)
     }
 
     /// Writes as much of `bufs` as the socket takes without blocking; `Ok(0)` if it takes
@@ -105,6 +106,46 @@ impl Stream {
                 _ => return Err(e),
             }
         }
+    }
+}
+
+/// How long a reader spins (polls without yielding the core) before it polls with yields:
+/// a message that comes within it costs neither a yield (a context switch when another
+/// thread waits for the core) nor a wake-up. 20 µs: a service's round trip on one node.
+const SPIN: Duration = Duration::from_micros(20);
+
+/// After this many spins in a row that found nothing, a reader does not spin for
+/// [`SPIN_PAUSE`] reads: where messages come slower than a spin, spinning only burns the core.
+const SPIN_MISSES: u32 = 4;
+const SPIN_PAUSE: u32 = 64;
+
+thread_local! {
+    /// This reader's spins in a row that found nothing (beyond [`SPIN_MISSES`]: reads left
+    /// without spinning).
+    static MISSED: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Spins on `fd` for [`SPIN`] (unless recent spins found nothing): true if it became
+/// readable.
+fn spin_readable(fd: RawFd) -> bool {
+    let missed = MISSED.get();
+    if missed >= SPIN_MISSES {
+        MISSED.set(if missed >= SPIN_MISSES + SPIN_PAUSE { 0 } else { missed + 1 });
+        return false;
+    }
+    let start = std::time::Instant::now();
+    loop {
+        let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid `pollfd`, exclusively borrowed; a zero timeout never sleeps.
+        if unsafe { libc::poll(&mut p, 1, 0) } != 0 {
+            MISSED.set(0);
+            return true;
+        }
+        if start.elapsed() >= SPIN {
+            MISSED.set(missed + 1);
+            return false;
+        }
+        std::hint::spin_loop();
     }
 }
 

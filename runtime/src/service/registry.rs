@@ -15,7 +15,7 @@ use crate::error::{Error, ErrorKind};
 pub(super) const ENV: &str = "DPS_SERVICES";
 
 /// The version of the protocol between a client and a service (`service::frame`).
-pub(super) const PROTOCOL: u32 = 1;
+pub(super) const PROTOCOL: u32 = 2;
 
 /// What the registry says about one exported service.
 #[derive(Serialize, Deserialize, Clone, Debug)]

@@ -37,6 +37,23 @@ const HELLO_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 /// next call's work.
 const DIRECT_MAX: usize = 64 << 10;
 
+/// The most bytes one connection may have lent and not yet taken back: beyond, replies go
+/// through the socket (a client that never says `Taken` holds no more of the service's memory).
+const LENT_MAX: usize = 256 << 20;
+
+/// `DPS_SERVICE_LEND_MIN`: the smallest bulk lent (bytes; default [`frame::LEND_MIN`]), or
+/// `off`: every reply through the socket.
+pub(crate) const LEND_ENV: &str = "DPS_SERVICE_LEND_MIN";
+
+/// The smallest bulk this gateway lends, or `None` if it does not lend.
+fn lend_min() -> Option<usize> {
+    match std::env::var(LEND_ENV) {
+        Ok(v) if v == "off" => None,
+        Ok(v) => Some(v.parse().unwrap_or(frame::LEND_MIN).max(1)),
+        Err(_) => Some(frame::LEND_MIN),
+    }
+}
+
 /// The most calls of one connection in flight at once.
 pub(super) const MAX_IN_FLIGHT: usize = 4096;
 
@@ -57,6 +74,9 @@ pub(crate) struct Stats {
     pub(super) connections: AtomicUsize,
     pub(super) in_flight: AtomicUsize,
     pub(super) served: AtomicU64,
+    /// Replies sent with lent bulks, and the bytes lent now (not yet taken back).
+    pub(super) lent_replies: AtomicU64,
+    pub(super) lent_bytes: AtomicUsize,
 }
 
 /// A running gateway; [`Gateway::stop`] withdraws it.
@@ -184,7 +204,8 @@ fn serve(stream: Stream, peer: &str, served: &Arc<Served>, stats: &Arc<Stats>) {
     // A peer that connects and says nothing holds a thread only this long.
     let _ = stream.set_read_timeout(Some(HELLO_TIMEOUT));
     let mut reader = BufReader::new(stream);
-    let client = match handshake(&mut reader, &mut writer, served) {
+    let offer = if matches!(writer, Stream::Unix(_)) { lend_min() } else { None };
+    let client = match handshake(&mut reader, &mut writer, served, offer.is_some()) {
         Ok(Some(client)) => client,
         Ok(None) => return,
         Err(e) => return eprintln!("dps: service \"{name}\": dropped {peer}: {e}"),
@@ -198,7 +219,13 @@ fn serve(stream: Stream, peer: &str, served: &Arc<Served>, stats: &Arc<Stats>) {
     let (permit, permits) = crossbeam_channel::bounded::<()>(MAX_IN_FLIGHT);
     let Ok(direct) = writer.try_clone() else { return };
     let out = Arc::new(Mutex::new(Out::default()));
-    let replies = Arc::new(Replies { stream: direct, out: out.clone(), queue });
+    let replies = Arc::new(Replies {
+        stream: direct,
+        out: out.clone(),
+        queue,
+        lend: Mutex::new(Lending::default()),
+        stats: stats.clone(),
+    });
     let writing = std::thread::Builder::new().name(format!("dps-service-out-{name}")).spawn(move || {
         // Ends once the reader and every call's `done` have dropped their `Replies`.
         for mut reply in outbox {
@@ -210,8 +237,19 @@ fn serve(stream: Stream, peer: &str, served: &Arc<Served>, stats: &Arc<Stats>) {
     });
     let Ok(writing) = writing else { return drop_line(&"cannot start its writer thread") };
     loop {
-        let (id, token) = match frame::read(&mut reader) {
+        let (id, token) = match frame::read(&mut reader, None) {
             Ok(Some((Msg::Request { id }, Some(token)))) => (id, token),
+            Ok(Some((Msg::Taken { id }, None))) => {
+                if !replies.taken(id) {
+                    drop_line(&format!("malformed message: call {id} was taken, and nothing of it is lent"));
+                    break;
+                }
+                continue;
+            }
+            Ok(Some((Msg::Borrow, None))) if offer.is_some() => {
+                replies.lend.lock().unwrap().min = offer;
+                continue;
+            }
             Ok(None) => break,
             Ok(Some((other, _))) => {
                 drop_line(&format!("unexpected message {other:?}"));
@@ -241,10 +279,14 @@ fn serve(stream: Stream, peer: &str, served: &Arc<Served>, stats: &Arc<Stats>) {
             let _ = permits.try_recv();
             stats.in_flight.fetch_sub(1, Ordering::SeqCst);
             stats.served.fetch_add(1, Ordering::Relaxed);
-            replies.send(reply(id, result, &mine));
+            let lend = replies.lend_min();
+            replies.send(reply(id, result, &mine, lend));
         });
         served.engine.start_call_then(&served.graph, input, done);
     }
+    // The client is gone (or dropped): what it borrowed is freed, later replies are dropped.
+    replies.out.lock().unwrap().broken = true;
+    replies.end_lending();
     drop(replies);
     let _ = writing.join();
 }
@@ -257,6 +299,17 @@ struct Replies {
     stream: Stream,
     out: Arc<Mutex<Out>>,
     queue: crossbeam_channel::Sender<Outgoing>,
+    lend: Mutex<Lending>,
+    stats: Arc<Stats>,
+}
+
+/// The replies whose bulks a client has borrowed and not yet taken.
+#[derive(Default)]
+struct Lending {
+    /// The smallest bulk lent, once the client has said `Borrow`; `None` after the end.
+    min: Option<usize>,
+    lent: HashMap<u64, (usize, WireToken)>,
+    bytes: usize,
 }
 
 /// What the writer thread has to do.
@@ -270,10 +323,46 @@ struct Out {
 }
 
 impl Replies {
-    fn send(&self, mut reply: Outgoing) {
+    /// The smallest bulk to lend now, if any (not beyond [`LENT_MAX`] bytes lent).
+    fn lend_min(&self) -> Option<usize> {
+        let l = self.lend.lock().unwrap();
+        l.min.filter(|_| l.bytes < LENT_MAX)
+    }
+
+    /// The client took call `id`'s lent bulks; false if none were lent.
+    fn taken(&self, id: u64) -> bool {
+        let mut l = self.lend.lock().unwrap();
+        let Some((bytes, _)) = l.lent.remove(&id) else { return false };
+        l.bytes -= bytes;
+        self.stats.lent_bytes.fetch_sub(bytes, Ordering::SeqCst);
+        true
+    }
+
+    /// The connection ended: drops every lent reply, and lends no more.
+    fn end_lending(&self) {
+        let mut l = self.lend.lock().unwrap();
+        l.min = None;
+        l.lent.clear();
+        self.stats.lent_bytes.fetch_sub(std::mem::take(&mut l.bytes), Ordering::SeqCst);
+    }
+
+    fn send(&self, (mut reply, lent): (Outgoing, Option<(u64, WireToken)>)) {
         let mut out = self.out.lock().unwrap();
         if out.broken {
             return;
+        }
+        if let Some((id, token)) = lent {
+            // Kept before the client can read the reply (and say `Taken`).
+            let bytes = token.bulks_out.iter().map(|b| b.len).sum::<usize>()
+                + token.bulks_in.iter().map(|b| b.as_bytes().len()).sum::<usize>();
+            let mut l = self.lend.lock().unwrap();
+            if l.min.is_none() {
+                return;
+            }
+            l.bytes += bytes;
+            l.lent.insert(id, (bytes, token));
+            self.stats.lent_bytes.fetch_add(bytes, Ordering::SeqCst);
+            self.stats.lent_replies.fetch_add(1, Ordering::Relaxed);
         }
         if out.queued == 0 && reply.bytes() <= DIRECT_MAX {
             match self.stream.send_nonblocking(&reply.unsent()) {
@@ -294,8 +383,13 @@ impl Replies {
 
 /// Reads the client's `Hello` and answers it; `Ok(Some(client))` if the types agree,
 /// `Ok(None)` if the client was refused (or only knocked: a liveness check).
-fn handshake(reader: &mut BufReader<Stream>, writer: &mut Stream, served: &Served) -> std::io::Result<Option<String>> {
-    let Some((hello, _)) = frame::read(reader)? else { return Ok(None) };
+fn handshake(
+    reader: &mut BufReader<Stream>,
+    writer: &mut Stream,
+    served: &Served,
+    offer: bool,
+) -> std::io::Result<Option<String>> {
+    let Some((hello, _)) = frame::read(reader, None)? else { return Ok(None) };
     let Msg::Hello { protocol, service, request, reply, fingerprint, client } = hello else {
         return Err(std::io::Error::other(format!("expected a hello, got {hello:?}")));
     };
@@ -321,18 +415,30 @@ fn handshake(reader: &mut BufReader<Stream>, writer: &mut Stream, served: &Serve
     };
     let answer = match &refusal {
         Some(reason) => Msg::Refused { reason: reason.clone() },
-        None => Msg::Welcome { graph: served.graph.name.clone(), fingerprint: served.fingerprint.clone() },
+        None => Msg::Welcome {
+            graph: served.graph.name.clone(),
+            fingerprint: served.fingerprint.clone(),
+            lend: offer.then(frame::probe),
+        },
     };
     frame::write(writer, &answer, None)?;
     Ok(refusal.is_none().then_some(client))
 }
 
-/// The message answering call `id`.
-fn reply(id: u64, result: CallResult, served: &Served) -> Outgoing {
-    match result {
+/// The message answering call `id`, with its bulks of at least `lend` bytes lent: then
+/// also the token to keep until the client has taken them.
+fn reply(id: u64, result: CallResult, served: &Served, lend: Option<usize>) -> (Outgoing, Option<(u64, WireToken)>) {
+    let wire = match result {
         // From another rank: written as it came, never decoded here.
-        Ok(Payload::Wire(wire)) => Outgoing::new(&Msg::Reply { id }, Some(wire)),
-        Ok(Payload::Local(token)) => Outgoing::new(&Msg::Reply { id }, Some((served.graph.encode_out)(token))),
-        Err(message) => Outgoing::new(&Msg::Failed { id, message }, None),
+        Ok(Payload::Wire(wire)) => wire,
+        Ok(Payload::Local(token)) => (served.graph.encode_out)(token),
+        Err(message) => return (Outgoing::new(&Msg::Failed { id, message }, None), None),
+    };
+    match lend {
+        Some(min) => {
+            let (out, kept) = Outgoing::lending(id, wire, min);
+            (out, kept.map(|k| (id, k)))
+        }
+        None => (Outgoing::new(&Msg::Reply { id }, Some(wire)), None),
     }
 }
