@@ -558,10 +558,12 @@ impl Runtime {
     /// # Errors
     /// On every rank: if the name is malformed or another running application exports it
     /// ([`ErrorKind::Service`]), the registry directory is missing or not writable
-    /// ([`ErrorKind::Io`]), or this is a simulation ([`ErrorKind::Usage`]).
+    /// ([`ErrorKind::Io`]), this is a simulation or `DPS_SERVICE_LEND_MIN` is malformed
+    /// ([`ErrorKind::Usage`]).
     pub fn export<I: Token, O: Token>(&self, name: &str, graph: &Graph<I, O>) -> Result<Export, Error> {
         service::registry::check_name(name)?;
         self.refuse_simulated("export")?;
+        service::server::lend_setting()?;
         let stats = Arc::default();
         let mut error = None;
         if self.is_root() {
@@ -609,7 +611,8 @@ impl Runtime {
     /// [`ErrorKind::Service`] if nobody exports `name`, its application is not running (a
     /// stale entry: it was killed), or the types differ (the message names both sides);
     /// [`ErrorKind::Io`] if the registry directory is missing or unreadable;
-    /// [`ErrorKind::Usage`] on a simulation.
+    /// [`ErrorKind::Usage`] on a simulation, or if `DPS_SERVICE_NET` is neither `tcp` nor
+    /// `unix`.
     pub fn import<I: Token, O: Token>(&self, name: &str) -> Result<Service<I, O>, Error> {
         self.import_with(name, None)
     }
@@ -627,6 +630,7 @@ impl Runtime {
     fn import_with<I: Token, O: Token>(&self, name: &str, fingerprint: Option<String>) -> Result<Service<I, O>, Error> {
         service::registry::check_name(name)?;
         self.refuse_simulated("import")?;
+        service::net::check_net_setting()?;
         let entry = Registry::from_env()?.read(name)?;
         let expect = Expect {
             request: std::any::type_name::<I>(),

@@ -181,6 +181,15 @@ fn bad_names_types_fingerprints_and_registries_are_one_line_errors() {
         }
         let c = client(Path::new("/nonexistent/dps-registry"), ranks, &[]);
         assert!(c.stderr.contains("service registry /nonexistent/dps-registry (DPS_SERVICES)"), "{}", c.stderr);
+        // The services' settings are checked, not silently replaced by their defaults.
+        let s = test_job(
+            job("service_server", ranks, &dir, &["--name", "lend", "--seconds", "5"])
+                .env("DPS_SERVICE_LEND_MIN", "64k"),
+        );
+        let expect = "DPS_SERVICE_LEND_MIN=\"64k\": the smallest bulk lent must be a number of bytes from 1, or off";
+        assert!(!s.status.success() && s.stderr.contains(expect), "{ranks} ranks: {}", s.stderr);
+        let c = test_job(job("service_client", ranks, &dir, &["--name", "refusals"]).env("DPS_SERVICE_NET", "udp"));
+        assert!(!c.status.success() && c.stderr.contains("DPS_SERVICE_NET=\"udp\": give tcp"), "{}", c.stderr);
     }
     // The right fingerprint is accepted.
     let entry = std::fs::read_to_string(dir.join("refusals.squares.service")).unwrap();

@@ -19,8 +19,23 @@ use crate::activity;
 /// How long a client waits for a TCP connection before it takes the address as dead.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
-/// `DPS_SERVICE_NET=tcp` makes clients use TCP even where a Unix socket would do.
+/// `DPS_SERVICE_NET=tcp` makes clients use TCP even where a Unix socket would do (`unix`,
+/// or unset: a Unix socket where the service is on this node).
 pub(super) const NET_ENV: &str = "DPS_SERVICE_NET";
+
+/// Checks [`NET_ENV`]: unset, `tcp` or `unix`.
+///
+/// # Errors
+/// A [`ErrorKind::Usage`](crate::ErrorKind::Usage) naming the variable and its value.
+pub(crate) fn check_net_setting() -> Result<(), crate::Error> {
+    match std::env::var(NET_ENV) {
+        Ok(v) if v != "tcp" && v != "unix" => Err(crate::Error::new(
+            crate::ErrorKind::Usage,
+            format!("{NET_ENV}=\"{v}\": give tcp (clients use TCP even on the service's node) or unix (the default)"),
+        )),
+        _ => Ok(()),
+    }
+}
 
 /// How many times a reader polls its socket, yielding the core between polls, before it
 /// blocks in a read (as many as an idle worker polls its queue, `engine::recv_eagerly`).

@@ -47,10 +47,24 @@ pub(crate) const LEND_ENV: &str = "DPS_SERVICE_LEND_MIN";
 
 /// The smallest bulk this gateway lends, or `None` if it does not lend.
 fn lend_min() -> Option<usize> {
+    lend_setting().unwrap_or(Some(frame::LEND_MIN))
+}
+
+/// [`LEND_ENV`] as set: a byte count from 1, `off`, or the default when unset.
+///
+/// # Errors
+/// A [`ErrorKind::Usage`](crate::ErrorKind::Usage) naming the variable and its value.
+pub(crate) fn lend_setting() -> Result<Option<usize>, crate::Error> {
     match std::env::var(LEND_ENV) {
-        Ok(v) if v == "off" => None,
-        Ok(v) => Some(v.parse().unwrap_or(frame::LEND_MIN).max(1)),
-        Err(_) => Some(frame::LEND_MIN),
+        Ok(v) if v == "off" => Ok(None),
+        Ok(v) => match v.parse::<usize>() {
+            Ok(bytes) if bytes >= 1 => Ok(Some(bytes)),
+            _ => Err(crate::Error::new(
+                crate::ErrorKind::Usage,
+                format!("{LEND_ENV}=\"{v}\": the smallest bulk lent must be a number of bytes from 1, or off"),
+            )),
+        },
+        Err(_) => Ok(Some(frame::LEND_MIN)),
     }
 }
 
