@@ -24,7 +24,7 @@ pub(crate) fn available() -> bool {
 /// # Safety
 /// The CPU must have the features [`available`] checks.
 #[target_feature(enable = "avx512f,avx512bw,avx512vnni")]
-pub(crate) unsafe fn correlate_tile(station: &Prepared, tile: &[Watch; W]) -> [(f64, u32); W] {
+pub(crate) unsafe fn correlate_tile(station: &Prepared, tile: &[&Watch; W]) -> [(f64, u32); W] {
     const { assert!(TILE_LAGS == 32 && W == 6) };
     let pairs = station.pairs();
     assert_eq!(pairs.len(), K_PAIRS * LAGS_PADDED * 2, "the interleaved station values");

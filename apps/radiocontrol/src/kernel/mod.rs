@@ -20,10 +20,12 @@
 //! the CPU has: AVX-512 VNNI (`vpdpwssd`: 32 i16 products summed pairwise into 16 i32
 //! lanes per instruction, on station values interleaved in pairs of k; tiles of
 //! [`TILE_WATCHES`] watches × [`TILE_LAGS`] lags), else AVX2 (`vpmaddwd` and `vpaddd`, 16
-//! products per pair, with a Karatsuba step that gets lags τ and τ + 50 from three sums
-//! instead of four: `karatsuba`), else portable code; the epilogue is in f64 with the
-//! same operations on every path. Integer sums are exact, so every path and every run gives
-//! the same bits: a job's result depends on the job only. [`fft`] is the same correlation by
+//! products per pair, with three nested Karatsuba levels that get 8 lags τ + 400g + 50o
+//! from 27 sums of 10 taps, 27/64 of the products: `karatsuba`), else portable code. The
+//! epilogue computes r in f64 with the same operations on every path (the AVX2 path only
+//! at the lags an f32 screen with a proven error bound cannot rule out: `avx2`). Integer
+//! sums are exact, so every path and every run gives the same bits: a job's result
+//! depends on the job only. Flagged watches (not worn, flat) are not correlated. [`fft`] is the same correlation by
 //! FFT, measured against this one by `dps-radiocontrol bench-kernel`. [`naive`] is the f64 double loop
 //! the tests hold both to (RC-2).
 
@@ -170,7 +172,7 @@ impl Prepared {
         })
     }
 
-    /// The station laid out for the Karatsuba step ([`karatsuba`]).
+    /// The station laid out for the nested Karatsuba sums ([`karatsuba`]).
     pub(crate) fn karatsuba(&self) -> &karatsuba::Layout {
         self.karatsuba.get_or_init(|| karatsuba::Layout::new(self))
     }
@@ -244,7 +246,7 @@ pub fn correlate_minute(station: &Prepared, watches: &[Watch], out: &mut [Match]
 pub enum Path {
     /// `vpdpwssd` tiles of 6 watches × 32 lags (`avx512`).
     Avx512Vnni,
-    /// `vpmaddwd` tiles of 6 watches × 16 lags (`avx2`).
+    /// `vpmaddwd` tiles of 3 watches × 192 lags on the nested Karatsuba layout (`avx2`).
     Avx2,
     /// Plain Rust (the reference for the others' bits).
     Portable,
@@ -280,7 +282,9 @@ impl Path {
 pub fn correlate_on(path: Path, station: &Prepared, watches: &[Watch], out: &mut [Match]) {
     assert_eq!(watches.len(), out.len());
     assert!(Path::available().contains(&path), "this CPU cannot run the {path:?} kernel");
-    let tiles: Vec<[Watch; TILE_WATCHES]> = watches.chunks(TILE_WATCHES).map(pad_tile).collect();
+    // Flagged watches (not worn, or flat) are not correlated: their result is their flag.
+    let valid: Vec<&Watch> = watches.iter().filter(|w| w.flags == 0).collect();
+    let tiles: Vec<Tile> = valid.chunks(TILE_WATCHES).map(pad_tile).collect();
     let best: Vec<[(f64, u32); TILE_WATCHES]> = match path {
         // SAFETY: `Path::available()` (asserted above) listed Avx512Vnni only if
         // `avx512::available()` found avx512f, avx512bw and avx512vnni.
@@ -291,24 +295,27 @@ pub fn correlate_on(path: Path, station: &Prepared, watches: &[Watch], out: &mut
         Path::Avx2 => unsafe { avx2::correlate_tiles(station, &tiles) },
         _ => tiles.iter().map(|t| correlate_tile(station, t)).collect(),
     };
-    for ((group, res), best) in watches.chunks(TILE_WATCHES).zip(out.chunks_mut(TILE_WATCHES)).zip(best) {
-        finish_group(group, res, best);
+    let mut best = best.iter().flatten();
+    for (r, w) in out.iter_mut().zip(watches) {
+        *r = if w.flags != 0 {
+            Match { r: 0.0, lag: 0, flags: w.flags }
+        } else {
+            let &(u, lag) = best.next().expect("a result per unflagged watch");
+            finish(u, lag, w)
+        };
     }
 }
+
+/// A tile of watches (references: a watch is 0.5 KB).
+pub(crate) type Tile<'a> = [&'a Watch; TILE_WATCHES];
+
+/// The flagged watch that pads a partial tile.
+static BLANK: Watch =
+    Watch { x: [0; WATCH_BLOCKS], mean: 0.0, xc: [0.0; WATCH_BLOCKS], inv_norm: 0.0, flags: FLAG_INVALID };
 
 /// Up to [`TILE_WATCHES`] watches, padded with flagged ones.
-pub(crate) fn pad_tile(group: &[Watch]) -> [Watch; TILE_WATCHES] {
-    let blank = Watch { x: [0; WATCH_BLOCKS], mean: 0.0, xc: [0.0; WATCH_BLOCKS], inv_norm: 0.0, flags: FLAG_INVALID };
-    let mut tile = [blank; TILE_WATCHES];
-    tile[..group.len()].copy_from_slice(group);
-    tile
-}
-
-/// The tile's best matches, flagged watches replaced by their flag.
-fn finish_group(group: &[Watch], res: &mut [Match], best: [(f64, u32); TILE_WATCHES]) {
-    for ((r, w), (u, t)) in res.iter_mut().zip(group).zip(best) {
-        *r = if w.flags != 0 { Match { r: 0.0, lag: 0, flags: w.flags } } else { finish(u, t, w) };
-    }
+pub(crate) fn pad_tile<'a>(group: &[&'a Watch]) -> Tile<'a> {
+    std::array::from_fn(|i| group.get(i).copied().unwrap_or(&BLANK))
 }
 
 /// The match from the best `u = (S − x̄·Sy)·inv_sy` and its lag.
@@ -323,7 +330,7 @@ pub(crate) fn numerator(s: i32, mean: f64, inv_sy: f64, sy_inv_sy: f64) -> f64 {
 }
 
 /// The best (u, lag) of each watch of the tile over all lags, portable.
-fn correlate_tile(station: &Prepared, tile: &[Watch; TILE_WATCHES]) -> [(f64, u32); TILE_WATCHES] {
+fn correlate_tile(station: &Prepared, tile: &Tile) -> [(f64, u32); TILE_WATCHES] {
     let mut best = [(f64::NEG_INFINITY, 0u32); TILE_WATCHES];
     for t0 in (0..LAGS_PADDED).step_by(TILE_LAGS) {
         let mut acc = [[0i32; TILE_LAGS]; TILE_WATCHES];
@@ -434,6 +441,48 @@ mod tests {
                 correlate_on(path, &station, &watches, &mut fast);
                 for (a, b) in fast.iter().zip(&portable) {
                     assert_eq!((a.r.to_bits(), a.lag, a.flags), (b.r.to_bits(), b.lag, b.flags), "{path:?}");
+                }
+            }
+        }
+    }
+
+    /// Every path gives the portable path's bits at the edges of the AVX2 path's f32 screen
+    /// and Karatsuba ranges (issue 26): stations with Lgq at both ends of its range,
+    /// periodic ones (u ties exactly at lags 100 ms apart: the first lag must win), flat and
+    /// nearly flat ones (inv_sy 0 or large, so the screen's error bound is 0 or wide), full
+    /// scale random; watches at 0 and 255, alternating, single spikes, flat, not worn,
+    /// random; more than one tile of each kind.
+    #[test]
+    fn every_code_path_gives_the_same_bits_at_the_extremes() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(26);
+        let stations: Vec<Vec<i16>> = vec![
+            (0..STATION_SAMPLES).map(|t| if (t / 150) % 2 == 0 { 0 } else { i16::MIN }).collect(),
+            (0..STATION_SAMPLES).map(|t| ((t % 300) as i16 - 150) * 200).collect(),
+            vec![0; STATION_SAMPLES],
+            (0..STATION_SAMPLES).map(|_| if rng.gen_bool(0.002) { rng.gen_range(-400..400) } else { 0 }).collect(),
+            (0..STATION_SAMPLES).map(|_| rng.gen()).collect(),
+        ];
+        let mut qs: Vec<([u8; WATCH_BLOCKS], bool)> = vec![
+            ([255; WATCH_BLOCKS], true),
+            ([0; WATCH_BLOCKS], true),
+            (std::array::from_fn(|k| if k == 0 { 0 } else { 255 }), true),
+            (std::array::from_fn(|k| if k == 79 { 255 } else { 0 }), true),
+            (std::array::from_fn(|k| if k % 2 == 0 { 255 } else { 0 }), true),
+            (std::array::from_fn(|k| if k % 3 == 0 { 0 } else { 255 }), true),
+            (std::array::from_fn(|_| rng.gen()), false),
+        ];
+        qs.extend((0..20).map(|_| (std::array::from_fn(|_| rng.gen()), true)));
+        qs.extend((0..6).map(|_| (std::array::from_fn(|_| rng.gen_range(250..=255)), true)));
+        let watches: Vec<Watch> = qs.iter().map(|(q, valid)| Watch::new(q, *valid)).collect();
+        for samples in &stations {
+            let station = Prepared::new(samples);
+            let mut portable = vec![Match { r: 0.0, lag: 0, flags: 0 }; watches.len()];
+            correlate_on(Path::Portable, &station, &watches, &mut portable);
+            for path in Path::available() {
+                let mut fast = vec![Match { r: 0.0, lag: 0, flags: 9 }; watches.len()];
+                correlate_on(path, &station, &watches, &mut fast);
+                for (i, (a, b)) in fast.iter().zip(&portable).enumerate() {
+                    assert_eq!((a.r.to_bits(), a.lag, a.flags), (b.r.to_bits(), b.lag, b.flags), "{path:?}, watch {i}");
                 }
             }
         }
