@@ -81,13 +81,7 @@ pub struct Manifest {
     pub checksum: Option<String>,
 }
 
-/// `fnv1a64:` and the 16 hex digits of FNV-1a 64 of `bytes` (the platform file's hash).
-pub fn fnv1a64(bytes: &[u8]) -> String {
-    use std::hash::Hasher;
-    let mut hasher = fnv::FnvHasher::default();
-    hasher.write(bytes);
-    format!("fnv1a64:{:016x}", hasher.finish())
-}
+pub use crate::hash::fnv1a64;
 
 impl Manifest {
     /// The manifest of a data set about to be generated (format 2, not sealed yet: see
@@ -255,10 +249,7 @@ impl WatchRecord {
     }
 }
 
-/// Path of a station's hourly file.
-pub fn station_path(dir: &Path, station: usize, hour: usize) -> PathBuf {
-    dir.join("stations").join(format!("S{station:03}_H{hour:02}.bin"))
-}
+pub use crate::station_sums::station_path;
 
 /// Path of a watch's daily file.
 pub fn watch_path(dir: &Path, watch: usize) -> PathBuf {
@@ -344,7 +335,7 @@ impl DataSet {
             }
         }
         if let Some(want) = &manifest.stations_hash {
-            crate::station_sums::check(dir, &manifest, want)?;
+            crate::station_sums::check(dir, manifest.stations, manifest.hours, want)?;
         }
         Ok(DataSet { dir: dir.to_path_buf(), manifest })
     }

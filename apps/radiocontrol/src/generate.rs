@@ -132,7 +132,7 @@ pub fn generate(dir: &Path, m: &Manifest) -> Result<()> {
             hours_of_s.push(samples);
         }
     }
-    let stations_hash = crate::station_sums::write(dir, m, |s, h| hashes[s][h].clone())?;
+    let stations_hash = crate::station_sums::write(dir, m.stations, m.hours, |s, h| hashes[s][h].clone())?;
     let tpath = truth_path(dir);
     let mut truth = std::io::BufWriter::new(
         std::fs::File::create(&tpath).with_context(|| format!("cannot write {}", tpath.display()))?,

@@ -17,6 +17,7 @@ pub mod cli;
 pub mod data;
 pub mod generate;
 pub mod graph;
+pub mod hash;
 pub mod hosts;
 pub mod job;
 pub mod kernel;

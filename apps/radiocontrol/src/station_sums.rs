@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::data::{fnv1a64, station_path, Manifest};
+use crate::hash::fnv1a64;
 
 /// Path of the sums file.
 pub fn path(dir: &Path) -> PathBuf {
@@ -17,9 +17,8 @@ pub fn path(dir: &Path) -> PathBuf {
 }
 
 /// The (station, hour) of every line, in order: hour-major.
-fn order(m: &Manifest) -> impl Iterator<Item = (usize, usize)> {
-    let stations = m.stations;
-    (0..m.hours).flat_map(move |h| (0..stations).map(move |s| (s, h)))
+fn order(stations: usize, hours: usize) -> impl Iterator<Item = (usize, usize)> {
+    (0..hours).flat_map(move |h| (0..stations).map(move |s| (s, h)))
 }
 
 /// A station file's name, as its line gives it.
@@ -27,25 +26,31 @@ fn name(station: usize, hour: usize) -> String {
     format!("S{station:03}_H{hour:02}.bin")
 }
 
-/// Writes the sums of `m`'s station files, whose hashes `hash(station, hour)` gives, and
-/// returns the file's own hash (the manifest's `stations_hash`).
+/// Path of a station's hourly file.
+pub fn station_path(dir: &Path, station: usize, hour: usize) -> PathBuf {
+    dir.join("stations").join(name(station, hour))
+}
+
+/// Writes the sums of the station files of `stations` stations and `hours` hours, whose
+/// hashes `hash(station, hour)` gives, and returns the file's own hash (the manifest's
+/// `stations_hash`).
 ///
 /// # Errors
 /// A failed write, naming the file.
-pub fn write(dir: &Path, m: &Manifest, hash: impl Fn(usize, usize) -> String) -> Result<String> {
-    let text: String = order(m).map(|(s, h)| format!("{} {}\n", name(s, h), hash(s, h))).collect();
+pub fn write(dir: &Path, stations: usize, hours: usize, hash: impl Fn(usize, usize) -> String) -> Result<String> {
+    let text: String = order(stations, hours).map(|(s, h)| format!("{} {}\n", name(s, h), hash(s, h))).collect();
     let p = path(dir);
     std::fs::write(&p, &text).with_context(|| format!("cannot write {}", p.display()))?;
     Ok(fnv1a64(text.as_bytes()))
 }
 
 /// Checks the sums file against `want` (the manifest's `stations_hash`) and every station
-/// file against its line.
+/// file of `stations` stations and `hours` hours against its line.
 ///
 /// # Errors
 /// A [`dps_harness::BadInput`] naming the file: the sums file missing, edited or not the
 /// manifest's, or a station file whose samples are not the ones it lists.
-pub fn check(dir: &Path, m: &Manifest, want: &str) -> Result<()> {
+pub fn check(dir: &Path, stations: usize, hours: usize, want: &str) -> Result<()> {
     let bad = |msg: String| anyhow::Error::new(dps_harness::BadInput::new(msg));
     let p = path(dir);
     let text = std::fs::read_to_string(&p).map_err(|e| bad(format!("{}: {e}", p.display())))?;
@@ -57,7 +62,7 @@ pub fn check(dir: &Path, m: &Manifest, want: &str) -> Result<()> {
         )));
     }
     let mut lines = text.lines();
-    for (s, h) in order(m) {
+    for (s, h) in order(stations, hours) {
         let expected = name(s, h);
         let line = lines.next().unwrap_or_default();
         let Some(sum) = line.strip_prefix(&expected).and_then(|rest| rest.strip_prefix(' ')) else {
