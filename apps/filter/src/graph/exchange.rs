@@ -248,16 +248,21 @@ impl dps::Merge<Compute> for MedianMerge {
             acc.read_ns.push(p.read_ns);
         }
         let halo = halo_of(&tiling, id);
+        let own = p.request.id == id;
         match (acc.buf.data_mut(), p.pixels.data()) {
+            // The tile itself: only its frame (what the border's medians read); the interior's
+            // medians read the piece itself, so its middle is not copied a second time.
+            (Some(buf), Some(pixels)) if own => place_frame(buf, halo, p.request.area, pixels),
             (Some(buf), Some(pixels)) => place(buf, halo, p.request.area, pixels),
             (None, None) => {} // NOALLOC: only the sizes travel
             _ => panic!("tile {id:?}: a piece and the tile's buffer are not both present or both absent"),
         }
-        if p.request.id == id {
+        if own {
             // The interior (the tile shrunk by RADIUS) needs only the tile's own pixels: it
             // is computed while the neighbours' strips are still on their way.
             let start = Instant::now();
             let (tw, th) = (halo.w - 2 * RADIUS, halo.h - 2 * RADIUS);
+            debug_assert_eq!((p.request.area.w, p.request.area.h), (tw, th), "the tile's own piece is the tile");
             if tw > 2 * RADIUS && th > 2 * RADIUS {
                 let (iw, ih) = (tw - 2 * RADIUS, th - 2 * RADIUS);
                 let t = tiling.tile;
@@ -269,9 +274,9 @@ impl dps::Merge<Compute> for MedianMerge {
                     let rows = band.min(ih - y0);
                     // Under PDEXEC and NOALLOC, charged from the platform's table instead.
                     if !dps::skip_kernel("median", &[iw as u64, rows as u64], (iw * rows) as f64) {
-                        let src = &acc.buf[(RADIUS + y0) * halo.w + RADIUS..];
+                        let src = &p.pixels[y0 * tw..];
                         let dst = &mut acc.slot[(RADIUS + y0) * t + RADIUS..];
-                        median::median5(src, halo.w, iw, rows, dst, t);
+                        median::median5(src, tw, iw, rows, dst, t);
                     }
                     std::thread::yield_now();
                 }
@@ -323,6 +328,27 @@ fn place(buf: &mut [u8], halo: Area, a: Area, pixels: &[u8]) {
     let (ox, oy) = ((a.x - halo.x) as usize, (a.y - halo.y) as usize);
     for row in 0..a.h {
         buf[(oy + row) * halo.w + ox..][..a.w].copy_from_slice(&pixels[row * a.w..][..a.w]);
+    }
+}
+
+/// Copies the tile's own piece (`pixels`, the area `a`: the whole tile) into the halo
+/// buffer, but only its frame 2·[`RADIUS`] wide: the border's medians read no more of it (a
+/// pixel within RADIUS of the edge reads RADIUS further in). A tile too small to have a
+/// middle is copied whole.
+fn place_frame(buf: &mut [u8], halo: Area, a: Area, pixels: &[u8]) {
+    let f = 2 * RADIUS;
+    if a.w <= 2 * f || a.h <= 2 * f {
+        return place(buf, halo, a, pixels);
+    }
+    let (ox, oy) = ((a.x - halo.x) as usize, (a.y - halo.y) as usize);
+    for row in 0..a.h {
+        let (dst, src) = (&mut buf[(oy + row) * halo.w + ox..][..a.w], &pixels[row * a.w..][..a.w]);
+        if row < f || row >= a.h - f {
+            dst.copy_from_slice(src);
+        } else {
+            dst[..f].copy_from_slice(&src[..f]);
+            dst[a.w - f..].copy_from_slice(&src[a.w - f..]);
+        }
     }
 }
 
