@@ -128,6 +128,20 @@ impl Manifest {
         m
     }
 
+    /// Reads and checks the manifest of the data set in `dir` (its files unchecked: see
+    /// [`DataSet::open`]).
+    ///
+    /// # Errors
+    /// A [`dps_harness::BadInput`] naming the file: missing, unreadable, or as [`Manifest::parse`].
+    pub fn read(dir: &Path) -> Result<Manifest> {
+        let bad = |m: String| anyhow::Error::new(dps_harness::BadInput::new(m));
+        let path = manifest_path(dir);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            bad(format!("{}: {e} (not a data set written by `dps-radiocontrol generate`?)", path.display()))
+        })?;
+        Manifest::parse(&text).map_err(|e| bad(format!("{}: {e}", path.display())))
+    }
+
     /// Parses and checks `radio.json`'s text: fields, format, sizes, checksum.
     ///
     /// # Errors
@@ -301,11 +315,7 @@ impl DataSet {
     /// manifest that does not parse or is out of range.
     pub fn open(dir: &Path) -> Result<DataSet> {
         let bad = |m: String| anyhow::Error::new(dps_harness::BadInput::new(m));
-        let mpath = manifest_path(dir);
-        let text = std::fs::read_to_string(&mpath).map_err(|e| {
-            bad(format!("{}: {e} (not a data set written by `dps-radiocontrol generate`?)", mpath.display()))
-        })?;
-        let manifest = Manifest::parse(&text).map_err(|e| bad(format!("{}: {e}", mpath.display())))?;
+        let manifest = Manifest::read(dir)?;
         let check = |path: PathBuf, size: u64, what: &str| -> Result<()> {
             let meta = std::fs::metadata(&path).map_err(|e| bad(format!("{what} {}: {e}", path.display())))?;
             if meta.len() != size {
