@@ -70,10 +70,31 @@ struct Request {
 #[derive(Debug, Serialize, Deserialize)]
 struct Piece {
     request: Request,
-    /// Absent in a NOALLOC simulation, as every tile of this graph.
-    pixels: MaybeBulk<u8>,
+    pixels: Pixels,
     reads: u32,
     read_ns: u64,
+}
+
+/// A piece's pixels.
+#[derive(Debug, Serialize, Deserialize)]
+enum Pixels {
+    /// A neighbour's strip, copied out of its tile (rows `area.w` apart). Absent in a
+    /// NOALLOC simulation, as every tile of this graph.
+    Strip(MaybeBulk<u8>),
+    /// The tile itself: the disk thread's whole slot, shared, not copied (rows `tile`
+    /// apart). A tile's compute thread is on its disk's rank (the allocation rule), so this
+    /// one is moved, never encoded; copying it took a sixth of a 2-rank run's CPU time.
+    Slot(Arc<Vec<u8>>),
+}
+
+impl Pixels {
+    /// The pixels and the distance between their rows, or `None` when absent (NOALLOC).
+    fn rows(&self, area: Area, tile: usize) -> Option<(&[u8], usize)> {
+        match self {
+            Pixels::Strip(b) => b.data().map(|d| (&d[..], area.w)),
+            Pixels::Slot(slot) => Some((&slot[..], tile)),
+        }
+    }
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -185,6 +206,11 @@ fn read_part(d: &mut Disk, request: Request) -> Piece {
     let tiling = request.tiling;
     // A failed read ends the run with an error at the commit, not a panic.
     let (slot, cost) = d.tile_or_remember(request.id);
+    let piece = |pixels| Piece { request, pixels, reads: cost.reads, read_ns: cost.read_ns };
+    // An empty slot: a NOALLOC simulation's, whose pieces are absent.
+    if request.id == request.for_tile && !slot.is_empty() {
+        return piece(Pixels::Slot(slot));
+    }
     let (tx, ty, _, _) = tiling.rect(request.id);
     let area = request.area;
     let (ox, oy) = ((area.x - tx as i64) as usize, (area.y - ty as i64) as usize);
@@ -194,7 +220,7 @@ fn read_part(d: &mut Disk, request: Request) -> Piece {
             out.copy_from_slice(&slot[(oy + row) * tiling.tile + ox..][..area.w]);
         }
     }
-    Piece { request, pixels, reads: cost.reads, read_ns: cost.read_ns }
+    piece(Pixels::Strip(pixels))
 }
 
 /// The merge of one tile's parts: the tile with its halo, and its median.
@@ -249,9 +275,10 @@ impl dps::Merge<Compute> for MedianMerge {
         }
         let halo = halo_of(&tiling, id);
         let own = p.request.id == id;
-        match (acc.buf.data_mut(), p.pixels.data()) {
+        let pixels = p.pixels.rows(p.request.area, tiling.tile);
+        match (acc.buf.data_mut(), pixels) {
             // The tile itself: only its frame (what the border's medians read); the interior's
-            // medians read the piece itself, so its middle is not copied a second time.
+            // medians read the piece itself, so its middle is not copied at all.
             (Some(buf), Some(pixels)) if own => place_frame(buf, halo, p.request.area, pixels),
             (Some(buf), Some(pixels)) => place(buf, halo, p.request.area, pixels),
             (None, None) => {} // NOALLOC: only the sizes travel
@@ -274,9 +301,9 @@ impl dps::Merge<Compute> for MedianMerge {
                     let rows = band.min(ih - y0);
                     // Under PDEXEC and NOALLOC, charged from the platform's table instead.
                     if !dps::skip_kernel("median", &[iw as u64, rows as u64], (iw * rows) as f64) {
-                        let src = &p.pixels[y0 * tw..];
+                        let (src, stride) = pixels.expect("the kernel runs on present pixels");
                         let dst = &mut acc.slot[(RADIUS + y0) * t + RADIUS..];
-                        median::median5(src, tw, iw, rows, dst, t);
+                        median::median5(&src[y0 * stride..], stride, iw, rows, dst, t);
                     }
                     std::thread::yield_now();
                 }
@@ -323,11 +350,12 @@ fn border_frame(w: usize, h: usize) -> Vec<(usize, usize, usize, usize)> {
     vec![(0, 0, w, r), (0, h - r, w, r), (0, r, r, h - 2 * r), (w - r, r, r, h - 2 * r)]
 }
 
-/// Copies a piece's `pixels`, the area `a` of the image, into the halo buffer.
-fn place(buf: &mut [u8], halo: Area, a: Area, pixels: &[u8]) {
+/// Copies a piece's pixels (rows `stride` apart), the area `a` of the image, into the halo
+/// buffer.
+fn place(buf: &mut [u8], halo: Area, a: Area, (pixels, stride): (&[u8], usize)) {
     let (ox, oy) = ((a.x - halo.x) as usize, (a.y - halo.y) as usize);
     for row in 0..a.h {
-        buf[(oy + row) * halo.w + ox..][..a.w].copy_from_slice(&pixels[row * a.w..][..a.w]);
+        buf[(oy + row) * halo.w + ox..][..a.w].copy_from_slice(&pixels[row * stride..][..a.w]);
     }
 }
 
@@ -335,14 +363,14 @@ fn place(buf: &mut [u8], halo: Area, a: Area, pixels: &[u8]) {
 /// buffer, but only its frame 2·[`RADIUS`] wide: the border's medians read no more of it (a
 /// pixel within RADIUS of the edge reads RADIUS further in). A tile too small to have a
 /// middle is copied whole.
-fn place_frame(buf: &mut [u8], halo: Area, a: Area, pixels: &[u8]) {
+fn place_frame(buf: &mut [u8], halo: Area, a: Area, (pixels, stride): (&[u8], usize)) {
     let f = 2 * RADIUS;
     if a.w <= 2 * f || a.h <= 2 * f {
-        return place(buf, halo, a, pixels);
+        return place(buf, halo, a, (pixels, stride));
     }
     let (ox, oy) = ((a.x - halo.x) as usize, (a.y - halo.y) as usize);
     for row in 0..a.h {
-        let (dst, src) = (&mut buf[(oy + row) * halo.w + ox..][..a.w], &pixels[row * a.w..][..a.w]);
+        let (dst, src) = (&mut buf[(oy + row) * halo.w + ox..][..a.w], &pixels[row * stride..][..a.w]);
         if row < f || row >= a.h - f {
             dst.copy_from_slice(src);
         } else {
