@@ -233,6 +233,8 @@ fn bad_input_is_refused_with_one_line_naming_it() {
             case(&["median", "--random", "100", "80", "--tiles", "0"], 2, &["--tiles", "tile size 0"]),
             case(&["median", "--random", "100", "80", "--tiles", "300"], 2, &["--tiles", "larger than"]),
             case(&["median", "--random", "0", "80"], 2, &["--random 0 80"]),
+            case(&["median", "--random", "100", "80", "--in-flight", "0"], 2, &["--in-flight 0", "1 to 1024"]),
+            case(&["median", "--random", "100", "80", "--in-flight", "5000"], 2, &["--in-flight 5000"]),
             case(&["median"], 2, &["--dir", "--random"]),
             // Issue 27: the pixels alone fit; the tiles' own cost does not.
             case(

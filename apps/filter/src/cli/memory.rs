@@ -27,6 +27,8 @@ pub struct Footprint {
     pub outputs: bool,
     /// Tiles cached per disk thread, for file-backed input (`None`: [`default_cache`]).
     pub cache: Option<usize>,
+    /// Tiles in flight per compute thread.
+    pub in_flight: usize,
     /// Whole-image copies rank 0 makes (verification: the collected output, the input and
     /// the reference; `--compare-serial`: the input and the output).
     pub rank0_images: u64,
@@ -39,7 +41,16 @@ impl Footprint {
     /// A job that reads windows of the input through its disk threads, without a tile cache
     /// or output tiles (`gather`, `serve`), rank 0 making `rank0_images` whole-image copies.
     pub fn window_reads(ranks: usize, threads: usize, rank0_images: u64) -> Footprint {
-        Footprint { ranks, threads, disks: true, outputs: false, cache: Some(0), rank0_images, rank0_per_tile: 0 }
+        Footprint {
+            ranks,
+            threads,
+            disks: true,
+            outputs: false,
+            cache: Some(0),
+            in_flight: crate::graph::THESIS_IN_FLIGHT,
+            rank0_images,
+            rank0_per_tile: 0,
+        }
     }
 
     /// Bytes on rank 0 and on each other rank.
@@ -66,11 +77,14 @@ impl Footprint {
             let output_tile = if self.outputs && !in_files { slot } else { 0 } + 24;
             other = other.saturating_add(tiles.saturating_mul(input_tile + output_tile));
             if in_files {
-                let cache = self.cache.unwrap_or_else(|| default_cache(&tiling)) as u64;
+                let window = self.in_flight * self.threads;
+                let cache = self.cache.unwrap_or_else(|| default_cache(&tiling, window)) as u64;
                 other = other.saturating_add(disks.saturating_mul(cache).saturating_mul(slot + heap(40)));
             }
-            // The tiles in flight on a rank (a few, each with its halo and its pieces).
-            other = other.saturating_add(12 * slot);
+            // The tiles in flight on a rank, each with its halo, its output and its pieces
+            // (about 3 slots), and a few more in hand-offs.
+            let in_flight = (self.in_flight * self.threads.div_ceil(self.ranks.max(1))) as u64;
+            other = other.saturating_add((3 * in_flight + 6).saturating_mul(slot));
         }
         let rank0 = other
             .saturating_add(self.rank0_images.saturating_mul(image))
@@ -108,10 +122,13 @@ fn heap(bytes: u64) -> u64 {
     }
 }
 
-/// The default tile cache per disk thread: 4 rows of tiles shared among the disks, plus 2.
+/// The default tile cache per disk thread, with `window` tiles in flight: 4 rows of tiles
+/// shared among the disks, plus 2, and a row more for each row of tiles the window spans.
 /// The thesis asks for 3 rows; with the serpentine, the tiles of the row before the last
 /// are touched last at the far end, and LRU would drop some of them just before their last
-/// use: 4 rows keep every tile until it is no longer needed.
-pub fn default_cache(tiling: &Tiling) -> usize {
-    4 * tiling.cols().div_ceil(tiling.disks) + 2
+/// use: 4 rows keep every tile until it is no longer needed while the window's tiles fit in
+/// a row, and the window's tiles need the rows below theirs read ahead.
+pub fn default_cache(tiling: &Tiling, window: usize) -> usize {
+    let rows = 4 + window.saturating_sub(1) / tiling.cols();
+    rows * tiling.cols().div_ceil(tiling.disks) + 2
 }

@@ -1,5 +1,6 @@
 //! Exchange-process-and-store (thesis §7.4, Fig. 7.12), the `exchange` graph: the client
-//! splits the tiles in serpentine order, with a window of 2·S tiles in flight; each goes to
+//! splits the tiles in serpentine order, with a window of k·S tiles in flight (`--in-flight`
+//! k, 8 by default; the thesis's 2); each goes to
 //! compute thread `disk mod S`, which splits it into the tile itself and the border strips
 //! of its (up to) 8 neighbours, each read by the disk thread holding that tile; the merge
 //! places them around the tile and computes the 5×5 median (the tile's interior as soon as

@@ -17,7 +17,7 @@ pub(super) struct Job {
     pub(super) graphs: Graphs,
     /// Compute threads.
     pub(super) threads: usize,
-    /// Tiles in flight (2 per compute thread).
+    /// Tiles in flight (`in_flight` per compute thread).
     pub(super) window: usize,
     /// The client thread (rank 0), for graphs built past [`build`] (`serve`'s).
     pub(super) client: Collection<()>,
@@ -34,8 +34,17 @@ pub(super) fn start(standard: &Standard, support: &Support, map: &str) -> Result
 }
 
 /// Builds the collections and graphs on the input (`name`: the input image's, `out_name`:
-/// the output's in a stored input's store, `cache`: tiles cached per disk thread).
-pub(super) fn build(rt: Runtime, map: &str, input: &Input, name: &str, out_name: &str, cache: usize) -> Result<Job> {
+/// the output's in a stored input's store, `cache`: tiles cached per disk thread,
+/// `in_flight`: tiles in flight per compute thread).
+pub(super) fn build(
+    rt: Runtime,
+    map: &str,
+    input: &Input,
+    names: (&str, &str),
+    cache: usize,
+    in_flight: usize,
+) -> Result<Job> {
+    let (name, out_name) = names;
     let client = rt.collection("client", "0", |_| ())?;
     let compute = rt.collection("compute", map, |_| Compute)?;
     let threads = compute.len();
@@ -48,7 +57,7 @@ pub(super) fn build(rt: Runtime, map: &str, input: &Input, name: &str, out_name:
         }
         (None, None, None) => unreachable!("an input is a store, an image or left out"),
     })?;
-    let window = 2 * threads;
+    let window = in_flight * threads;
     let graphs = graph::build(&rt, &client, &compute, &disks, window)?;
     Ok(Job { rt, graphs, threads, window, client, disks })
 }

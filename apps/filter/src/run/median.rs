@@ -47,8 +47,8 @@ pub(super) fn execute(plan: &MedianPlan) -> Result<()> {
     if let (Some(note), true) = (plan.tile_count_note(&checked), rt.is_root()) {
         eprintln!("dps-filter: note: {note}");
     }
-    let cache = plan.cache(&checked);
-    let job = job::build(rt, &plan.map, &input, &plan.source.name, &plan.out_name, cache)?;
+    let cache = plan.cache(&checked, threads);
+    let job = job::build(rt, &plan.map, &input, (&plan.source.name, &plan.out_name), cache, plan.in_flight)?;
     let outcome = if job.rt.is_root() { drive(plan, &job, &input, cache) } else { Ok(()) };
     job::end(job, outcome)
 }
