@@ -1,4 +1,5 @@
-//! Pinning a rank's threads to its share of the node's cores (`--bind cores`, `DPS_BIND=cores`).
+//! Pinning a rank's threads to its share of the node's cores (`--bind cores`, `DPS_BIND=cores`),
+//! or only where the node's ranks match its cores one to one (`--bind auto`).
 //!
 //! The node's cores (those this process may use, as hwloc sees them) are divided among the
 //! ranks on the node: local rank `i` of `L` gets the contiguous slice of cores
@@ -32,6 +33,11 @@ pub enum Bind {
     None,
     /// Each rank's workers and progress thread on the rank's share of the node's cores.
     Cores,
+    /// As `Cores` where the node has exactly one core per rank on it and no CPU quota
+    /// (cgroup) applies; else as `None`. Ranks that share cores, or that leave cores free for
+    /// a threaded library, are better left to the OS; a quota (a node of the emulated
+    /// cluster, a container) may be shared by nodes that see the same cores.
+    Auto,
 }
 
 /// The environment variable read when `--bind` is not given.
@@ -47,6 +53,7 @@ impl Bind {
             Err(std::env::VarError::NotPresent) => Ok(Bind::None),
             Ok(v) if v.trim() == "none" || v.trim().is_empty() => Ok(Bind::None),
             Ok(v) if v.trim() == "cores" => Ok(Bind::Cores),
+            Ok(v) if v.trim() == "auto" => Ok(Bind::Auto),
             Ok(v) => Err(bad_value(&v)),
             Err(std::env::VarError::NotUnicode(v)) => Err(bad_value(&v.to_string_lossy())),
         }
@@ -56,7 +63,7 @@ impl Bind {
 fn bad_value(value: &str) -> Error {
     Error::new(
         ErrorKind::Usage,
-        format!("{BIND_VAR}={value:?} is not a binding: use {BIND_VAR}=cores (pin each rank's threads to its share of the cores) or {BIND_VAR}=none"),
+        format!("{BIND_VAR}={value:?} is not a binding: use {BIND_VAR}=cores (pin each rank's threads to its share of the cores), {BIND_VAR}=auto (the same where the node's ranks match its cores one to one) or {BIND_VAR}=none"),
     )
 }
 
@@ -98,6 +105,19 @@ impl Binding {
             .collect();
         if cores.is_empty() {
             return Err(fail(format!("hwloc finds no core among the allowed processing units {}", pu_list(&allowed))));
+        }
+        if bind == Bind::Auto {
+            let why = match crate::cpu_quota::limit() {
+                Some(quota) => Some(format!("a CPU quota of {quota:.2} cores")),
+                None if local_ranks != cores.len() => {
+                    let ranks = if local_ranks == 1 { "1 rank".to_string() } else { format!("{local_ranks} ranks") };
+                    Some(format!("{ranks} on {} cores", cores.len()))
+                }
+                None => None,
+            };
+            if let Some(why) = why {
+                return Ok(Binding { description: format!("none (auto: {why})"), target: None });
+            }
         }
         let (first, end) = share(local_rank, local_ranks, cores.len());
         let mut set = CpuSet::new();

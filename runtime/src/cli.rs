@@ -19,8 +19,10 @@ pub struct RuntimeArgs {
     #[arg(long, value_name = "SECS", value_parser = stall_seconds, allow_hyphen_values = true)]
     pub stall_timeout: Option<f64>,
     /// Pin each rank's workers and progress thread to its share of the node's cores
-    /// (`cores`), or leave them to the OS (`none`). Overrides DPS_BIND; default none.
-    #[arg(long, value_enum, value_name = "cores|none")]
+    /// (`cores`), only where the node's ranks match its cores one to one and no CPU quota
+    /// applies (`auto`), or leave them to the OS (`none`). Overrides DPS_BIND; default none
+    /// (some programs default to auto: their --help says so).
+    #[arg(long, value_enum, value_name = "cores|auto|none")]
     pub bind: Option<Bind>,
 }
 
@@ -31,6 +33,14 @@ fn stall_seconds(text: &str) -> Result<f64, String> {
 }
 
 impl RuntimeArgs {
+    /// These options with `bind` as the program's own default binding: kept only when
+    /// neither `--bind` nor `DPS_BIND` chose one.
+    #[must_use]
+    pub fn with_default_bind(&self, bind: Bind) -> RuntimeArgs {
+        let chosen = self.bind.is_some() || std::env::var_os("DPS_BIND").is_some();
+        RuntimeArgs { bind: if chosen { self.bind } else { Some(bind) }, ..self.clone() }
+    }
+
     /// Initialises MPI and the runtime ([`Runtime::init`]) with these options.
     ///
     /// # Errors

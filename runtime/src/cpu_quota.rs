@@ -8,6 +8,12 @@ use std::path::Path;
 /// The quota over the period of the most limiting cgroup on this process's path, if one
 /// limits it below a whole core; `None` when there is no quota or it allows a core or more.
 pub fn share() -> Option<f64> {
+    limit().filter(|&q| q < 1.0)
+}
+
+/// The quota over the period of the most limiting cgroup on this process's path, in cores
+/// (1.5: one and a half cores); `None` when no cgroup sets a quota.
+pub fn limit() -> Option<f64> {
     let cgroups = std::fs::read_to_string("/proc/self/cgroup").ok()?;
     let mut lowest: Option<f64> = None;
     for line in cgroups.lines() {
@@ -24,7 +30,7 @@ pub fn share() -> Option<f64> {
             lowest = Some(lowest.map_or(q, |l: f64| l.min(q)));
         }
     }
-    lowest.filter(|&q| q < 1.0)
+    lowest
 }
 
 /// The lowest quota of the cgroup `path` under `root` and of its ancestors.

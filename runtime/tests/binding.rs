@@ -1,6 +1,7 @@
 //! `DPS_BIND=cores` pins each rank's workers and progress thread to its own share of the
-//! node's cores, read back from the kernel (`/proc/self/task/*/status`); a bad `DPS_BIND`
-//! is refused before any work. Each `scenario_*` test is `#[ignore]`d: the matching normal
+//! node's cores, read back from the kernel (`/proc/self/task/*/status`); `DPS_BIND=auto`
+//! only where the ranks match the cores one to one; a bad `DPS_BIND` is refused before any
+//! work. Each `scenario_*` test is `#[ignore]`d: the matching normal
 //! test relaunches this test binary under `mpirun`.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -85,6 +86,33 @@ fn with_dps_bind_cores_the_ranks_threads_run_on_disjoint_cores() {
     let cores = std::thread::available_parallelism().unwrap().get();
     assert!(cores >= 2, "this test needs 2 cores; the machine has {cores}");
     assert!(!per_rank[0].is_empty() && per_rank[0].is_disjoint(&per_rank[1]), "ranks overlap: {per_rank:?}");
+}
+
+#[test]
+fn auto_binds_where_the_ranks_match_the_cores_one_to_one_and_not_otherwise() {
+    let cores = std::thread::available_parallelism().unwrap().get();
+    let quota = dps::cpu_quota::limit();
+    for ranks in [cores, cores + 1] {
+        let job = run_on(ranks, Some("auto"), "scenario_report_affinities");
+        assert!(job.status.success(), "{}\n{}", job.stdout, job.stderr);
+        let report = parse_report(&job.stdout);
+        assert_eq!(report.len(), ranks, "{}", job.stdout);
+        for (rank, (binding, threads)) in &report {
+            let sets: BTreeSet<&BTreeSet<usize>> = threads.iter().map(|(_, cpus)| cpus).collect();
+            if let Some(q) = quota {
+                assert!(binding.starts_with("none (auto: a CPU quota"), "quota {q}: {binding}");
+            } else if ranks == cores {
+                assert!(
+                    binding.starts_with("cores ") && binding.contains(&format!("rank {rank} of {ranks}")),
+                    "{binding}"
+                );
+                assert_eq!(sets.len(), 1, "rank {rank}: its threads share one binding: {threads:?}");
+                assert_eq!(sets.first().unwrap().len(), 1, "rank {rank}: one core of its own: {threads:?}");
+            } else {
+                assert_eq!(binding, &format!("none (auto: {ranks} ranks on {cores} cores)"));
+            }
+        }
+    }
 }
 
 #[test]
