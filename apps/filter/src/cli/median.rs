@@ -37,6 +37,8 @@ pub enum MedianVariant {
 #[derive(ClapArgs, Debug)]
 #[command(mut_arg("verify", |a| a.help("Compare the output with the serial whole-image median (clamp to edge)")))]
 #[command(mut_arg("map", |a| a.help(MAP_HELP)))]
+#[command(after_help = "median defaults to --bind auto: each rank's threads on a core of its own where the \
+                        node's ranks match its cores one to one and no CPU quota applies (else unbound)")]
 pub struct MedianArgs {
     /// The input.
     #[command(flatten)]
