@@ -46,10 +46,10 @@ if ((full)); then
   sweep_size=() linalg_size=(REPS=3) median_size=(ROUNDS=3 REPS=3) simaccuracy_size=()
   radio_data=results/radiocontrol/data radio_watches=300 flood_tokens=1000000
 else
-  # Quick: each experiment's `quick` table (bench/experiments.toml); LU at n = 4096 (not
-  # 8192) and the median on 4096² (not 8192²), 2 rounds each; one block size per app and 2
+  # Quick: each experiment's `quick` table (bench/experiments.toml); LU at n = 8192 (where
+  # its floor applies) and the median on 4096² (not 8192²), 2 rounds each; one block size per app and 2
   # rounds per point in sim-accuracy.
-  sweep_size=(--quick) linalg_size=(REPS=2 LU_N=4096) median_size=(SIZE=4096 ROUNDS=2 REPS=3)
+  sweep_size=(--quick) linalg_size=(REPS=2) median_size=(SIZE=4096 ROUNDS=2 REPS=3)
   simaccuracy_size=(--quick --launches 2)
   radio_data=results/radiocontrol/data-quick radio_watches=100 flood_tokens=200000
 fi

@@ -15,7 +15,7 @@ use crate::alloc::{kept_ranks, Alloc, Members};
 use crate::cli::{Args, Plan, Variant};
 use crate::graph::dynamic::{self, Clock, Coordinator, MultCache};
 use crate::graph::staged::{self, Pipelining};
-use crate::graph::{Columns, Graphs};
+use crate::graph::{Columns, Graphs, Placement};
 use crate::iterations::{self, SerialClock};
 use crate::kernel;
 use crate::record::Record;
@@ -88,7 +88,8 @@ fn run_staged(plan: &Plan, how: Pipelining) -> Result<()> {
     let rt = plan.standard.sim.start(&plan.standard.runtime, &STAGED_SIMULATION)?;
     let main = rt.collection("main", "0", |_| ())?;
     let threads = rt.threads_in(&plan.map)?;
-    let columns = rt.collection("columns", &plan.map, |t| Columns::new(n, r, &plan.source, t, threads))?;
+    let columns =
+        rt.collection("columns", &plan.map, |t| Columns::new(n, r, Placement::Snake, &plan.source, t, threads))?;
     let panels = rt.collection("panels", "all", |_| ())?;
     let graphs = staged::build(&rt, (n, r), &plan.source, &main, &columns, &panels, how)?;
     let mut outcome = Ok(());
@@ -135,7 +136,7 @@ fn run_dynamic(plan: &Plan) -> Result<()> {
     let holders = plan.column_ranks;
     let owners: Vec<String> = (0..holders).map(|rank| rank.to_string()).collect();
     let moves = withdraw.map_or_else(Vec::new, |w| ColumnMove::plan(w, rt.ranks(), holders, (n, r)));
-    let columns_state = |t| Columns::new(n, r, &plan.source, t, holders);
+    let columns_state = |t| Columns::new(n, r, Placement::Cyclic, &plan.source, t, holders);
     let columns = match moves.is_empty() {
         true => rt.collection("columns", &owners.join(" "), columns_state)?,
         false => rt.movable_collection("columns", &owners.join(" "), columns_state)?,

@@ -29,7 +29,7 @@ use std::sync::Arc;
 use dps::{route, Bulk, Collection, Graph, MergeFn, Node, Path, Posted, RouteCtx, Runtime, Stream};
 use serde::{Deserialize, Serialize};
 
-use super::{Columns, Graphs, Layout, PanelRef};
+use super::{Columns, Graphs, Layout, PanelRef, Placement};
 use crate::kernel::{self, span, Panel, Source};
 use crate::scheduled::Allotment;
 
@@ -433,7 +433,7 @@ pub fn build(
     allotment: &Arc<Allotment>,
     cut: Option<usize>,
 ) -> anyhow::Result<(Graphs<Vec<f64>>, Option<Halves>)> {
-    let lay = Layout::of(n, r, columns);
+    let lay = Layout::of(n, r, columns, Placement::Cyclic);
     let parts = Parts { lay, coordinator, columns, mults, allotment };
     let factor = rt.graph("lu_dynamic", parts.start() >> parts.rest(0))?;
     let halves = match cut {

@@ -1,6 +1,7 @@
 //! The DPS graphs of the block LU: what the two pipelines share. The matrix is split into
-//! column blocks of width r; column block j lives on thread `lay.owner(j)` = `j % T` of the
-//! `columns` collection ([`Columns`]), which keeps it, the pivots of its factored panels and
+//! column blocks of width r; column block j lives on thread `lay.owner(j)` of the `columns`
+//! collection (dealt back and forth in the staged pipeline, `j % T` in the dynamic one:
+//! [`Placement`]) ([`Columns`]), which keeps it, the pivots of its factored panels and
 //! the panels several of its blocks still need ([`PanelRef`]). Each pipeline builds its own
 //! factorization graph, one stage per block column, and the same three graphs around it
 //! ([`Graphs`]):
@@ -25,6 +26,37 @@ use serde::{Deserialize, Serialize};
 
 use crate::kernel::{self, span, Panel, Source};
 
+/// How the column blocks are dealt to the `columns` threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Placement {
+    /// Block j on thread j mod T (the `dynamic` variant: its allotments, `--column-ranks`
+    /// and withdrawals count on it).
+    Cyclic,
+    /// Dealt back and forth, threads 0..T then T−1..0 (the staged variants). Block j is
+    /// updated by the j panels before it, so the last blocks carry the most work: cyclic
+    /// dealing gave the last thread 64 of the 120 block updates of n = 8192 in blocks of 512
+    /// on 2 threads, and the other rank waited for it (11 % of the run idle); dealt back
+    /// and forth, each thread gets 60.
+    Snake,
+}
+
+impl Placement {
+    /// The thread of `threads` that owns block j.
+    pub fn owner(self, j: usize, threads: usize) -> usize {
+        match self {
+            Placement::Cyclic => j % threads,
+            Placement::Snake => {
+                let i = j % (2 * threads);
+                if i < threads {
+                    i
+                } else {
+                    2 * threads - 1 - i
+                }
+            }
+        }
+    }
+}
+
 /// The state of a `columns` thread: its column blocks and the pivots of its panels. It is
 /// serializable (the blocks as [`Bulk`]s) so that the `dynamic` variant can move the thread
 /// to another rank when its rank is withdrawn (`Runtime::migrate_each`).
@@ -32,6 +64,7 @@ use crate::kernel::{self, span, Panel, Source};
 pub struct Columns {
     n: usize,
     r: usize,
+    placement: Placement,
     blocks: HashMap<usize, Bulk<f64>>,
     pivots: HashMap<usize, (Vec<i32>, i32)>,
     /// Panels received once for several blocks, with the number of uses left.
@@ -41,11 +74,12 @@ pub struct Columns {
 }
 
 impl Columns {
-    /// Thread `t` of `threads`: owns blocks t, t + threads, ...
-    pub fn new(n: usize, r: usize, source: &Source, t: usize, threads: usize) -> Self {
+    /// Thread `t` of `threads`: owns the blocks `placement` deals it.
+    pub fn new(n: usize, r: usize, placement: Placement, source: &Source, t: usize, threads: usize) -> Self {
         let mut c = Columns {
             n,
             r,
+            placement,
             blocks: HashMap::new(),
             pivots: HashMap::new(),
             panels: HashMap::new(),
@@ -59,7 +93,8 @@ impl Columns {
         let nb = self.n.div_ceil(self.r);
         // NOALLOC: the blocks are left out (empty); their sizes follow from n, r and j.
         let block = |j| if noalloc() { Vec::new() } else { source.column_block(self.n, self.r, j) };
-        self.blocks = (t..nb).step_by(threads).map(|j| (j, Bulk(block(j)))).collect();
+        let placement = self.placement;
+        self.blocks = (0..nb).filter(|&j| placement.owner(j, threads) == t).map(|j| (j, Bulk(block(j)))).collect();
         self.pivots.clear();
         self.panels.clear();
         self.tiles_left.clear();
@@ -114,17 +149,18 @@ struct Layout {
     nb: usize,
     /// Threads of the `columns` collection.
     owners: usize,
+    placement: Placement,
 }
 
 impl Layout {
     /// Blocks of r columns of an n×n matrix on the threads of `columns`.
-    fn of(n: usize, r: usize, columns: &Collection<Columns>) -> Self {
-        Layout { n, r, nb: n.div_ceil(r), owners: columns.len() }
+    fn of(n: usize, r: usize, columns: &Collection<Columns>, placement: Placement) -> Self {
+        Layout { n, r, nb: n.div_ceil(r), owners: columns.len(), placement }
     }
 
     /// The `columns` thread that owns block j.
     fn owner(&self, j: usize) -> usize {
-        j % self.owners
+        self.placement.owner(j, self.owners)
     }
 
     /// How the update of block j gets `panel`: the panel itself if the block's thread is not
@@ -274,5 +310,34 @@ impl<T> Graphs<T> {
             Node::merge("reloaded", main, MergeFn::new(|_: &mut ()| 0u64, |_, c: &mut u64, x: u64| *c += x, |_, c| c));
         let reload = rt.graph("reload", ask >> reload >> count)?;
         Ok(Graphs { factor, finish, gather, reload })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Placement;
+
+    /// The block updates each thread does: block j applies the j panels before it.
+    fn updates(placement: Placement, blocks: usize, threads: usize) -> Vec<usize> {
+        let mut per_thread = vec![0; threads];
+        for j in 0..blocks {
+            per_thread[placement.owner(j, threads)] += j;
+        }
+        per_thread
+    }
+
+    #[test]
+    fn snake_deals_back_and_forth_and_balances_the_updates() {
+        let owners: Vec<usize> = (0..8).map(|j| Placement::Snake.owner(j, 3)).collect();
+        assert_eq!(owners, [0, 1, 2, 2, 1, 0, 0, 1]);
+        assert_eq!(updates(Placement::Cyclic, 16, 2), [56, 64]);
+        assert_eq!(updates(Placement::Snake, 16, 2), [60, 60]);
+        // Whole rounds there and back (2T blocks each): every thread gets the same.
+        for (blocks, threads) in [(16, 4), (32, 2), (36, 3), (64, 8)] {
+            let u = updates(Placement::Snake, blocks, threads);
+            let c = updates(Placement::Cyclic, blocks, threads);
+            let spread = |v: &[usize]| v.iter().max().unwrap() - v.iter().min().unwrap();
+            assert!(spread(&u) == 0 && spread(&c) > 0, "{blocks} blocks on {threads}: snake {u:?}, cyclic {c:?}");
+        }
     }
 }

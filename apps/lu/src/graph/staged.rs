@@ -2,7 +2,9 @@
 //! built to the size of the problem (one stage per block column), after the DPS paper's
 //! Figures 12-13.
 //!
-//! Column block j lives on thread `j % T` of the `columns` collection. Each stage k is an
+//! Column block j lives on thread `Placement::Snake.owner(j, T)` of the `columns` collection
+//! (dealt 0..T then T−1..0, so that the threads share the last, most updated blocks). Each
+//! stage k is an
 //! `update` leaf (a column block applies panel k) followed by a collector on the `panels`
 //! thread of the rank that owns block k+1:
 //! * `stream` variant: the collector is a stream. As soon as block k+1 has applied panel k
@@ -20,7 +22,7 @@ use std::sync::Arc;
 use dps::{route, Bulk, Collection, MaybeBulk, MergeFn, Node, Path, Posted, RouteCtx, Runtime, Stream};
 use serde::{Deserialize, Serialize};
 
-use super::{noalloc, Columns, Graphs, Layout, PanelRef};
+use super::{noalloc, Columns, Graphs, Layout, PanelRef, Placement};
 use crate::kernel::{self, span, Panel, Source};
 
 /// Which collector the stages use.
@@ -267,7 +269,7 @@ pub fn build(
     panels: &Collection<()>,
     how: Pipelining,
 ) -> anyhow::Result<Graphs<u64>> {
-    let lay = Layout::of(n, r, columns);
+    let lay = Layout::of(n, r, columns, Placement::Snake);
     let columns_rank: Arc<Vec<usize>> = Arc::new((0..columns.len()).map(|t| columns.rank_of(t)).collect());
     let first = columns_rank[lay.owner(0)];
     let start =
