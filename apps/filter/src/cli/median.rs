@@ -55,11 +55,12 @@ pub struct MedianArgs {
     pub compare_serial: bool,
     /// Tiles in flight per compute thread (the thesis's flow control has 2). While a tile's
     /// border waits for its neighbours' strips, the others' interiors keep the thread busy:
-    /// on 2 ranks of 2 cores, 4096² to 8192², 8 made 1.2-1.5× the rate of 2.
+    /// on 2 ranks of 2 cores, 4096² and 8192², 8 made 1.04-1.15× the rate of 2.
     #[arg(long, default_value_t = DEFAULT_IN_FLIGHT)]
     pub in_flight: usize,
     /// Tile cache per disk thread, tiles, for file-backed input (0: off; default: 4 rows
-    /// of tiles shared among the disks, plus 2; the thesis says 3 rows hold most tiles).
+    /// of tiles shared among the disks, plus 2, and a row for each row the tiles in flight
+    /// span; the thesis says 3 rows hold most tiles).
     #[arg(long)]
     pub cache: Option<usize>,
     /// `--map` of the compute threads.
