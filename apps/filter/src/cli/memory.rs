@@ -47,7 +47,7 @@ impl Footprint {
             disks: true,
             outputs: false,
             cache: Some(0),
-            in_flight: crate::graph::THESIS_IN_FLIGHT,
+            in_flight: super::THESIS_IN_FLIGHT,
             rank0_images,
             rank0_per_tile: 0,
         }

@@ -117,6 +117,10 @@ impl Args {
     }
 }
 
+/// Tiles in flight per compute thread in `gather` and `serve`: the thesis's
+/// `flow_control(2*P)` (`median` has `--in-flight`).
+pub const THESIS_IN_FLIGHT: usize = 2;
+
 /// The default tile side: 512, or the image's larger side if that is smaller.
 pub fn default_tile(tiles: Option<usize>, width: usize, height: usize) -> usize {
     tiles.unwrap_or(512.min(width.max(height)))

@@ -63,10 +63,6 @@ pub fn disk_mapping(compute: &Collection<Compute>, disks: usize) -> String {
     (0..disks).map(|k| compute.rank_of(k % compute.len()).to_string()).collect::<Vec<_>>().join(" ")
 }
 
-/// Tiles in flight per compute thread in `gather` and `serve`: the thesis's
-/// `flow_control(2*P)` (`median` has `--in-flight`).
-pub const THESIS_IN_FLIGHT: usize = 2;
-
 /// Builds every graph (collective). `window` is the tiles in flight (S times the tiles in
 /// flight per compute thread).
 ///

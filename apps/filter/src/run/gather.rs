@@ -42,7 +42,7 @@ pub(super) fn execute(plan: &GatherPlan) -> Result<()> {
     let footprint = Footprint::window_reads(rt.ranks(), threads, 8 + 12 * u64::from(plan.standard.verify()));
     let (checked, input) = Input::prepare(&plan.source, &footprint, rt.rank(), false)?;
     let window = plan.check_input(&checked)?;
-    let job = job::build(rt, &plan.map, &input, (&plan.source.name, "unused"), 0, crate::graph::THESIS_IN_FLIGHT)?;
+    let job = job::build(rt, &plan.map, &input, (&plan.source.name, "unused"), 0, crate::cli::THESIS_IN_FLIGHT)?;
     let outcome = if job.rt.is_root() { drive(plan, &job, &input, window, out) } else { Ok(()) };
     job::end(job, outcome)
 }

@@ -47,7 +47,7 @@ pub(super) fn execute(plan: &ServePlan) -> Result<()> {
     let threads = rt.threads_in(&plan.map)?;
     let footprint = Footprint::window_reads(rt.ranks(), threads, 0);
     let (_, input) = Input::prepare(&plan.source, &footprint, rt.rank(), false)?;
-    let job = job::build(rt, &plan.map, &input, (&plan.source.name, "unused"), 0, crate::graph::THESIS_IN_FLIGHT)?;
+    let job = job::build(rt, &plan.map, &input, (&plan.source.name, "unused"), 0, crate::cli::THESIS_IN_FLIGHT)?;
     let outcome = serve(plan, &job, &input);
     job::end(job, outcome)
 }
