@@ -94,11 +94,9 @@ pub(crate) fn recv_helping<T>(
         for r in readers {
             helped |= r.help();
         }
-        if !helped
-            && round.is_multiple_of(ROUNDS_PER_YIELD)
-            && !(start.elapsed() < READER_SPIN && readers.iter().any(|r| r.awaited()))
-            && !activity::yield_core()
-        {
+        // While a service's reply may come any moment, no yield for a while (see READER_SPIN).
+        let spinning = start.elapsed() < READER_SPIN && readers.iter().any(|r| r.awaited());
+        if !helped && round.is_multiple_of(ROUNDS_PER_YIELD) && !spinning && !activity::yield_core() {
             break;
         }
     }
