@@ -521,7 +521,7 @@ impl Runtime {
     /// Starts `graph` on `input` without waiting; several calls may run at once.
     pub fn start<I: Token, O: Token>(&self, graph: &Graph<I, O>, input: I) -> Pending<O> {
         let rx = self.engine.start_call(&graph.imp, Box::new(input));
-        self.mode.pending(rx, graph.imp.decode_out)
+        self.mode.pending(rx, graph.imp.decode_out, self.engine.readers())
     }
 
     /// Exports `graph` as the parallel service `name`: other applications, started

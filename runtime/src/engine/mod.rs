@@ -24,7 +24,7 @@ mod registry;
 mod schedule;
 mod thread;
 
-use std::sync::{Arc, OnceLock, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 pub(crate) use calls::CallResult;
 pub(crate) use messages::{Control, Header, Payload};
@@ -32,7 +32,7 @@ use messages::{Ctx, InstanceId, ThreadAddr};
 pub(crate) use migration::StateCodec;
 pub(crate) use schedule::recv_eagerly;
 
-use calls::Calls;
+use calls::{callback_ns, Calls};
 use control::ControlQueue;
 use migration::Codecs;
 use registry::Registry;
@@ -43,7 +43,7 @@ use crate::activity::Activity;
 use crate::failure;
 use crate::node::{AnyToken, Encoder, Kind, OpImpl};
 use crate::trace::Tracer;
-use crate::transport::Transport;
+use crate::transport::{Reader, Transport};
 use crate::wire::WireToken;
 
 /// Tokens for leaves that take at most this long (on average) may run on the progress thread.
@@ -77,6 +77,9 @@ pub(crate) struct Engine {
     tracer: Tracer,
     /// Where posts for other ranks go; unset: nowhere (one rank). Set once as the run starts.
     outlet: OnceLock<Outlet>,
+    /// The connections of the services this rank imports, whose replies a waiting caller
+    /// reads itself (see `transport::recv_helping`).
+    readers: Mutex<Vec<Weak<dyn Reader>>>,
 }
 
 /// Where an engine's posts go beside its own queues: one kind per run, chosen as it starts.
@@ -110,7 +113,21 @@ impl Engine {
             activity: Arc::default(),
             tracer: Tracer::default(),
             outlet: OnceLock::new(),
+            readers: Mutex::default(),
         }
+    }
+
+    /// Adds an imported service's connection to those a waiting caller reads (until it is
+    /// dropped).
+    pub(crate) fn add_reader(&self, reader: Weak<dyn Reader>) {
+        let mut readers = self.readers.lock().unwrap();
+        readers.retain(|r| r.strong_count() > 0);
+        readers.push(reader);
+    }
+
+    /// The connections a caller waiting now reads (none on most runs).
+    pub(crate) fn readers(&self) -> Vec<Arc<dyn Reader>> {
+        self.readers.lock().unwrap().iter().filter_map(Weak::upgrade).collect()
     }
 
     /// This rank's number.

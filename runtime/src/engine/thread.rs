@@ -128,7 +128,7 @@ impl ThreadBody {
     fn handle_here(&mut self, engine: &Engine, env: Envelope) {
         match env.header {
             Header::Token { graph, node, ctx, .. } => {
-                let start = std::time::Instant::now();
+                let (start, callbacks) = (std::time::Instant::now(), super::callback_ns());
                 let g = engine.registry.graph(graph);
                 let node = node as usize;
                 let n = &g.nodes[node];
@@ -152,7 +152,8 @@ impl ThreadBody {
                     OpImpl::Merge(_) | OpImpl::Stream(_) => self.merge_token(engine, &g, node, token, ctx),
                     OpImpl::Remote(remote) => remote.call(token, Box::new(Resume { graph: g.clone(), node, ctx })),
                 }
-                n.record_cost(start.elapsed().as_nanos() as u64);
+                let callbacks = super::callback_ns() - callbacks;
+                n.record_cost((start.elapsed().as_nanos() as u64).saturating_sub(callbacks));
             }
             Header::Close { graph, node, ctx, instance, total, .. } => {
                 let g = engine.registry.graph(graph);

@@ -1,17 +1,19 @@
 //! A client's connection to a service, one per rank that imports it: the remote leaf that
 //! writes each request as its token arrives (tagged with an id, nothing waits for the
-//! reply), and a reader thread that hands each reply to the engine, which continues the
-//! token's path after the leaf (the reader polls its socket briefly before it blocks, so a
-//! prompt reply costs no wake-up). Many calls are in flight; the client's own split windows
-//! bound how many. If the connection breaks, every call in flight and every later one fails
-//! with an error naming the service.
+//! reply), and the reading of replies, each handed to the engine, which continues the
+//! token's path after the leaf. Whoever holds the reading side reads: a caller of this rank
+//! waiting for a call (`transport::recv_helping`, through [`Reader`]), which thus gets a
+//! prompt reply without any thread hand-off, or else the connection's reader thread, which
+//! keeps off the socket while callers read it and for [`REST`] after. Many calls are in
+//! flight; the client's own split windows bound how many. If the connection breaks, every
+//! call in flight and every later one fails with an error naming the service.
 
 use std::any::Any;
 use std::collections::HashMap;
 use std::io::BufReader;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, TryLockError, Weak};
+use std::time::{Duration, Instant};
 
 use super::frame::{self, Msg};
 use super::net::{self, Stream};
@@ -19,10 +21,20 @@ use super::registry::{self, Entry};
 use crate::engine::Engine;
 use crate::error::{Error, ErrorKind};
 use crate::node::{AnyToken, Encoder, RemoteLeaf};
+use crate::transport::Reader;
 use crate::wire::WireToken;
 
 /// How long a client waits for the service to answer its hello.
 const HELLO_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long the reader thread keeps off the socket after a caller stopped reading it with
+/// its reply in hand and no call in flight: the caller's next call, if it comes within this,
+/// finds the socket its own (a reader thread that wakes for each reply and finds it taken
+/// costs a wake-up and a core's time slice).
+const REST: Duration = Duration::from_micros(500);
+
+/// The most messages a waiting caller handles per round before it looks at its own output.
+const HELP_BATCH: usize = 16;
 
 /// What a client expects of a service.
 pub(crate) struct Expect {
@@ -40,12 +52,41 @@ pub(crate) struct Connection {
     pub(super) graph: String,
     pub(super) fingerprint: String,
     writer: Mutex<Stream>,
+    /// The reading side: whoever holds it reads (the reader thread, or a waiting caller).
+    reading: Mutex<ReadSide>,
+    /// The socket, to wait for it without holding `reading`.
+    poller: Stream,
     /// The remote leaf's calls in flight, by id; the failure once the connection broke.
     pending: Mutex<Pending>,
+    /// How many calls are in flight (`pending.calls.len()`, read without the lock).
+    in_flight: AtomicUsize,
+    /// Callers reading the socket now ([`Reader::begin_help`]).
+    helping: AtomicUsize,
+    /// Until when (ns since `born`) the reader thread rests after the last caller stopped,
+    /// and that caller's thread ([`thread_tag`]).
+    rest_until: AtomicU64,
+    rest_owner: AtomicU64,
+    born: Instant,
+    /// The connection has ended (broken or closed): the reader thread ends.
+    ended: AtomicBool,
+    reader: OnceLock<std::thread::Thread>,
     next_id: AtomicU64,
     engine: Weak<Engine>,
     encode: Encoder,
     decode: fn(WireToken) -> Result<AnyToken, String>,
+}
+
+/// A connection's reading side.
+struct ReadSide {
+    reader: BufReader<Stream>,
+    /// How lent bulks are copied, if the client borrows them.
+    lender: Option<frame::Lender>,
+}
+
+/// Why reading ended: the connection broke (why), or the engine is gone (the runtime ended).
+enum Stop {
+    Broken(String),
+    EngineGone,
 }
 
 #[derive(Default)]
@@ -112,22 +153,35 @@ impl Connection {
         if lender.is_some() {
             frame::write(&mut writer, &Msg::Borrow, None).map_err(lost)?;
         }
+        let poller = writer.try_clone().map_err(lost)?;
         let conn = Arc::new(Connection {
             name: name.clone(),
             graph,
             fingerprint,
             writer: Mutex::new(writer),
+            reading: Mutex::new(ReadSide { reader, lender }),
+            poller,
             pending: Mutex::default(),
+            in_flight: AtomicUsize::new(0),
+            helping: AtomicUsize::new(0),
+            rest_until: AtomicU64::new(0),
+            rest_owner: AtomicU64::new(0),
+            born: Instant::now(),
+            ended: AtomicBool::new(false),
+            reader: OnceLock::new(),
             next_id: AtomicU64::new(0),
             engine: Arc::downgrade(engine),
             encode: expect.encode,
             decode: expect.decode,
         });
         let reading = conn.clone();
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name(format!("dps-import-{name}"))
-            .spawn(move || reading.read_replies(reader, lender))
+            .spawn(move || reading.read_replies())
             .map_err(|e| Error::new(ErrorKind::Io, format!("service \"{name}\": cannot start a thread: {e}")))?;
+        let _ = conn.reader.set(thread.thread().clone());
+        let weak: Weak<Connection> = Arc::downgrade(&conn);
+        engine.add_reader(weak);
         Ok(conn)
     }
 
@@ -136,44 +190,110 @@ impl Connection {
         self.writer.lock().unwrap().shutdown();
     }
 
-    fn read_replies(&self, mut reader: BufReader<Stream>, lender: Option<frame::Lender>) {
+    /// The reader thread: reads what arrives while no caller does (see [`REST`]).
+    fn read_replies(&self) {
         let why = loop {
-            let (id, outcome) = match frame::read(&mut reader, lender.as_ref()) {
-                Ok(Some((Msg::Reply { id }, Some(token)))) => {
-                    (id, (self.decode)(token).map_err(|e| format!("service \"{}\" replied {e}", self.name)))
-                }
-                Ok(Some((Msg::Lent { id }, Some(token)))) => {
-                    // Copied: the service may drop them.
-                    if let Err(e) = frame::write(&mut *self.writer.lock().unwrap(), &Msg::Taken { id }, None) {
-                        break e.to_string();
-                    }
-                    (id, (self.decode)(token).map_err(|e| format!("service \"{}\" replied {e}", self.name)))
-                }
-                Ok(Some((Msg::Failed { id, message }, _))) => {
-                    (id, Err(format!("service \"{}\": {message}", self.name)))
-                }
-                Ok(Some((other, _))) => break format!("it sent an unexpected {other:?}"),
-                Ok(None) => break "it closed the connection".to_string(),
-                Err(e) => break e.to_string(),
-            };
-            let resume = self.pending.lock().unwrap().calls.remove(&id);
-            match (resume, self.engine.upgrade()) {
-                (Some(resume), Some(engine)) => engine.resume(resume, outcome),
-                (None, _) => break format!("it answered call {id}, which is not in flight"),
-                (_, None) => return,
+            if self.ended.load(Ordering::SeqCst) {
+                return;
+            }
+            if self.callers_read() {
+                std::thread::park_timeout(REST);
+                continue;
+            }
+            self.poller.wait_readable();
+            if self.callers_read() {
+                continue;
+            }
+            let Some(mut side) = self.try_reading() else { continue };
+            match self.drain(&mut side, usize::MAX) {
+                Ok(_) => {}
+                Err(Stop::Broken(why)) => break why,
+                Err(Stop::EngineGone) => return,
             }
         };
         self.break_all(format!("service \"{}\" is not running: the connection was lost ({why})", self.name));
     }
 
+    /// Whether the reader thread keeps off the socket: a caller reads it, or one stopped
+    /// with no call in flight less than [`REST`] ago.
+    fn callers_read(&self) -> bool {
+        self.helping.load(Ordering::SeqCst) > 0 || (self.in_flight.load(Ordering::SeqCst) == 0 && self.resting())
+    }
+
+    /// Whether the rest after a caller's reading lasts.
+    fn resting(&self) -> bool {
+        (self.born.elapsed().as_nanos() as u64) < self.rest_until.load(Ordering::SeqCst)
+    }
+
+    /// The reading side, unless another thread holds it.
+    fn try_reading(&self) -> Option<MutexGuard<'_, ReadSide>> {
+        match self.reading.try_lock() {
+            Ok(side) => Some(side),
+            Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(TryLockError::WouldBlock) => None,
+        }
+    }
+
+    /// Reads and handles the messages that have arrived, at most `max`: it never waits for
+    /// a message to begin (only for the rest of one begun). How many it handled.
+    fn drain(&self, side: &mut ReadSide, max: usize) -> Result<usize, Stop> {
+        let mut handled = 0;
+        while handled < max && (!side.reader.buffer().is_empty() || side.reader.get_ref().readable_now()) {
+            self.read_one(side)?;
+            handled += 1;
+        }
+        Ok(handled)
+    }
+
+    /// Reads one message and hands its call's outcome to the engine.
+    fn read_one(&self, side: &mut ReadSide) -> Result<(), Stop> {
+        let (id, outcome) = match frame::read(&mut side.reader, side.lender.as_ref()) {
+            Ok(Some((Msg::Reply { id }, Some(token)))) => {
+                (id, (self.decode)(token).map_err(|e| format!("service \"{}\" replied {e}", self.name)))
+            }
+            Ok(Some((Msg::Lent { id }, Some(token)))) => {
+                // Copied: the service may drop them.
+                if let Err(e) = frame::write(&mut *self.writer.lock().unwrap(), &Msg::Taken { id }, None) {
+                    return Err(Stop::Broken(e.to_string()));
+                }
+                (id, (self.decode)(token).map_err(|e| format!("service \"{}\" replied {e}", self.name)))
+            }
+            Ok(Some((Msg::Failed { id, message }, _))) => (id, Err(format!("service \"{}\": {message}", self.name))),
+            Ok(Some((other, _))) => return Err(Stop::Broken(format!("it sent an unexpected {other:?}"))),
+            Ok(None) => return Err(Stop::Broken("it closed the connection".to_string())),
+            Err(e) => return Err(Stop::Broken(e.to_string())),
+        };
+        let resume = {
+            let mut p = self.pending.lock().unwrap();
+            let resume = p.calls.remove(&id);
+            if resume.is_some() {
+                self.in_flight.fetch_sub(1, Ordering::SeqCst);
+            }
+            resume
+        };
+        match (resume, self.engine.upgrade()) {
+            (Some(resume), Some(engine)) => {
+                engine.resume(resume, outcome);
+                Ok(())
+            }
+            (None, _) => Err(Stop::Broken(format!("it answered call {id}, which is not in flight"))),
+            (_, None) => Err(Stop::EngineGone),
+        }
+    }
+
     /// Fails every call in flight, and every later one, with `message`.
     fn break_all(&self, message: String) {
+        self.ended.store(true, Ordering::SeqCst);
         self.writer.lock().unwrap().shutdown();
         let calls: Vec<_> = {
             let mut p = self.pending.lock().unwrap();
             p.broken.get_or_insert(message.clone());
+            self.in_flight.store(0, Ordering::SeqCst);
             p.calls.drain().map(|(_, r)| r).collect()
         };
+        if let Some(t) = self.reader.get() {
+            t.unpark();
+        }
         let Some(engine) = self.engine.upgrade() else { return };
         for resume in calls {
             engine.resume(resume, Err(message.clone()));
@@ -194,6 +314,18 @@ impl RemoteLeaf for Connection {
                 return;
             }
             p.calls.insert(id, resume);
+            self.in_flight.fetch_add(1, Ordering::SeqCst);
+        }
+        if self.helping.load(Ordering::SeqCst) == 0
+            && self.resting()
+            && self.rest_owner.load(Ordering::SeqCst) != thread_tag()
+        {
+            // Not the caller the reader thread rests for (a worker, say): its reply must not
+            // wait for the rest to end.
+            self.rest_until.store(0, Ordering::SeqCst);
+            if let Some(t) = self.reader.get() {
+                t.unpark();
+            }
         }
         let wire = (self.encode)(token);
         let written = frame::write(&mut *self.writer.lock().unwrap(), &Msg::Request { id }, Some(wire));
@@ -201,4 +333,61 @@ impl RemoteLeaf for Connection {
             self.break_all(format!("service \"{}\" is not running: a request could not be sent ({e})", self.name));
         }
     }
+}
+
+impl Reader for Connection {
+    fn begin_help(&self) {
+        self.helping.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// Reads the replies that have arrived, if calls are in flight and no other thread is
+    /// reading; a broken connection fails its calls here as on the reader thread.
+    fn help(&self) -> bool {
+        if self.in_flight.load(Ordering::SeqCst) == 0 || self.ended.load(Ordering::SeqCst) {
+            return false;
+        }
+        let Some(mut side) = self.try_reading() else { return false };
+        match self.drain(&mut side, HELP_BATCH) {
+            Ok(handled) => handled > 0,
+            Err(stop) => {
+                drop(side);
+                if let Stop::Broken(why) = stop {
+                    self.break_all(format!(
+                        "service \"{}\" is not running: the connection was lost ({why})",
+                        self.name
+                    ));
+                }
+                true
+            }
+        }
+    }
+
+    fn awaited(&self) -> bool {
+        self.in_flight.load(Ordering::SeqCst) > 0
+    }
+
+    fn end_help(&self, gave_up: bool) {
+        if gave_up || self.in_flight.load(Ordering::SeqCst) > 0 {
+            // Calls wait for replies that nobody else would read: the reader thread, now.
+            self.rest_until.store(0, Ordering::SeqCst);
+            self.helping.fetch_sub(1, Ordering::SeqCst);
+            if let Some(t) = self.reader.get() {
+                t.unpark();
+            }
+        } else {
+            let until = self.born.elapsed() + REST;
+            self.rest_owner.store(thread_tag(), Ordering::SeqCst);
+            self.rest_until.store(until.as_nanos() as u64, Ordering::SeqCst);
+            self.helping.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// A number naming the calling thread (from 1), cheaper to compare than a `ThreadId`.
+fn thread_tag() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local! {
+        static TAG: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    TAG.with(|t| *t)
 }

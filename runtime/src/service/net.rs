@@ -100,6 +100,21 @@ impl Stream {
         spin_readable(self.fd()) || poll_readable_with(self.fd(), activity::yield_core)
     }
 
+    /// Whether a read would not block now (data, the end of the connection, or an error is
+    /// there), asked without waiting.
+    pub(super) fn readable_now(&self) -> bool {
+        poll_fd(self.fd(), 0)
+    }
+
+    /// Waits until a read would not block: polls briefly ([`Stream::poll_readable`]), then
+    /// sleeps in `poll(2)` (a connection's reader thread, which reads nothing itself while it
+    /// waits, so a waiting caller may read the socket meanwhile).
+    pub(super) fn wait_readable(&self) {
+        if !self.poll_readable() {
+            poll_fd(self.fd(), -1);
+        }
+    }
+
     /// Writes as much of `bufs` as the socket takes without blocking; `Ok(0)` if it takes
     /// nothing now. Never raises SIGPIPE (a closed peer is an error).
     pub(super) fn send_nonblocking(&self, bufs: &[IoSlice<'_>]) -> std::io::Result<usize> {
@@ -162,6 +177,14 @@ fn spin_readable(fd: RawFd) -> bool {
         }
         std::hint::spin_loop();
     }
+}
+
+/// One `poll(2)` of `fd` for reading, waiting at most `timeout_ms` (-1: for ever): true if
+/// a read would not block.
+fn poll_fd(fd: RawFd, timeout_ms: i32) -> bool {
+    let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid `pollfd`, exclusively borrowed.
+    unsafe { libc::poll(&mut p, 1, timeout_ms) > 0 }
 }
 
 /// [`Stream::poll_readable`] on `fd`, with the yield between polls given (the tests count
