@@ -41,10 +41,10 @@ pub enum Bind {
 }
 
 /// The environment variable read when `--bind` is not given.
-const BIND_VAR: &str = "DPS_BIND";
+pub(crate) const BIND_VAR: &str = "DPS_BIND";
 
 impl Bind {
-    /// `DPS_BIND` (`cores` or `none`); `none` if it is not set.
+    /// `DPS_BIND` (`cores`, `auto` or `none`); `none` if it is not set.
     ///
     /// # Errors
     /// If it is set to anything else.

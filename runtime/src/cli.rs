@@ -37,7 +37,7 @@ impl RuntimeArgs {
     /// neither `--bind` nor `DPS_BIND` chose one.
     #[must_use]
     pub fn with_default_bind(&self, bind: Bind) -> RuntimeArgs {
-        let chosen = self.bind.is_some() || std::env::var_os("DPS_BIND").is_some();
+        let chosen = self.bind.is_some() || std::env::var_os(crate::binding::BIND_VAR).is_some();
         RuntimeArgs { bind: if chosen { self.bind } else { Some(bind) }, ..self.clone() }
     }
 
