@@ -243,18 +243,14 @@ impl<T> Graphs<T> {
             |t: &(usize, Arc<Vec<i32>>, i32), _: &RouteCtx| t.0,
             |c: &mut Columns, (_, ipiv, info): (usize, Arc<Vec<i32>>, i32)| {
                 let (n, r) = (c.n, c.r);
-                let nb = n.div_ceil(r);
                 for (&j, block) in c.blocks.iter_mut() {
-                    for k in j + 1..nb {
-                        let rows = span(n, r, k);
-                        // Charged, not made, under PDEXEC and NOALLOC (blocks empty in NOALLOC).
-                        if kernel::skip_swaps(rows.len(), span(n, r, j).len()) {
-                            continue;
-                        }
-                        let local: Vec<i32> = ipiv[rows.clone()].iter().map(|v| v - rows.start as i32).collect();
-                        let w = block.len() / n;
-                        dps_dense::blas::swap_rows(block, n, w, rows.start, &local);
+                    let (s, w) = (span(n, r, j).end, span(n, r, j).len());
+                    // Charged, not made, under PDEXEC and NOALLOC (blocks empty in NOALLOC):
+                    // one read and one write of the rows below the block.
+                    if s == n || kernel::skip_copy(2 * (n - s) * w) {
+                        continue;
                     }
+                    kernel::swap_rows_once(block, n, w, s, &ipiv[s..]);
                 }
                 (ipiv, info)
             },
