@@ -121,9 +121,21 @@ impl Args {
 /// `flow_control(2*P)` (`median` has `--in-flight`).
 pub const THESIS_IN_FLIGHT: usize = 2;
 
-/// The default tile side: 512, or the image's larger side if that is smaller.
+/// The default tile side of a stored image: 512, or the image's larger side if that is smaller.
 pub fn default_tile(tiles: Option<usize>, width: usize, height: usize) -> usize {
     tiles.unwrap_or(512.min(width.max(height)))
+}
+
+/// The default tile side of a random image for `threads` compute threads: the largest of
+/// 512, 1024 and 2048 that still leaves every thread 8 tiles (else [`default_tile`]'s).
+/// Larger tiles need fewer neighbour strips per pixel, each a request to a disk thread: the
+/// median of 8192² on 2 ranks made about 1350 Mpix/s with tiles of 512, 1570 with 1024 and
+/// 1640 with 2048 (4 alternating rounds each).
+pub fn default_random_tile(tiles: Option<usize>, width: usize, height: usize, threads: usize) -> usize {
+    let fits = |side: usize| width.div_ceil(side) * height.div_ceil(side) >= 8 * threads;
+    tiles.unwrap_or_else(|| {
+        [2048, 1024].into_iter().find(|&side| fits(side)).unwrap_or(default_tile(None, width, height))
+    })
 }
 
 /// The stride for `disks` disks: `--stride`, checked, or the default, with a note when D has
@@ -196,4 +208,19 @@ pub fn check_depth(depth: Depth, mode: &str, ok: &[Depth]) -> Result<()> {
         bad_input!("{mode} needs {}-bit grey pixels; the image has {} bits", bits.join("- or "), depth.bits());
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::default_random_tile;
+
+    #[test]
+    fn random_tiles_are_as_large_as_8_tiles_per_thread_allow() {
+        assert_eq!(default_random_tile(None, 8192, 8192, 2), 2048); // 16 tiles
+        assert_eq!(default_random_tile(None, 8192, 8192, 4), 1024);
+        assert_eq!(default_random_tile(None, 4096, 4096, 2), 1024);
+        assert_eq!(default_random_tile(None, 1024, 1024, 2), 512);
+        assert_eq!(default_random_tile(None, 300, 200, 2), 300);
+        assert_eq!(default_random_tile(Some(64), 8192, 8192, 2), 64);
+    }
 }

@@ -9,7 +9,7 @@ use clap::{Args as ClapArgs, ValueEnum};
 use dps_harness::bad_input;
 use dps_harness::options::Seed;
 
-use super::{check_name, choose_stride, default_tile};
+use super::{check_name, choose_stride, default_random_tile};
 use crate::disk::Throttle;
 use crate::layout::Tiling;
 use crate::raster::Depth;
@@ -31,7 +31,8 @@ pub struct Source {
     /// `--seed` of the random image.
     #[command(flatten)]
     pub seed: Seed<1>,
-    /// Tile side of the random image (default 512, or the image's larger side if smaller).
+    /// Tile side of the random image (default: the largest of 2048, 1024 and 512 that leaves
+    /// each compute thread 8 tiles; 512, or the image's larger side if smaller, for small images).
     #[arg(long, requires = "random")]
     pub tiles: Option<usize>,
     /// Disks of the random image (default: one per compute thread).
@@ -177,7 +178,7 @@ impl SourcePlan {
         if !(1..=MAX_SIDE).contains(&w) || !(1..=MAX_SIDE).contains(&h) {
             bad_input!("--random {w} {h}: each side must be between 1 and {MAX_SIDE}");
         }
-        let tile = default_tile(self.tiles, w, h);
+        let tile = default_random_tile(self.tiles, w, h, threads);
         if let Err(why) = store::check_tile(tile, w, h) {
             bad_input!("--tiles: {why}");
         }
