@@ -68,6 +68,18 @@ pub(crate) fn lend_setting() -> Result<Option<usize>, crate::Error> {
     }
 }
 
+/// Under Yama's `ptrace_scope` 1 (Ubuntu's default) only a process's ancestors may read its
+/// memory, so clients could not take lent bulks and every reply would go through the socket.
+/// Naming any process a permitted tracer (`PR_SET_PTRACER_ANY`) gives this process back the
+/// rule it has without Yama: processes of the same user may read it. Another user's still
+/// cannot (the kernel's credential check comes first), nor anyone under scope 2 or 3. The
+/// connect-time probe tells each client whether reading works. Without Yama the call fails
+/// with `EINVAL`, which changes nothing.
+fn let_same_user_clients_read_lent_bulks() {
+    // SAFETY: prctl with integer arguments only; it changes no memory of this process.
+    unsafe { libc::prctl(libc::PR_SET_PTRACER, libc::PR_SET_PTRACER_ANY, 0, 0, 0) };
+}
+
 /// The most calls of one connection in flight at once.
 pub(super) const MAX_IN_FLIGHT: usize = 4096;
 
@@ -121,6 +133,9 @@ impl Gateway {
             |e: std::io::Error| Error::new(ErrorKind::Io, format!("service \"{}\": cannot listen: {e}", served.name));
         let unix = Listener::unix(&unix_name).map_err(listen_error)?;
         let tcp = Listener::tcp().map_err(listen_error)?;
+        if lend_min().is_some() {
+            let_same_user_clients_read_lent_bulks();
+        }
         let tcp_port = tcp.port();
         let entry = Entry {
             name: served.name.clone(),
