@@ -209,6 +209,12 @@ export OMPI_MCA_plm_rsh_no_tree_spawn=1
 export OMPI_MCA_btl=tcp,self,vader
 export OMPI_MCA_btl_tcp_if_include=$NET.0/24
 export OMPI_MCA_oob_tcp_if_include=$NET.0/24
+# Messages up to 4 MiB go eagerly, in one piece: on a throttled node every step of the
+# rendezvous handshake (above 64 KiB by default) waits for both nodes' next quota slice. A
+# farm whose one worker is on another node at 0.2 of a core: 10.7-12.5 s -> 2.7-3.4 s.
+export OMPI_MCA_btl_tcp_eager_limit=4194304
+export OMPI_MCA_btl_tcp_rndv_eager_limit=4194304
+export OMPI_MCA_btl_tcp_max_send_size=4194304
 ENV
   ((slurm == 0)) || slurm_up "$dir" "$nodes" "$cpu"
   trap - EXIT
