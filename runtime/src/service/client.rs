@@ -211,6 +211,11 @@ impl Connection {
                 Err(Stop::EngineGone) => return,
             }
         };
+        self.lost(&why);
+    }
+
+    /// Fails every call, in flight and later, as the connection is lost for `why`.
+    fn lost(&self, why: &str) {
         self.break_all(format!("service \"{}\" is not running: the connection was lost ({why})", self.name));
     }
 
@@ -352,10 +357,7 @@ impl Reader for Connection {
             Err(stop) => {
                 drop(side);
                 if let Stop::Broken(why) = stop {
-                    self.break_all(format!(
-                        "service \"{}\" is not running: the connection was lost ({why})",
-                        self.name
-                    ));
+                    self.lost(&why);
                 }
                 true
             }

@@ -103,7 +103,7 @@ impl Stream {
     /// Whether a read would not block now (data, the end of the connection, or an error is
     /// there), asked without waiting.
     pub(super) fn readable_now(&self) -> bool {
-        poll_fd(self.fd(), 0)
+        poll_fd(self.fd(), 0) > 0
     }
 
     /// Waits until a read would not block: polls briefly ([`Stream::poll_readable`]), then
@@ -165,9 +165,7 @@ fn spin_readable(fd: RawFd) -> bool {
     }
     let start = std::time::Instant::now();
     loop {
-        let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
-        // SAFETY: one valid `pollfd`, exclusively borrowed; a zero timeout never sleeps.
-        if unsafe { libc::poll(&mut p, 1, 0) } != 0 {
+        if poll_fd(fd, 0) != 0 {
             MISSED.set(0);
             return true;
         }
@@ -179,21 +177,19 @@ fn spin_readable(fd: RawFd) -> bool {
     }
 }
 
-/// One `poll(2)` of `fd` for reading, waiting at most `timeout_ms` (-1: for ever): true if
-/// a read would not block.
-fn poll_fd(fd: RawFd, timeout_ms: i32) -> bool {
+/// One `poll(2)` of `fd` for reading, waiting at most `timeout_ms` (-1: for ever): what
+/// `poll` returns (1: a read would not block; 0: timed out; -1: `poll` failed).
+fn poll_fd(fd: RawFd, timeout_ms: i32) -> i32 {
     let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
     // SAFETY: one valid `pollfd`, exclusively borrowed.
-    unsafe { libc::poll(&mut p, 1, timeout_ms) > 0 }
+    unsafe { libc::poll(&mut p, 1, timeout_ms) }
 }
 
 /// [`Stream::poll_readable`] on `fd`, with the yield between polls given (the tests count
 /// them): `yield_core` returns false when the core is busy.
 fn poll_readable_with(fd: RawFd, mut yield_core: impl FnMut() -> bool) -> bool {
     for _ in 0..EAGER_POLLS {
-        let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
-        // SAFETY: one valid `pollfd`, exclusively borrowed; a zero timeout never sleeps.
-        if unsafe { libc::poll(&mut p, 1, 0) } != 0 {
+        if poll_fd(fd, 0) != 0 {
             return true;
         }
         if !yield_core() {

@@ -244,7 +244,8 @@ impl<T> Graphs<T> {
             |c: &mut Columns, (_, ipiv, info): (usize, Arc<Vec<i32>>, i32)| {
                 let (n, r) = (c.n, c.r);
                 for (&j, block) in c.blocks.iter_mut() {
-                    let (s, w) = (span(n, r, j).end, span(n, r, j).len());
+                    let cols = span(n, r, j);
+                    let (s, w) = (cols.end, cols.len());
                     // Charged, not made, under PDEXEC and NOALLOC (blocks empty in NOALLOC):
                     // one read and one write of the rows below the block.
                     if s == n || kernel::skip_copy(2 * (n - s) * w) {
