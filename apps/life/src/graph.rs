@@ -21,10 +21,15 @@
 //! The region service (Figure 10) is a second graph, `region`: a split on the calling
 //! rank's `portal` thread asks the bands that hold the requested rows for their part, and a
 //! merge on the same thread assembles the rectangle. Any rank may call it while rank 0 runs
-//! generations; the bands answer between the operations of a step, so each part is a
-//! whole generation, and the returned region says which generations its parts come from.
+//! generations. Each band has a reader thread (`band_readers`, on the band's rank) that
+//! copies the band's current generation while the band computes the next one, so a call
+//! does not wait for a band's operation (a 400×400 block took most of an iteration when
+//! the bands answered between their operations); each part is a whole generation, and the
+//! returned region says which generations its parts come from.
 
+use std::collections::HashMap;
 use std::ops::Range;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use dps::{route, Bulk, Collection, Graph, MaybeBulk, MergeFn, Node, Runtime, SimMode};
@@ -32,7 +37,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::kernel::{self, Geometry};
 use crate::layout::{Layout, Rect};
-use crate::world::{Side, Slab, Source};
+use crate::world::{Side, Slab, SlabView, Source};
 
 /// A band computing more cells than this at once yields its core in between (see
 /// `Band::step_yielding`): about 100 µs of work at 4·10¹⁰ cell updates per second.
@@ -246,28 +251,61 @@ impl Band {
     }
 
     fn finish_step(&mut self, step: Step) {
-        self.slab.swap();
+        self.slab.swap(step.depth as u64);
         self.generation += step.depth as u64;
         (self.ghosts, self.handled, self.borders_done) = (0, 0, false);
     }
+}
 
+/// The state of a `band_readers` thread: band `index`'s rows, read while the band computes.
+#[derive(Debug)]
+pub struct Reader {
+    y0: usize,
+    rows: SlabView,
+}
+
+impl Reader {
     /// The part of `rect` this band holds: its rows of the rectangle, packed.
     fn read(&self, rect: &Rect) -> Part {
         let start = Instant::now();
-        let rows = rect.y.max(self.y0)..(rect.y + rect.height).min(self.y0 + self.slab.height);
+        let rows = rect.y.max(self.y0)..(rect.y + rect.height).min(self.y0 + self.rows.height());
         let words = rect.width.div_ceil(64);
         let mut cells = Bulk::<u64>::recycled(rows.len() * words);
-        for (y, out) in rows.clone().zip(cells.chunks_mut(words.max(1))) {
-            kernel::extract(self.slab.row(y - self.y0), rect.x, rect.width, out);
-        }
-        Part {
-            rect: *rect,
-            y: rows.start,
-            generation: self.generation,
-            cells,
-            read_ns: start.elapsed().as_nanos() as u64,
-        }
+        let n = self.rows.words();
+        let generation = self.rows.read(|generation, held| {
+            for (y, out) in rows.clone().zip(cells.chunks_mut(words.max(1))) {
+                let r = y - self.y0;
+                kernel::extract(&held[r * n..(r + 1) * n], rect.x, rect.width, out);
+            }
+            generation
+        });
+        Part { rect: *rect, y: rows.start, generation, cells, read_ns: start.elapsed().as_nanos() as u64 }
     }
+}
+
+/// The bands of a world and their readers (collective: every rank calls it in the same
+/// order): `map` places band `i` and its reader on the same rank.
+///
+/// # Errors
+/// If the runtime rejects a collection (a malformed `map`).
+pub fn band_collections(
+    rt: &Runtime,
+    map: &str,
+    band: impl Fn(usize) -> Band,
+) -> Result<(Collection<Band>, Collection<Reader>), dps::Error> {
+    // Each band made on this rank leaves a view of its rows for its reader.
+    let views: Mutex<HashMap<usize, (usize, SlabView)>> = Mutex::default();
+    let bands = rt.collection("bands", map, |i| {
+        let b = band(i);
+        views.lock().unwrap_or_else(PoisonError::into_inner).insert(i, (b.y0, b.slab.view()));
+        b
+    })?;
+    let views = Arc::new(views.into_inner().unwrap_or_else(PoisonError::into_inner));
+    let readers = rt.collection("band_readers", map, |i| {
+        let (y0, rows) = views.get(&i).cloned().expect("a band's reader is made on the band's rank");
+        Reader { y0, rows }
+    })?;
+    Ok((bands, readers))
 }
 
 /// A step: the world goes from generation `generation` to `generation + depth`, with one
@@ -431,6 +469,7 @@ pub fn build(
     layout: Layout,
     main: &Collection<()>,
     bands: &Collection<Band>,
+    readers: &Collection<Reader>,
     portal: &Collection<()>,
     rounds: usize,
 ) -> Result<Graphs, dps::Error> {
@@ -490,11 +529,15 @@ pub fn build(
     let sum = Node::merge("sum", main, MergeFn::new(|_: &mut ()| 0u64, |_, s: &mut u64, p: u64| *s += p, |_, s| s));
     let population = rt.graph("life_population", split >> count >> sum)?;
 
-    let region = rt.graph("life_region", region_path(layout, bands, portal))?;
+    let region = rt.graph("life_region", region_path(layout, readers, portal))?;
     Ok(Graphs { simple, overlap, population, region })
 }
 
-fn region_path(layout: Layout, bands: &Collection<Band>, portal: &Collection<()>) -> dps::Path<RegionRequest, Region> {
+fn region_path(
+    layout: Layout,
+    readers: &Collection<Reader>,
+    portal: &Collection<()>,
+) -> dps::Path<RegionRequest, Region> {
     let split = Node::split(
         "split_region",
         portal,
@@ -513,7 +556,7 @@ fn region_path(layout: Layout, bands: &Collection<Band>, portal: &Collection<()>
     )
     .merge_on(|r: &RegionRequest, _| r.from);
     let read =
-        Node::leaf("read_region", bands, route::by_key(|r: &Read| r.band), |b: &mut Band, r: Read| b.read(&r.rect));
+        Node::leaf("read_region", readers, route::by_key(|r: &Read| r.band), |b: &mut Reader, r: Read| b.read(&r.rect));
     let assemble = Node::merge("assemble_region", portal, Assemble);
     split >> read >> assemble
 }

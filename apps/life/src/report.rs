@@ -158,7 +158,8 @@ mod tests {
     fn truth(source: &Source, generations: u64) -> (Vec<u64>, u64) {
         let mut world = World::new(source, false, 1);
         world.advance(generations);
-        (world.slab.rows().to_vec(), world.slab.population())
+        let cells = world.slab.rows().to_vec();
+        (cells, world.slab.population())
     }
 
     fn observed(source: &Source, generations: u64, cells: &[u64], population: u64) -> Result<&'static str, String> {

@@ -71,9 +71,9 @@ pub fn execute(mut plan: Plan) -> Result<()> {
     let serial = (plan.compare_serial && rt.is_root()).then(|| World::new(&plan.source, plan.wrap, depth));
     let main = rt.collection("main", "0", |_| ())?;
     let source = &plan.source;
-    let bands = rt.collection("bands", &job.map, |i| Band::new(&layout, i, source, depth))?;
+    let (bands, readers) = graph::band_collections(&rt, &job.map, |i| Band::new(&layout, i, source, depth))?;
     let portal = rt.collection("portal", "all", |_| ())?;
-    let graphs = graph::build(&rt, layout, &main, &bands, &portal, job.steps.steps_per_call)?;
+    let graphs = graph::build(&rt, layout, &main, &bands, &readers, &portal, job.steps.steps_per_call)?;
     let client = job.viewer.map(|v| view::build(&rt, v)).transpose()?;
     // Exported once built, withdrawn at shutdown (collective: rank 0 serves).
     let export = match plan.export {
@@ -480,7 +480,7 @@ fn run_serial(mut plan: Plan, depth: usize) -> Result<()> {
     if plan.standard.verify() {
         let total = plan.total_generations;
         let observed =
-            Observed { generations: (total, total), width: w, height: h, cells: world.slab.rows(), population };
+            Observed { generations: (total, total), width: w, height: h, cells: &world.slab.rows(), population };
         outcome = record_verdict(verify(&plan.source, plan.wrap, total, &observed), &mut record);
     }
     if let (Some((file, format)), Ok(())) = (plan.out.take(), &outcome) {
@@ -488,7 +488,7 @@ fn run_serial(mut plan: Plan, depth: usize) -> Result<()> {
         let words = rect.width.div_ceil(64);
         let mut cells = vec![0u64; words * rect.height];
         for (y, out) in (rect.y..rect.y + rect.height).zip(cells.chunks_mut(words)) {
-            kernel::extract(world.slab.row(y), rect.x, rect.width, out);
+            kernel::extract(&world.slab.row(y), rect.x, rect.width, out);
         }
         output::write(file, format, rect.width, rect.height, &cells)?;
     }

@@ -2,8 +2,8 @@
 //! band (and the serial run) steps, the [`Source`]s that fill rows (random or a pattern at an
 //! offset), the serial reference, and PNG output.
 
-use std::ops::Range;
-use std::sync::Arc;
+use std::ops::{Deref, Range};
+use std::sync::{Arc, PoisonError, RwLock, RwLockReadGuard};
 
 use rand::{RngCore, SeedableRng};
 
@@ -14,6 +14,11 @@ use crate::rle::Pattern;
 /// neighbours' border rows, or dead rows at a world edge), double-buffered: a step reads the
 /// current rows and writes the next ones; [`Slab::swap`] makes them current. A step of `d`
 /// generations reads `d` ghost rows on each side, so `halo` is the deepest step.
+///
+/// The current rows sit behind a lock so that a [`SlabView`] on another thread can copy them
+/// while the slab's owner computes the next generation (the region service reads a band
+/// while it computes, as the DPS paper's viewer did): a step holds it shared, as readers
+/// do; only the ghost rows' update and the swap hold it exclusively, each briefly.
 #[derive(Debug)]
 pub struct Slab {
     /// The shape of a row.
@@ -25,9 +30,69 @@ pub struct Slab {
     /// Buffer rows inside the world: all but the ghost rows beyond a dead edge.
     live: Range<usize>,
     /// The rows, double-buffered; both empty in a NOALLOC simulation ([`Slab::absent`]).
-    cur: Vec<u64>,
+    cur: Arc<RwLock<Current>>,
     next: Vec<u64>,
     scratch: Scratch,
+}
+
+/// A slab's current generation: its number and its rows, ghost rows included.
+#[derive(Debug, Default)]
+struct Current {
+    generation: u64,
+    cells: Vec<u64>,
+}
+
+/// Reads `lock`; a panic on another thread while it held the lock left whole rows (the
+/// writes under it copy rows or swap buffers), so its state is still the rows to read.
+fn read(lock: &RwLock<Current>) -> RwLockReadGuard<'_, Current> {
+    lock.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Rows of a slab's current generation, read while the guard lives (derefs to the words).
+#[derive(Debug)]
+pub struct Rows<'a> {
+    guard: RwLockReadGuard<'a, Current>,
+    words: Range<usize>,
+}
+
+impl Deref for Rows<'_> {
+    type Target = [u64];
+    fn deref(&self) -> &[u64] {
+        &self.guard.cells[self.words.clone()]
+    }
+}
+
+/// Another thread's handle on a slab's current generation ([`Slab::view`]).
+#[derive(Clone, Debug)]
+pub struct SlabView {
+    cur: Arc<RwLock<Current>>,
+    words: usize,
+    halo: usize,
+    height: usize,
+}
+
+impl SlabView {
+    /// Rows held, ghosts excluded.
+    pub fn height(&self) -> usize {
+        self.height
+    }
+
+    /// Words per row.
+    pub fn words(&self) -> usize {
+        self.words
+    }
+
+    /// Calls `f` with the current generation's number and its rows, one after the other
+    /// (ghosts excluded): the slab's owner cannot make another generation current meanwhile.
+    ///
+    /// # Panics
+    /// On the rows of an absent slab (NOALLOC), which are not there to read.
+    pub fn read<T>(&self, f: impl FnOnce(u64, &[u64]) -> T) -> T {
+        let current = read(&self.cur);
+        assert!(!current.cells.is_empty() || self.height == 0, "the cells of an absent slab (NOALLOC) cannot be read");
+        let n = self.words;
+        f(current.generation, &current.cells[self.halo * n..(self.halo + self.height) * n])
+    }
 }
 
 /// `len` zero words, backed by transparent huge pages where the system allows them on
@@ -66,7 +131,8 @@ impl Slab {
     pub fn new(geom: Geometry, height: usize, halo: usize, dead_edges: (bool, bool)) -> Slab {
         let rows = height + 2 * halo;
         let live = if dead_edges.0 { halo } else { 0 }..if dead_edges.1 { halo + height } else { rows };
-        let (cur, next) = (zeroed_rows(rows * geom.words), zeroed_rows(rows * geom.words));
+        let (cells, next) = (zeroed_rows(rows * geom.words), zeroed_rows(rows * geom.words));
+        let cur = Arc::new(RwLock::new(Current { generation: 0, cells }));
         Slab { geom, height, halo, live, cur, next, scratch: Scratch::default() }
     }
 
@@ -74,40 +140,48 @@ impl Slab {
     /// only the sizes matter, so the simulator's memory does not grow with the world): it
     /// fills, takes ghost rows and steps as a no-op, and its rows cannot be read.
     pub fn absent(geom: Geometry, height: usize, halo: usize) -> Slab {
-        Slab { geom, height, halo, live: 0..0, cur: Vec::new(), next: Vec::new(), scratch: Scratch::default() }
+        Slab { geom, height, halo, live: 0..0, cur: Arc::default(), next: Vec::new(), scratch: Scratch::default() }
     }
 
     /// The cells are left out ([`Slab::absent`]).
     pub fn is_absent(&self) -> bool {
-        self.cur.is_empty()
+        self.next.is_empty()
+    }
+
+    /// A handle on the current generation for another thread.
+    pub fn view(&self) -> SlabView {
+        SlabView { cur: self.cur.clone(), words: self.geom.words, halo: self.halo, height: self.height }
+    }
+
+    /// The current generation's number: the generations made current since the slab was made.
+    pub fn generation(&self) -> u64 {
+        read(&self.cur).generation
     }
 
     /// Row `r` (in `0..height`) of the current generation.
-    pub fn row(&self, r: usize) -> &[u64] {
-        let n = self.geom.words;
-        &self.cur[(r + self.halo) * n..(r + self.halo + 1) * n]
+    pub fn row(&self, r: usize) -> Rows<'_> {
+        self.rows_of(r..r + 1)
     }
 
-    /// Row `r` of the current generation, to fill it.
-    pub fn row_mut(&mut self, r: usize) -> &mut [u64] {
+    /// Rows `rows` (in `0..height`) of the current generation, one after the other.
+    fn rows_of(&self, rows: Range<usize>) -> Rows<'_> {
         let n = self.geom.words;
-        &mut self.cur[(r + self.halo) * n..(r + self.halo + 1) * n]
+        Rows { guard: read(&self.cur), words: (rows.start + self.halo) * n..(rows.end + self.halo) * n }
     }
 
     /// The rows of the current generation, one after the other (ghosts excluded).
-    pub fn rows(&self) -> &[u64] {
-        let n = self.geom.words;
-        &self.cur[self.halo * n..(self.halo + self.height) * n]
+    pub fn rows(&self) -> Rows<'_> {
+        self.rows_of(0..self.height)
     }
 
     /// The first (`Side::Above`) or last `count` rows of the current generation: the ghost
     /// rows of the neighbour on that side.
-    pub fn border(&self, side: Side, count: usize) -> &[u64] {
-        let (n, h) = (self.geom.words, self.height);
+    pub fn border(&self, side: Side, count: usize) -> Rows<'_> {
+        let h = self.height;
         assert!(count <= h, "a border of {count} rows from a slab of {h}");
         match side {
-            Side::Above => &self.rows()[..count * n],
-            Side::Below => &self.rows()[(h - count) * n..],
+            Side::Above => self.rows_of(0..count),
+            Side::Below => self.rows_of(h - count..h),
         }
     }
 
@@ -121,7 +195,7 @@ impl Slab {
             Side::Above => self.halo - count,
             Side::Below => self.halo + self.height,
         };
-        self.cur[at * n..(at + count) * n].copy_from_slice(rows);
+        self.cur.write().unwrap_or_else(PoisonError::into_inner).cells[at * n..(at + count) * n].copy_from_slice(rows);
     }
 
     /// Computes rows `rows` (in `0..height`) `depth` generations ahead into the next buffer.
@@ -139,12 +213,14 @@ impl Slab {
         }
         let rows = rows.start + self.halo..rows.end + self.halo;
         let sweep = kernel::Sweep { rows, depth, live: self.live.clone() };
-        kernel::advance(&self.geom, &self.cur, &mut self.next, &sweep, &mut self.scratch, pause);
+        kernel::advance(&self.geom, &read(&self.cur).cells, &mut self.next, &sweep, &mut self.scratch, pause);
     }
 
-    /// Makes the next generation current.
-    pub fn swap(&mut self) {
-        std::mem::swap(&mut self.cur, &mut self.next);
+    /// Makes the next generation, `generations` on from the current one, current.
+    pub fn swap(&mut self, generations: u64) {
+        let mut cur = self.cur.write().unwrap_or_else(PoisonError::into_inner);
+        std::mem::swap(&mut cur.cells, &mut self.next);
+        cur.generation += generations;
     }
 
     /// Fills rows `y0..y0 + height` of the world from `source` (nothing on an absent slab).
@@ -152,14 +228,17 @@ impl Slab {
         if self.is_absent() {
             return;
         }
-        for r in 0..self.height {
-            source.fill_row(y0 + r, self.row_mut(r));
+        let n = self.geom.words;
+        let mut cur = self.cur.write().unwrap_or_else(PoisonError::into_inner);
+        let rows = &mut cur.cells[self.halo * n..(self.halo + self.height) * n];
+        for (r, row) in rows.chunks_mut(n.max(1)).enumerate() {
+            source.fill_row(y0 + r, row);
         }
     }
 
     /// Live cells in the current generation.
     pub fn population(&self) -> u64 {
-        kernel::population(self.rows())
+        kernel::population(&self.rows())
     }
 }
 
@@ -304,7 +383,7 @@ impl World {
             self.slab.set_ghost(Side::Below, &first);
         }
         self.slab.step(0..h, depth, &mut |_| {});
-        self.slab.swap();
+        self.slab.swap(depth as u64);
     }
 
     /// Advances `generations`, as many at a time as it was made for.
@@ -328,8 +407,33 @@ mod tests {
         let whole = World::new(&source, false, 1);
         let mut band = Slab::new(Geometry::new(100, false), 4, 2, (false, false));
         band.fill(3, &source);
-        assert_eq!(band.rows(), &whole.slab.rows()[3 * 2..7 * 2]);
+        assert_eq!(*band.rows(), whole.slab.rows()[3 * 2..7 * 2]);
         let p = whole.slab.population() as f64 / 1000.0;
         assert!((0.2..0.4).contains(&p), "density {p}");
+    }
+
+    #[test]
+    fn a_view_reads_the_current_generation_while_the_next_is_computed() {
+        let source = Source::Random { width: 256, height: 64, density: 0.3, seed: 9 };
+        let mut slab = Slab::new(Geometry::new(256, false), 64, 1, (true, true));
+        slab.fill(0, &source);
+        let before = slab.rows().to_vec();
+        let view = slab.view();
+        let mut seen = None;
+        slab.step(0..64, 1, &mut |_| {
+            // Another thread reads in the middle of the step: it must not wait for its end.
+            if seen.is_none() {
+                let view = view.clone();
+                let (tx, rx) = std::sync::mpsc::channel();
+                std::thread::spawn(move || tx.send(view.read(|g, rows| (g, rows.to_vec()))).unwrap());
+                seen = Some(rx.recv_timeout(std::time::Duration::from_secs(10)).expect("the read waited for the step"));
+            }
+        });
+        assert_eq!(seen, Some((0, before.clone())), "a read during a step sees the current generation");
+        slab.swap(1);
+        let after = view.read(|g, rows| (g, rows.to_vec()));
+        assert_eq!(after.0, 1);
+        assert_ne!(after.1, before, "the swap makes the next generation current for the view too");
+        assert_eq!(after.1, *slab.rows());
     }
 }

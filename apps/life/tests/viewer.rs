@@ -124,7 +124,7 @@ fn check_blocks(dirs: &[PathBuf]) -> (usize, usize, usize) {
         for &i in users {
             let b = &blocks[i];
             for (r, row) in b.rows.iter().enumerate() {
-                let want: Vec<bool> = (0..row.len()).map(|c| kernel::get(world.slab.row(b.y + r), b.x + c)).collect();
+                let want: Vec<bool> = (0..row.len()).map(|c| kernel::get(&world.slab.row(b.y + r), b.x + c)).collect();
                 if generation > b.generations.1 {
                     next_differs[i] |= *row != want;
                 } else {
