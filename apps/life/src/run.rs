@@ -161,11 +161,8 @@ impl<'a> Sim<'a> {
                 bail!("verification failed: the bands start with {bands_hold} live cells, the input has {input_has}");
             }
         }
-        // Every generation the calls run: the warm-up, the timed ones (twice with `compare`,
-        // whose `simple` calls count too) and those with the viewer's calls.
-        let phases =
-            1 + u64::from(plan.variant == Variant::Compare) + u64::from(client.is_some() && plan.viewer.is_some());
-        self.progress = progress_bar(plan.warmup.saturating_add(g.saturating_mul(phases)), plan.standard.json());
+        // Every generation the calls run (the plan counts the phases).
+        self.progress = progress_bar(plan.total_generations, plan.standard.json());
         let main = if plan.variant == Variant::Simple { Schedule::Simple } else { Schedule::Overlap };
         self.generations(main, plan.warmup)?;
         let timed = self.timed(main, serial)?;
@@ -173,7 +170,7 @@ impl<'a> Sim<'a> {
         if let Some((viewer, fan)) = plan.viewer.as_ref().and_then(|v| Some((v, v.process_fan?))) {
             let mut process = ViewerProcess::spawn(viewer, fan, plan.seed)?;
             process.wait_for_calls(self.export.map(|(e, _)| e).expect("--view-process exports"))?;
-            let with = self.generations(main, g)?;
+            let (with, without) = self.alternate(main, g, &mut process)?;
             let report = process.finish()?;
             view = Some(View {
                 view_block: report.view_block,
@@ -181,7 +178,7 @@ impl<'a> Sim<'a> {
                 view_call_median_s: report.view_call_median_s,
                 view_read_median_s: report.view_read_median_s,
                 view_straddling_calls: report.view_straddling_calls,
-                iteration_without_calls_s: median(&timed.times),
+                iteration_without_calls_s: median(&without),
                 iteration_with_calls_s: median(&with),
                 view_calls_per_s: Some(report.view_calls_per_s),
                 view_comm_median_s: Some(report.view_comm_median_s),
@@ -327,6 +324,29 @@ impl<'a> Sim<'a> {
     }
 
     /// Runs `count` generations; returns each call's time per generation.
+    /// `--view-process`: `count` generations with the viewer calling and `count` with its
+    /// calls paused, in 40 turns of each, so that the machine's other load (and its
+    /// changes) weighs on both alike. Returns the per-generation times with and without.
+    fn alternate(
+        &mut self,
+        schedule: Schedule,
+        count: u64,
+        viewer: &mut ViewerProcess,
+    ) -> Result<(Vec<f64>, Vec<f64>)> {
+        const TURNS: u64 = 40;
+        let (mut with, mut without) = (Vec::new(), Vec::new());
+        let mut left = count;
+        while left > 0 {
+            let turn = count.div_ceil(TURNS).min(left);
+            with.extend(self.generations(schedule, turn)?);
+            viewer.pause()?;
+            without.extend(self.generations(schedule, turn)?);
+            viewer.resume()?;
+            left -= turn;
+        }
+        Ok((with, without))
+    }
+
     fn generations(&mut self, schedule: Schedule, count: u64) -> Result<Vec<f64>> {
         let mut times = Vec::new();
         let mut left = count;
@@ -375,9 +395,11 @@ impl<'a> Sim<'a> {
 /// The `--view-process` client: `dps-life view` started by rank 0 as a plain process.
 struct ViewerProcess {
     child: std::process::Child,
+    /// Its standard output's lines, from a thread that reads them (closed at its end).
+    lines: std::sync::mpsc::Receiver<String>,
 }
 
-/// How long the spawned viewer may take to make its first call.
+/// How long the spawned viewer may take to make its first call, or to pause.
 const VIEWER_START: Duration = Duration::from_secs(60);
 
 impl ViewerProcess {
@@ -403,8 +425,17 @@ impl ViewerProcess {
             }
         }
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
-        let child = cmd.spawn().map_err(|e| anyhow::anyhow!("--view-process: cannot start the viewer: {e}"))?;
-        Ok(ViewerProcess { child })
+        let mut child = cmd.spawn().map_err(|e| anyhow::anyhow!("--view-process: cannot start the viewer: {e}"))?;
+        let stdout = child.stdout.take().expect("the viewer's output is piped");
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufRead::lines(std::io::BufReader::new(stdout)).map_while(std::result::Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(ViewerProcess { child, lines })
     }
 
     /// Waits until the service has answered the viewer's first call.
@@ -422,15 +453,49 @@ impl ViewerProcess {
         Ok(())
     }
 
+    /// Sends the viewer `command` (`p` pause, `r` resume).
+    fn tell(&mut self, command: &[u8]) -> Result<()> {
+        use std::io::Write as _;
+        let input = self.child.stdin.as_mut().expect("the viewer's input is open until finish");
+        input
+            .write_all(command)
+            .and_then(|()| input.flush())
+            .map_err(|e| anyhow::anyhow!("--view-process: the viewer: {e}"))
+    }
+
+    /// Pauses the viewer's calls and waits until it says none is in flight (it does after
+    /// its current call and pause; not within [`VIEWER_START`] is an error).
+    fn pause(&mut self) -> Result<()> {
+        self.tell(b"p")?;
+        let start = Instant::now();
+        loop {
+            let left = VIEWER_START.saturating_sub(start.elapsed());
+            match self.lines.recv_timeout(left) {
+                Ok(line) if line == "paused" => return Ok(()),
+                Ok(_) => {}
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                    bail!("--view-process: the viewer did not pause in {} s", VIEWER_START.as_secs())
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    bail!("--view-process: the viewer ended instead of pausing")
+                }
+            }
+        }
+    }
+
+    fn resume(&mut self) -> Result<()> {
+        self.tell(b"r")
+    }
+
     /// Closes the viewer's input (its signal to stop), waits for it and reads its record.
     fn finish(mut self) -> Result<ViewerRecord> {
         drop(self.child.stdin.take());
-        let out = self.child.wait_with_output()?;
-        if !out.status.success() {
-            bail!("--view-process: the viewer failed ({})", out.status);
+        let rest: Vec<String> = self.lines.iter().collect();
+        let status = self.child.wait()?;
+        if !status.success() {
+            bail!("--view-process: the viewer failed ({status})");
         }
-        let text = String::from_utf8_lossy(&out.stdout);
-        let line = text.lines().rev().find(|l| l.starts_with('{')).unwrap_or_default();
+        let line = rest.iter().rev().find(|l| l.starts_with('{')).map_or("", String::as_str);
         serde_json::from_str(line).map_err(|e| anyhow::anyhow!("--view-process: the viewer's record {line:?}: {e}"))
     }
 }

@@ -6,12 +6,13 @@
 //! to the service), and its merge on rank 0 collects the replies, so the round's calls are
 //! in flight together (pipelined). It stops after --calls or --duration, when its standard
 //! input closes (--until-eof), or when the served run ends (its calls then fail with "not
-//! running": the viewer reports what it got and exits 0).
+//! running": the viewer reports what it got and exits 0). With --until-eof, a `p` on its
+//! standard input pauses its calls (it prints `paused` once no call is in flight) and an `r`
+//! resumes them: `dps-life --view-process` alternates generations with and without calls.
 
 use std::collections::{HashMap, VecDeque};
-use std::io::Read as _;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::io::{Read as _, Write as _};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
@@ -121,16 +122,20 @@ impl<'a> Watch<'a> {
     fn run(mut self, rt: &Runtime, fetch: &Graph<Round, Vec<Got>>, ranks: usize) -> Result<ViewerRecord> {
         let plan = self.plan;
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(plan.seed);
-        let eof = plan.until_eof.then(stdin_closed);
+        let input = plan.until_eof.then(Input::read_stdin);
         let start = Instant::now();
+        let mut paused_for = Duration::ZERO;
         let stopped_by = loop {
+            if let Some(input) = input.as_deref() {
+                paused_for += input.wait_while_paused()?;
+            }
             if plan.calls.is_some_and(|n| self.calls.len() as u64 >= n) {
                 break "calls".to_string();
             }
             if plan.duration.is_some_and(|d| start.elapsed() >= d) {
                 break "duration".to_string();
             }
-            if eof.as_ref().is_some_and(|e| e.load(Ordering::SeqCst)) {
+            if input.as_ref().is_some_and(|i| i.closed()) {
                 break "stdin".to_string();
             }
             let left = plan.calls.map_or(u64::MAX, |n| n - self.calls.len() as u64);
@@ -143,9 +148,10 @@ impl<'a> Watch<'a> {
                 }
                 Err(e) => return Err(e.into()),
             }
-            pause(plan.period, eof.as_deref());
+            pause(plan.period, input.as_deref());
         };
-        let seconds = start.elapsed().as_secs_f64();
+        // Calls per second count the time the viewer was calling, not its pauses.
+        let seconds = (start.elapsed() - paused_for).as_secs_f64();
         let (bw, bh) = plan.block;
         let comm: Vec<f64> = self.calls.iter().zip(&self.reads).map(|(c, r)| c - r).collect();
         Ok(ViewerRecord {
@@ -196,26 +202,89 @@ impl<'a> Watch<'a> {
     }
 }
 
-/// A flag set once standard input closes (read to its end by a thread of its own).
-fn stdin_closed() -> Arc<AtomicBool> {
-    let flag = Arc::new(AtomicBool::new(false));
-    let set = flag.clone();
-    std::thread::spawn(move || {
-        let mut sink = [0u8; 256];
-        let mut stdin = std::io::stdin();
-        while matches!(stdin.read(&mut sink), Ok(n) if n > 0) {}
-        set.store(true, Ordering::SeqCst);
-    });
-    flag
+/// What standard input tells a viewer started with --until-eof: `p` pauses its calls, `r`
+/// resumes them, and its end stops the viewer (read by a thread of its own).
+#[derive(Default)]
+struct Input {
+    state: Mutex<InputState>,
+    changed: Condvar,
 }
 
-/// Sleeps `period` in slices, ending early once standard input closes.
-fn pause(period: Duration, eof: Option<&AtomicBool>) {
-    let start = Instant::now();
-    while let Some(left) = period.checked_sub(start.elapsed()).filter(|d| !d.is_zero()) {
-        if eof.is_some_and(|e| e.load(Ordering::SeqCst)) {
-            return;
+#[derive(Default)]
+struct InputState {
+    paused: bool,
+    closed: bool,
+}
+
+impl Input {
+    fn read_stdin() -> Arc<Input> {
+        let input = Arc::new(Input::default());
+        let reader = input.clone();
+        std::thread::spawn(move || {
+            let mut bytes = [0u8; 256];
+            let mut stdin = std::io::stdin();
+            while let Ok(n @ 1..) = stdin.read(&mut bytes) {
+                for &b in &bytes[..n] {
+                    match b {
+                        b'p' => reader.set(|s| s.paused = true),
+                        b'r' => reader.set(|s| s.paused = false),
+                        _ => {}
+                    }
+                }
+            }
+            reader.set(|s| s.closed = true);
+        });
+        input
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, InputState> {
+        self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn set(&self, change: impl FnOnce(&mut InputState)) {
+        change(&mut self.state());
+        self.changed.notify_all();
+    }
+
+    fn closed(&self) -> bool {
+        self.state().closed
+    }
+
+    fn paused(&self) -> bool {
+        let s = self.state();
+        s.paused && !s.closed
+    }
+
+    /// Between two rounds: while paused, says so on standard output (no call is in flight)
+    /// and sleeps until resumed or closed (without waking: a paused viewer must not take
+    /// the served job's cores); returns how long it waited.
+    fn wait_while_paused(&self) -> Result<Duration> {
+        if !self.paused() {
+            return Ok(Duration::ZERO);
         }
-        std::thread::sleep(left.min(Duration::from_millis(10)));
+        let start = Instant::now();
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "paused")?;
+        out.flush()?;
+        let state = self.state();
+        drop(
+            self.changed
+                .wait_while(state, |s| s.paused && !s.closed)
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        Ok(start.elapsed())
+    }
+}
+
+/// Sleeps `period`, ending early once standard input closes or pauses the calls.
+fn pause(period: Duration, input: Option<&Input>) {
+    match input {
+        Some(input) => drop(
+            input
+                .changed
+                .wait_timeout_while(input.state(), period, |s| !s.paused && !s.closed)
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        ),
+        None => std::thread::sleep(period),
     }
 }

@@ -47,8 +47,14 @@ pub(super) fn read(args: &Args) -> Result<Plan> {
         bail!("--generations must be at least 1 (the run times its generations)");
     }
     let view = args.view.as_deref().map(|s| view_block(s, w, h)).transpose()?;
-    // `compare` runs --generations of each schedule, --view runs them again with calls.
-    let phases = 1 + u64::from(args.variant == Variant::Compare) + u64::from(view.is_some());
+    // `compare` runs --generations of each schedule, --view runs them again with calls, and
+    // --view-process also as many with its calls paused, in turns.
+    let view_phases = match (&view, args.view_process) {
+        (None, _) => 0,
+        (Some(_), false) => 1,
+        (Some(_), true) => 2,
+    };
+    let phases = 1 + u64::from(args.variant == Variant::Compare) + view_phases;
     let total_generations = args.generations.checked_mul(phases).and_then(|g| g.checked_add(args.warmup));
     let Some(total_generations) = total_generations else {
         bail!(

@@ -48,7 +48,8 @@ pub struct ViewArgs {
     /// (`gen96-104` for a block whose rows come from two generations).
     #[arg(long, value_name = "DIR")]
     pub png: Option<PathBuf>,
-    /// Stop when standard input closes (how `dps-life --view-process` ends its viewer).
+    /// Stop when standard input closes; a `p` on it pauses the calls, an `r` resumes them
+    /// (how `dps-life --view-process` drives its viewer).
     #[arg(long, hide = true)]
     pub until_eof: bool,
     /// `--seed`.
