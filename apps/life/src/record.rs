@@ -109,6 +109,9 @@ pub struct View {
     pub iteration_without_calls_s: f64,
     /// Median time per generation while the client calls, s.
     pub iteration_with_calls_s: f64,
+    /// How much longer a generation takes while the client calls: with / without - 1 (the
+    /// DPS paper's Table 2 figure).
+    pub iteration_overhead: f64,
     /// `--view-process`: calls per second of the client.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub view_calls_per_s: Option<f64>,

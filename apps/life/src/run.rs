@@ -180,6 +180,7 @@ impl<'a> Sim<'a> {
                 view_straddling_calls: report.view_straddling_calls,
                 iteration_without_calls_s: median(&without),
                 iteration_with_calls_s: median(&with),
+                iteration_overhead: median(&with) / median(&without) - 1.0,
                 view_calls_per_s: Some(report.view_calls_per_s),
                 view_comm_median_s: Some(report.view_comm_median_s),
             });
@@ -195,6 +196,7 @@ impl<'a> Sim<'a> {
                 view_straddling_calls: report.straddling,
                 iteration_without_calls_s: median(&timed.times),
                 iteration_with_calls_s: median(&with),
+                iteration_overhead: median(&with) / median(&timed.times) - 1.0,
                 view_calls_per_s: None,
                 view_comm_median_s: None,
             });

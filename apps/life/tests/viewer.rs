@@ -218,6 +218,10 @@ fn view_process_measures_iterations_with_and_without_a_separately_started_viewer
             assert!(r[field].as_f64().is_some_and(|v| v > 0.0), "{field}: {r}");
         }
         assert_eq!(r["served_calls"], r["view_calls"], "{r}");
+        let (with, without) =
+            (r["iteration_with_calls_s"].as_f64().unwrap(), r["iteration_without_calls_s"].as_f64().unwrap());
+        let overhead = r["iteration_overhead"].as_f64().expect("the record has the overhead");
+        assert!((overhead - (with / without - 1.0)).abs() < 1e-9, "{r}");
         assert!(!dir.0.join("life.region.service").exists());
     }
 }
