@@ -12,7 +12,7 @@ use crate::error::ErrorKind;
 use crate::failure;
 use crate::node::AnyToken;
 use crate::sim::Simulator;
-use crate::transport::{self, Reader, Transport};
+use crate::transport::{self, Helper, Transport};
 use crate::wire::WireToken;
 use crate::{simtime, Error, Token};
 
@@ -52,7 +52,7 @@ impl Mode {
         &self,
         rx: Receiver<CallResult>,
         decode: fn(WireToken) -> AnyToken,
-        readers: Vec<Arc<dyn Reader>>,
+        readers: Vec<Arc<dyn Helper>>,
     ) -> Pending<O> {
         let driver = match self {
             Mode::Single | Mode::Mpi { transport: None, .. } => Driver::Nothing,
@@ -90,7 +90,7 @@ pub struct Pending<O> {
     rx: Receiver<CallResult>,
     driver: Driver,
     decode: fn(WireToken) -> AnyToken,
-    readers: Vec<Arc<dyn Reader>>,
+    readers: Vec<Arc<dyn Helper>>,
     _out: std::marker::PhantomData<fn() -> O>,
 }
 

@@ -414,7 +414,7 @@ fn concurrent_callers_that_drive_the_transport_each_get_their_own_output() {
 }
 
 /// Several threads of every rank call at once a graph whose leaf is on the next rank, so that
-/// their waits run the transport's rounds side by side (`Transport::help`) while the progress
+/// their waits run the transport's rounds side by side (`Helper::help`) while the progress
 /// thread parks and wakes: every call must get its own output, in a sequence of short calls
 /// (the ping-pong the helping is for) and with a long one in between (a caller that gives up
 /// helping and blocks).

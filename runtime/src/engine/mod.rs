@@ -43,7 +43,7 @@ use crate::activity::Activity;
 use crate::failure;
 use crate::node::{AnyToken, Encoder, Kind, OpImpl};
 use crate::trace::Tracer;
-use crate::transport::{Reader, Transport};
+use crate::transport::{Helper, Transport};
 use crate::wire::WireToken;
 
 /// Tokens for leaves that take at most this long (on average) may run on the progress thread.
@@ -79,7 +79,7 @@ pub(crate) struct Engine {
     outlet: OnceLock<Outlet>,
     /// The connections of the services this rank imports, whose replies a waiting caller
     /// reads itself (see `transport::recv_helping`).
-    readers: Mutex<Vec<Weak<dyn Reader>>>,
+    readers: Mutex<Vec<Weak<dyn Helper>>>,
 }
 
 /// Where an engine's posts go beside its own queues: one kind per run, chosen as it starts.
@@ -119,14 +119,14 @@ impl Engine {
 
     /// Adds an imported service's connection to those a waiting caller reads (until it is
     /// dropped).
-    pub(crate) fn add_reader(&self, reader: Weak<dyn Reader>) {
+    pub(crate) fn add_reader(&self, reader: Weak<dyn Helper>) {
         let mut readers = self.readers.lock().unwrap();
         readers.retain(|r| r.strong_count() > 0);
         readers.push(reader);
     }
 
     /// The connections a caller waiting now reads (none on most runs).
-    pub(crate) fn readers(&self) -> Vec<Arc<dyn Reader>> {
+    pub(crate) fn readers(&self) -> Vec<Arc<dyn Helper>> {
         self.readers.lock().unwrap().iter().filter_map(Weak::upgrade).collect()
     }
 

@@ -2,7 +2,7 @@
 //! writes each request as its token arrives (tagged with an id, nothing waits for the
 //! reply), and the reading of replies, each handed to the engine, which continues the
 //! token's path after the leaf. Whoever holds the reading side reads: a caller of this rank
-//! waiting for a call (`transport::recv_helping`, through [`Reader`]), which thus gets a
+//! waiting for a call (`transport::recv_helping`, through [`Helper`]), which thus gets a
 //! prompt reply without any thread hand-off, or else the connection's reader thread, which
 //! keeps off the socket while callers read it and for [`REST`] after. Many calls are in
 //! flight; the client's own split windows bound how many. If the connection breaks, every
@@ -21,7 +21,7 @@ use super::registry::{self, Entry};
 use crate::engine::Engine;
 use crate::error::{Error, ErrorKind};
 use crate::node::{AnyToken, Encoder, RemoteLeaf};
-use crate::transport::Reader;
+use crate::transport::Helper;
 use crate::wire::WireToken;
 
 /// How long a client waits for the service to answer its hello.
@@ -60,7 +60,7 @@ pub(crate) struct Connection {
     pending: Mutex<Pending>,
     /// How many calls are in flight (`pending.calls.len()`, read without the lock).
     in_flight: AtomicUsize,
-    /// Callers reading the socket now ([`Reader::begin_help`]).
+    /// Callers reading the socket now ([`Helper::begin_help`]).
     helping: AtomicUsize,
     /// Until when (ns since `born`) the reader thread rests after the last caller stopped,
     /// and that caller's thread ([`thread_tag`]).
@@ -340,7 +340,7 @@ impl RemoteLeaf for Connection {
     }
 }
 
-impl Reader for Connection {
+impl Helper for Connection {
     fn begin_help(&self) {
         self.helping.fetch_add(1, Ordering::SeqCst);
     }

@@ -1,5 +1,6 @@
 //! Transports move encoded frames between ranks. The engine sees only this trait. A waiting
-//! caller drives the transport, and the [`Reader`]s of imported services, itself.
+//! caller drives the transport, and the connections of imported services, itself
+//! ([`Helper`]).
 
 pub(crate) mod mpi;
 pub(crate) mod watchdog;
@@ -13,41 +14,35 @@ use crate::activity;
 
 use crate::wire::WireToken;
 
-pub(crate) trait Transport: Send + Sync {
+pub(crate) trait Transport: Helper {
     /// Queues a frame (encoded header plus optional token) for `dest`. Never blocks.
     fn send(&self, dest: usize, header: Vec<u8>, token: Option<WireToken>);
     /// Completes every queued send, waits until all ranks got here, and stops.
     fn finish(&self);
     /// Ends a wait of the progress thread at once: a worker went idle while it dozed.
     fn wake(&self);
-    /// A caller starts waiting eagerly for a call's output: until [`Transport::end_help`] it
-    /// drives the transport itself ([`Transport::help`]), and the progress thread keeps off
-    /// the core. Saves the two thread hops (caller to progress thread and back) of a short
-    /// call, each a context switch when they share a core.
-    fn begin_help(&self);
-    /// One round of the transport on the calling thread (sends queued frames, delivers what
-    /// arrived); false if nothing happened or another thread is running one.
-    fn help(&self) -> bool;
-    /// The caller stops helping; `gave_up`: it is about to block, so the progress thread must
-    /// take over at once.
-    fn end_help(&self, gave_up: bool);
 }
 
-/// Something else a waiting caller drives beside the transport: an imported service's
-/// connection, whose replies the caller reads from the socket itself (`service::client`),
-/// sparing the hand-off from the connection's reader thread to the caller.
-pub(crate) trait Reader: Send + Sync {
-    /// A caller starts waiting eagerly: until [`Reader::end_help`] it reads what arrives
-    /// ([`Reader::help`]), and the connection's reader thread keeps off the core.
+/// What a caller waiting eagerly for a call's output drives itself: the transport, whose
+/// progress thread then keeps off the core (saving the two thread hops, caller to progress
+/// thread and back, of a short call, each a context switch when they share a core), and an
+/// imported service's connection (`service::client`), whose replies the caller then reads
+/// from the socket itself, sparing the hand-off from the connection's reader thread.
+pub(crate) trait Helper: Send + Sync {
+    /// A caller starts waiting eagerly: until [`Helper::end_help`] it drives this
+    /// ([`Helper::help`]), and the thread that otherwise does keeps off the core.
     fn begin_help(&self);
-    /// Reads and handles what has arrived, without waiting for more; false if nothing had
-    /// (or another thread is reading).
+    /// One round on the calling thread (sends queued frames, handles what has arrived),
+    /// without waiting for more; false if nothing happened or another thread is running one.
     fn help(&self) -> bool;
-    /// The caller stops helping; `gave_up`: it is about to block, so the reader thread must
-    /// take over at once.
+    /// The caller stops helping; `gave_up`: it is about to block, so the thread that
+    /// otherwise drives this must take over at once.
     fn end_help(&self, gave_up: bool);
-    /// Whether calls through it are in flight (their replies may come any moment).
-    fn awaited(&self) -> bool;
+    /// Whether calls through it are in flight whose replies may come any moment (a
+    /// service's connection; see `READER_SPIN`).
+    fn awaited(&self) -> bool {
+        false
+    }
 }
 
 /// How many rounds a caller helps before it blocks (about as long as a worker polls for
@@ -63,19 +58,16 @@ const ROUNDS_PER_YIELD: u32 = 4;
 /// wake-ups (runtime README, "Services": "The wake-up path").
 const READER_SPIN: Duration = Duration::from_micros(20);
 
-/// Receives a call's output from `rx`, driving `transport` (if any) and `readers` while it
-/// waits, for a while, then blocking. `None`: the sender is gone.
+/// Receives a call's output from `rx`, driving `transport` (if any) and `readers` (imported
+/// services' connections) while it waits, for a while, then blocking. `None`: the sender is
+/// gone.
 pub(crate) fn recv_helping<T>(
     transport: Option<&dyn Transport>,
-    readers: &[Arc<dyn Reader>],
+    readers: &[Arc<dyn Helper>],
     rx: &Receiver<T>,
 ) -> Option<T> {
-    if let Some(t) = transport {
-        t.begin_help();
-    }
-    for r in readers {
-        r.begin_help();
-    }
+    let helpers = || transport.map(|t| t as &dyn Helper).into_iter().chain(readers.iter().map(|r| &**r));
+    helpers().for_each(|h| h.begin_help());
     let mut got = None;
     let start = Instant::now();
     for round in 1..=HELP_ROUNDS {
@@ -90,21 +82,14 @@ pub(crate) fn recv_helping<T>(
             }
             Err(TryRecvError::Empty) => {}
         }
-        let mut helped = transport.is_some_and(|t| t.help());
-        for r in readers {
-            helped |= r.help();
-        }
+        // Every one helps in each round (no short circuit).
+        let helped = helpers().fold(false, |helped, h| h.help() | helped);
         // While a service's reply may come any moment, no yield for a while (see READER_SPIN).
-        let spinning = start.elapsed() < READER_SPIN && readers.iter().any(|r| r.awaited());
+        let spinning = start.elapsed() < READER_SPIN && helpers().any(|h| h.awaited());
         if !helped && round.is_multiple_of(ROUNDS_PER_YIELD) && !spinning && !activity::yield_core() {
             break;
         }
     }
-    if let Some(t) = transport {
-        t.end_help(got.is_none());
-    }
-    for r in readers {
-        r.end_help(got.is_none());
-    }
+    helpers().for_each(|h| h.end_help(got.is_none()));
     got.unwrap_or_else(|| rx.recv().ok())
 }

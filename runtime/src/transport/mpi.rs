@@ -14,7 +14,7 @@
 //! then be taken from a computation.
 //!
 //! A caller waiting for a call's output drives the transport itself for a while
-//! (`Transport::help`, `transport::recv_helping`) and the progress thread keeps off the core
+//! (`Helper::help`, `transport::recv_helping`) and the progress thread keeps off the core
 //! meanwhile: a short call then costs no hop between threads on its rank. On 2 ranks of a
 //! 2-core node the 8-byte round trip of `dps-bench transport` went from about 11 µs to 4-5 µs:
 //! the caller and the progress thread no longer take turns on one core, a context switch
@@ -37,7 +37,7 @@ use mpi::topology::{Communicator, SimpleCommunicator};
 use mpi::traits::CommunicatorCollectives;
 
 use super::watchdog::{Verdict, Watchdog};
-use super::Transport;
+use super::{Helper, Transport};
 use crate::activity::{self, Activity};
 use crate::binding::Binding;
 use crate::wire::{self, InFrame, WireToken};
@@ -73,7 +73,7 @@ const IDLE_WAIT: Duration = Duration::from_micros(100);
 const BUSY_POLLS: u32 = 64;
 const BUSY_WAIT: Duration = Duration::from_micros(50);
 const BUSY_WAIT_MAX: Duration = Duration::from_millis(2);
-/// While a caller drives the transport (`Transport::help`), the progress thread looks every
+/// While a caller drives the transport (`Helper::help`), the progress thread looks every
 /// this long whether it still does. A caller that gives up wakes it at once; one whose output
 /// arrived does not (a wake-up is a system call on its way back to the application), so
 /// this is how long the transport may go unserved after a short call returns.
@@ -113,7 +113,7 @@ pub(crate) struct MpiTransport {
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
-/// What the progress thread shares with the callers that help it (`Transport::help`).
+/// What the progress thread shares with the callers that help it (`Helper::help`).
 struct Shared {
     /// The transport's state and every MPI call, taken by one thread at a time.
     progress: Mutex<Progress>,
@@ -172,7 +172,9 @@ impl Transport for MpiTransport {
     fn wake(&self) {
         let _ = self.tx.send(Outgoing::Wake);
     }
+}
 
+impl Helper for MpiTransport {
     fn begin_help(&self) {
         self.shared.helpers.fetch_add(1, Ordering::SeqCst);
     }
@@ -304,7 +306,7 @@ impl Progress {
 }
 
 /// The progress thread. Rounds of the transport, polled then waited for as described in the
-/// module doc; while callers help (`Transport::help`), it keeps off their core.
+/// module doc; while callers help (`Helper::help`), it keeps off their core.
 fn run(shared: &Shared, rx: &Receiver<Outgoing>, share: &CoreShare) {
     let mut barrier: Option<Request<'static, ()>> = None;
     let mut idle: u32 = 0;
