@@ -473,7 +473,7 @@ impl ViewerProcess {
         loop {
             let left = VIEWER_START.saturating_sub(start.elapsed());
             match self.lines.recv_timeout(left) {
-                Ok(line) if line == "paused" => return Ok(()),
+                Ok(line) if line.starts_with("paused") => return Ok(()),
                 Ok(_) => {}
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
                     bail!("--view-process: the viewer did not pause in {} s", VIEWER_START.as_secs())

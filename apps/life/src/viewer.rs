@@ -7,8 +7,8 @@
 //! in flight together (pipelined). It stops after --calls or --duration, when its standard
 //! input closes (--until-eof), or when the served run ends (its calls then fail with "not
 //! running": the viewer reports what it got and exits 0). With --until-eof, a `p` on its
-//! standard input pauses its calls (it prints `paused` once no call is in flight) and an `r`
-//! resumes them: `dps-life --view-process` alternates generations with and without calls.
+//! standard input pauses its calls (it prints `paused N`, the calls made, once none is in
+//! flight) and an `r` resumes them: `dps-life --view-process` alternates generations with and without calls.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{Read as _, Write as _};
@@ -127,7 +127,7 @@ impl<'a> Watch<'a> {
         let mut paused_for = Duration::ZERO;
         let stopped_by = loop {
             if let Some(input) = input.as_deref() {
-                paused_for += input.wait_while_paused()?;
+                paused_for += input.wait_while_paused(self.calls.len())?;
             }
             if plan.calls.is_some_and(|n| self.calls.len() as u64 >= n) {
                 break "calls".to_string();
@@ -255,16 +255,16 @@ impl Input {
         s.paused && !s.closed
     }
 
-    /// Between two rounds: while paused, says so on standard output (no call is in flight)
-    /// and sleeps until resumed or closed (without waking: a paused viewer must not take
-    /// the served job's cores); returns how long it waited.
-    fn wait_while_paused(&self) -> Result<Duration> {
+    /// Between two rounds: while paused, says so on standard output with the `calls` made
+    /// (`paused 42`: none is in flight) and sleeps until resumed or closed (without waking:
+    /// a paused viewer must not take the served job's cores); returns how long it waited.
+    fn wait_while_paused(&self, calls: usize) -> Result<Duration> {
         if !self.paused() {
             return Ok(Duration::ZERO);
         }
         let start = Instant::now();
         let mut out = std::io::stdout().lock();
-        writeln!(out, "paused")?;
+        writeln!(out, "paused {calls}")?;
         out.flush()?;
         let state = self.state();
         drop(

@@ -225,3 +225,60 @@ fn view_process_measures_iterations_with_and_without_a_separately_started_viewer
         assert!(!dir.0.join("life.region.service").exists());
     }
 }
+
+/// A viewer's input: `p` pauses its calls (it answers `paused N` once none is in flight) and
+/// `r` resumes them; while paused it makes none, and its end stops the viewer.
+#[test]
+fn a_paused_viewer_makes_no_calls_until_resumed() {
+    use std::io::{BufRead, Write};
+    let _one = ONE_TEST.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = TempDir::new("pause");
+    let served = Served::start(&dir.0, 1, 20);
+    let mut child = std::process::Command::new(BIN)
+        .args(["view", "--block", "16x16", "--fan", "1", "--until-eof", "--json"])
+        .env("DPS_SERVICES", &dir.0)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    /// Kills the viewer if the test fails before it ends.
+    struct Kill(u32);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("kill").args(["-9", &self.0.to_string()]).status();
+        }
+    }
+    let _kill = Kill(child.id());
+    let (tx, lines) = std::sync::mpsc::channel();
+    let stdout = child.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut input = child.stdin.take().unwrap();
+    let pause = |input: &mut std::process::ChildStdin| -> u64 {
+        input.write_all(b"p").unwrap();
+        input.flush().unwrap();
+        let line = lines.recv_timeout(Duration::from_secs(30)).expect("the viewer did not pause");
+        line.strip_prefix("paused ").and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{line:?}"))
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let first = pause(&mut input);
+    std::thread::sleep(Duration::from_millis(500));
+    input.write_all(b"r").unwrap();
+    input.flush().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let second = pause(&mut input);
+    assert!(second > first, "resumed, it calls again: {first} then {second} calls");
+    std::thread::sleep(Duration::from_millis(300));
+    drop(input);
+    let status = child.wait().unwrap();
+    let rest: Vec<String> = lines.iter().collect();
+    assert!(status.success(), "{status}: {rest:?}");
+    let record: serde_json::Value =
+        serde_json::from_str(rest.iter().rev().find(|l| l.starts_with('{')).unwrap()).unwrap();
+    assert_eq!(record["view_calls"].as_u64(), Some(second), "no call while paused, none after its input ended");
+    assert_eq!(record["stopped_by"], "stdin", "{record}");
+    assert!(served.wait()["served_calls"].as_u64().unwrap() >= second);
+}
