@@ -9,7 +9,7 @@ use dps_dense::grain::{self, Tiling};
 use dps_harness::options::{Repeat, Standard, Timed};
 use dps_harness::{bad_input, check_memory};
 
-use crate::kernel;
+use crate::kernel::{self, Kernel};
 
 /// Which algorithm runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -57,6 +57,10 @@ pub struct Args {
     /// Jobs in flight at most (default: 2 per worker; at least 1).
     #[arg(long)]
     pub window: Option<usize>,
+    /// The block product: OpenBLAS dgemm, or the textbook triple loop (tens of times slower:
+    /// the thesis's machines' pace against their network, for the emulated cluster's tables).
+    #[arg(long, value_enum, default_value = "blas")]
+    pub kernel: Kernel,
     /// `--map`, `--reps`, `--warmup`, `--blas-threads`, `--seed` and the standard options.
     #[command(flatten)]
     pub run: Timed<42>,
@@ -73,6 +77,8 @@ pub struct Plan {
     pub tiling: Tiling,
     /// Jobs in flight at most (`None`: 2 per worker).
     pub window: Option<usize>,
+    /// The block product.
+    pub kernel: Kernel,
     /// Seed of the random matrices.
     pub seed: u64,
     /// Mapping of the worker collection.
@@ -120,6 +126,7 @@ impl Args {
             variant: self.variant,
             tiling,
             window: self.window,
+            kernel: self.kernel,
             seed: self.run.seed.seed,
             map: self.run.map.map.clone(),
             repeat: self.run.repeat.clone(),
@@ -182,6 +189,12 @@ impl Plan {
             bad_input!("--simulate: the serial variant runs no DPS graph to simulate");
         }
         let mode = self.standard.sim.mode();
+        if self.kernel == Kernel::Loops && mode != SimMode::De {
+            bad_input!(
+                "--kernel loops: --sim-mode {} charges the platform file's dgemm, which it is not; use --sim-mode de",
+                mode.name()
+            );
+        }
         if self.standard.verify() && mode != SimMode::De {
             bad_input!(
                 "--verify: --sim-mode {} skips the products, so there is no result to verify; use --sim-mode de",

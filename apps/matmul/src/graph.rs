@@ -18,7 +18,7 @@ use std::sync::Arc;
 use dps::{route, Bulk, Collection, Graph, MaybeBulk, MergeFn, Node, Runtime};
 use serde::{Deserialize, Serialize};
 
-use crate::kernel::{self, span};
+use crate::kernel::{self, span, Kernel};
 
 /// The master's state (rank 0): the operands and the product, row-major n×n matrices kept
 /// as their strips of `bh` rows (A and C; concatenated they are the row-major matrix) and
@@ -73,6 +73,7 @@ impl Master {
 #[derive(Debug, Default)]
 pub struct Worker {
     n: usize,
+    kernel: Kernel,
     jobs: HashMap<usize, Job>,
     results: HashMap<usize, Block>,
 }
@@ -152,9 +153,10 @@ fn cut_jobs(m: &mut Master) -> impl Iterator<Item = Job> + Send + 'static {
     })
 }
 
-fn multiply(job: &Job, n: usize) -> Block {
+fn multiply(job: &Job, worker: &Worker) -> Block {
+    let n = worker.n;
     let (h, w) = (job.a.len() / n, job.b.len() / n);
-    Block { i: job.i, j: job.j, c: kernel::product(&job.a, &job.b, h, n, w) }
+    Block { i: job.i, j: job.j, c: kernel::product(&job.a, &job.b, h, n, w, worker.kernel) }
 }
 
 impl Master {
@@ -201,7 +203,7 @@ impl Graphs {
 
         let split =
             Node::split("cut_strips", main, route::fixed(0), |m: &mut Master, _: ()| cut_jobs(m)).window(window);
-        let leaf = Node::leaf("multiply", workers, route_job, |w: &mut Worker, job: Job| multiply(&job, w.n));
+        let leaf = Node::leaf("multiply", workers, route_job, |w: &mut Worker, job: Job| multiply(&job, w));
         let pipelined = rt.graph("pipelined", split >> leaf >> assemble(main))?;
 
         let split =
@@ -217,7 +219,7 @@ impl Graphs {
         });
         let compute = Node::leaf("multiply_stored", workers, route_id, |w: &mut Worker, index: usize| {
             let job = w.jobs.remove(&index).expect("phase 1 stored this job here");
-            let block = multiply(&job, w.n);
+            let block = multiply(&job, w);
             w.results.insert(index, block);
             1u64
         });
@@ -256,10 +258,10 @@ impl Graphs {
             })
         })
         .window(window);
-        let partial = Node::leaf("multiply_pair", workers, route::load_balanced(), |_: &mut Worker, p: Pair| Block {
+        let partial = Node::leaf("multiply_pair", workers, route::load_balanced(), |w: &mut Worker, p: Pair| Block {
             i: p.i,
             j: p.j,
-            c: kernel::product(&p.a, &p.b, p.h as usize, p.kw as usize, p.w as usize),
+            c: kernel::product(&p.a, &p.b, p.h as usize, p.kw as usize, p.w as usize, w.kernel),
         });
         let add = Node::merge(
             "accumulate",
@@ -281,9 +283,9 @@ impl Graphs {
     }
 }
 
-/// The worker state of thread `index` for matrices of order n.
-pub fn worker(n: usize) -> Worker {
-    Worker { n, ..Worker::default() }
+/// The worker state of a thread for matrices of order n, multiplying with `kernel`.
+pub fn worker(n: usize, kernel: Kernel) -> Worker {
+    Worker { n, kernel, ..Worker::default() }
 }
 
 #[cfg(test)]
@@ -306,7 +308,7 @@ mod tests {
                 assert!(jobs.iter().all(|job| Arc::ptr_eq(&job.b, &m.b)), "B is shared, not cut");
             }
             for job in jobs {
-                let block = multiply(&job, n);
+                let block = multiply(&job, &worker(n, Kernel::Blas));
                 m.place(block, false);
             }
             let (err, ok) = kernel::error_against_serial(&m.product(), &a, &b, n);

@@ -72,16 +72,64 @@ pub fn sub_block(
     out
 }
 
-/// The product of an h×k and a k×w row-major matrix (one OpenBLAS dgemm).
+/// How a block product is computed (`--kernel`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Kernel {
+    /// OpenBLAS dgemm.
+    #[default]
+    Blas,
+    /// The textbook triple loop, each entry of C the dot product of a row of A and a column
+    /// of B: tens of times slower than dgemm, so that a node of an emulated cluster computes
+    /// at the pace the thesis's machines had against their network (docs/cluster-tables.md).
+    Loops,
+}
+
+impl Kernel {
+    /// The kernel's name in records.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::Blas => "blas",
+            Kernel::Loops => "loops",
+        }
+    }
+}
+
+/// The product of an h×k and a k×w row-major matrix (one OpenBLAS dgemm, or the loops).
 /// Under a PDEXEC simulation the dgemm is skipped and its calibrated cost charged (the
 /// block is then left as the buffer came: no result to verify, which the runner refuses);
-/// under NOALLOC the operands and the block are absent.
-pub fn product(a: &MaybeBulk<f64>, b: &MaybeBulk<f64>, h: usize, k: usize, w: usize) -> MaybeBulk<f64> {
+/// under NOALLOC the operands and the block are absent. (`Kernel::Loops` is refused there.)
+pub fn product(a: &MaybeBulk<f64>, b: &MaybeBulk<f64>, h: usize, k: usize, w: usize, kernel: Kernel) -> MaybeBulk<f64> {
     let mut c = MaybeBulk::recycled(h * w);
-    if !dps::skip_kernel("gemm", &[h as u64, w as u64, k as u64], 2.0 * h as f64 * w as f64 * k as f64) {
-        blas::gemm_row(h, w, k, a, b, &mut c);
+    match kernel {
+        Kernel::Loops => {
+            c.fill(0.0);
+            loops(h, w, k, (a, k), (b, w), (&mut c, w));
+        }
+        Kernel::Blas => {
+            if !dps::skip_kernel("gemm", &[h as u64, w as u64, k as u64], 2.0 * h as f64 * w as f64 * k as f64) {
+                blas::gemm_row(h, w, k, a, b, &mut c);
+            }
+        }
     }
     c
+}
+
+/// C += A·B for an h×k A and a k×w B, row-major, each given with its row stride: the
+/// textbook triple loop.
+fn loops(
+    h: usize,
+    w: usize,
+    k: usize,
+    (a, lda): (&[f64], usize),
+    (b, ldb): (&[f64], usize),
+    (c, ldc): (&mut [f64], usize),
+) {
+    for i in 0..h {
+        for j in 0..w {
+            let dot: f64 = (0..k).map(|p| a[i * lda + p] * b[p * ldb + j]).sum();
+            c[i * ldc + j] += dot;
+        }
+    }
 }
 
 /// Adds (or, with `overwrite`, copies) the h×w block `blk` into C at rows `rows`, columns
@@ -116,6 +164,19 @@ pub fn serial(a: &[f64], b: &[f64], n: usize) -> Vec<f64> {
     c
 }
 
+/// C = A·B on one core with the loops, block by block (blocks of `bs`: the blocks the
+/// parallel runs multiply, so that their speedup compares like with like).
+pub fn serial_loops(a: &[f64], b: &[f64], n: usize, bs: usize) -> Vec<f64> {
+    let mut c = vec![0.0; n * n];
+    let nb = blocks(n, bs);
+    for (i, j, p) in (0..nb * nb * nb).map(|x| (x / (nb * nb), (x / nb) % nb, x % nb)) {
+        let (rows, cols, mid) = (span(n, bs, i), span(n, bs, j), span(n, bs, p));
+        let (at, bt, ct) = (rows.start * n + mid.start, mid.start * n + cols.start, rows.start * n + cols.start);
+        loops(rows.len(), cols.len(), mid.len(), (&a[at..], n), (&b[bt..], n), (&mut c[ct..], n));
+    }
+    c
+}
+
 /// ‖C − A·B‖_F / (‖A‖_F‖B‖_F), against the serial product, and whether it is within the
 /// bound 10·n·ε. A NaN or infinite error (a NaN or infinity anywhere, or an overflow) fails.
 pub fn error_against_serial(c: &[f64], a: &[f64], b: &[f64], n: usize) -> (f64, bool) {
@@ -137,15 +198,28 @@ mod tests {
     fn strips_and_blocks_rebuild_the_product_with_ragged_edges() {
         let (n, bs) = (10, 4); // blocks of 4, 4, 2
         let (a, b) = (matrix(n, 1), matrix(n, 2));
-        let mut c = MaybeBulk::from(vec![0.0; n * n]);
-        for i in 0..blocks(n, bs) {
-            for j in 0..blocks(n, bs) {
-                let (h, w) = (span(n, bs, i).len(), span(n, bs, j).len());
-                let blk = product(&row_strip(&a, n, bs, i), &col_strip(&b.clone().into(), n, bs, j), h, n, w);
-                put_block(&mut c, n, span(n, bs, i), span(n, bs, j), &blk, true);
+        for kernel in [Kernel::Blas, Kernel::Loops] {
+            let mut c = MaybeBulk::from(vec![0.0; n * n]);
+            for i in 0..blocks(n, bs) {
+                for j in 0..blocks(n, bs) {
+                    let (h, w) = (span(n, bs, i).len(), span(n, bs, j).len());
+                    let (ai, bj) = (row_strip(&a, n, bs, i), col_strip(&b.clone().into(), n, bs, j));
+                    let blk = product(&ai, &bj, h, n, w, kernel);
+                    put_block(&mut c, n, span(n, bs, i), span(n, bs, j), &blk, true);
+                }
             }
+            assert!(error_against_serial(&c, &a, &b, n).1, "{kernel:?}");
         }
-        assert!(error_against_serial(&c, &a, &b, n).1);
+    }
+
+    #[test]
+    fn the_blocked_loops_compute_the_product_with_ragged_edges() {
+        let n = 10;
+        let (a, b) = (matrix(n, 1), matrix(n, 2));
+        for bs in [1, 4, 10] {
+            let (err, ok) = error_against_serial(&serial_loops(&a, &b, n, bs), &a, &b, n);
+            assert!(ok, "blocks of {bs}: error {err}");
+        }
     }
 
     #[test]

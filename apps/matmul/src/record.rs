@@ -8,6 +8,8 @@ use dps_dense::kernel_choice::BlasInfo;
 use dps_harness::{Common, FiniteOrText};
 use serde::{Deserialize, Serialize};
 
+use crate::kernel::Kernel;
+
 /// One run of `dps-matmul`. Fields of other variants are absent, not null.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct Record {
@@ -17,6 +19,8 @@ pub struct Record {
     /// The BLAS library, version, kernel set (core) and threads of rank 0's process.
     #[serde(flatten)]
     pub blas: BlasInfo,
+    /// The block product (`--kernel`): `blas` or `loops`.
+    pub kernel: String,
     /// Matrix order.
     pub n: usize,
     /// Rows of a block of C (the block size of `--block`).
@@ -58,11 +62,12 @@ pub struct Record {
 
 impl Record {
     /// A record without the phase fields and the error: the caller adds those it has.
-    pub fn new(common: Common, n: usize, block: &Tiling, s: Option<usize>, reps: usize) -> Record {
+    pub fn new(common: Common, n: usize, block: &Tiling, s: Option<usize>, reps: usize, kernel: Kernel) -> Record {
         let gflops = 2.0 * (n as f64).powi(3) / common.seconds / 1e9;
         Record {
             common,
             blas: BlasInfo::of_this_process(),
+            kernel: kernel.name().to_string(),
             n,
             block: block.rows,
             block_cols: block.cols,

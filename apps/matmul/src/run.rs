@@ -10,7 +10,7 @@ use dps_harness::{median, Common, FiniteOrText};
 
 use crate::cli::{Args, Plan, Variant};
 use crate::graph::{self, Graphs, Master};
-use crate::kernel;
+use crate::kernel::{self, Kernel};
 use crate::record::Record;
 
 /// What the simulator supports of dps-matmul: every mode (the control flow never depends
@@ -45,7 +45,7 @@ pub fn execute(plan: &Plan) -> Result<()> {
     let rt = standard.sim.start(&standard.runtime, &SIMULATION)?;
     let (n, tiling) = (plan.n, &plan.tiling);
     let main = rt.collection("main", "0", |_| Master::new(n, tiling.rows, tiling.cols, plan.seed))?;
-    let workers = rt.collection("workers", &plan.map, |_| graph::worker(n))?;
+    let workers = rt.collection("workers", &plan.map, |_| graph::worker(n, plan.kernel))?;
     let window = plan.window.unwrap_or(2 * workers.len());
     let graphs = Graphs::build(&rt, &main, &workers, window)?;
     if rt.is_root() {
@@ -95,7 +95,8 @@ fn report(plan: &Plan, rt: &Runtime, g: &Graphs, threads: usize) -> Result<()> {
         seconds = phased.clone();
     }
     let common = Common::new("matmul", &plan.variant.name(), rt.ranks(), threads, median(&seconds), None).bound_by(rt);
-    let mut record = Record::new(common, n, &plan.tiling, Some(kernel::blocks(n, plan.tiling.rows)), plan.repeat.reps);
+    let blocks = Some(kernel::blocks(n, plan.tiling.rows));
+    let mut record = Record::new(common, n, &plan.tiling, blocks, plan.repeat.reps, plan.kernel);
     record.first_call_s = first_call;
     if !ratios.is_empty() {
         let ratio = median(&ratios);
@@ -134,7 +135,10 @@ fn run_serial(plan: &Plan) -> Result<()> {
         &(0..plan.repeat.runs())
             .map(|_| {
                 let t = Instant::now();
-                std::hint::black_box(kernel::serial(&a, &b, n));
+                std::hint::black_box(match plan.kernel {
+                    Kernel::Blas => kernel::serial(&a, &b, n),
+                    Kernel::Loops => kernel::serial_loops(&a, &b, n, plan.tiling.rows),
+                });
                 t.elapsed().as_secs_f64()
             })
             .skip(plan.repeat.warmup)
@@ -142,5 +146,8 @@ fn run_serial(plan: &Plan) -> Result<()> {
     );
     // The serial product is the reference itself: nothing to verify.
     let common = Common::new("matmul", "serial", 1, plan.blas_threads, seconds, None);
-    dps_harness::print_record(&Record::new(common, n, &plan.tiling, None, plan.repeat.reps), plan.standard.json())
+    dps_harness::print_record(
+        &Record::new(common, n, &plan.tiling, None, plan.repeat.reps, plan.kernel),
+        plan.standard.json(),
+    )
 }

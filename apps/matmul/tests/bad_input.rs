@@ -30,6 +30,7 @@ fn bad_options_are_refused_once_with_exit_2() {
             case(&["--n", "10", "--warmup", "18446744073709551615"], 2, &["--warmup", "overflow"]),
             case(&["--n", "10", "--blas-threads", "0"], 2, &["--blas-threads 0"]),
             case(&["--n", "10", "--variant", "bogus"], 2, &["bogus", "--variant"]),
+            case(&["--n", "10", "--kernel", "bogus"], 2, &["bogus", "--kernel"]),
             case(&["--n", "10", "--trace", trace], 2, &["--trace", "does not exist"]),
             // The default block (the cost model's) stays within a small n.
             case(&["--n", "64", "--verify"], 0, &[]),
@@ -153,6 +154,11 @@ fn bad_simulations_are_refused_once_with_exit_2() {
                 &["--n", "64", "--simulate", "2", "--sim-mode", "pdexec", "--verify", "--platform", &good],
                 2,
                 &["--verify", "pdexec", "--sim-mode de"],
+            ),
+            case(
+                &["--n", "64", "--simulate", "2", "--sim-mode", "pdexec", "--kernel", "loops", "--platform", &good],
+                2,
+                &["--kernel loops", "pdexec", "--sim-mode de"],
             ),
             case(&["--n", "64", "--simulate", "2", "--sim-cores", "0", "--platform", &good], 2, &["--sim-cores 0"]),
             case(&["--n", "64", "--simulate", "2", "--variant", "serial", "--platform", &good], 2, &["serial"]),

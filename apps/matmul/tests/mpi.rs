@@ -42,3 +42,20 @@ fn the_default_tiling_matches_serial_dgemm_on_1_2_4_ranks() {
         }
     }
 }
+
+/// `--kernel loops` (the emulated cluster's Fig. 6.6): the farm and the pipelined graph equal
+/// the serial dgemm on 2 and 4 ranks, and the serial variant's blocked loops time the same
+/// product.
+#[test]
+fn the_loops_kernel_matches_serial_dgemm_on_2_4_ranks() {
+    for ranks in [2, 4] {
+        for variant in ["farm", "pipelined"] {
+            let args = ["--n", "100", "--block", "30", "--variant", variant, "--kernel", "loops", "--verify", "--json"];
+            let job = mpirun(ranks, BIN.as_ref(), &args);
+            assert!(job.status.success(), "{ranks} ranks {variant}: {}", job.stderr);
+            let r = json(&job.stdout);
+            assert_eq!((&r["verified"], &r["kernel"]), (&true.into(), &"loops".into()), "{r}");
+            assert!(r["error"].as_f64().unwrap() <= 1e-12, "{r}");
+        }
+    }
+}
