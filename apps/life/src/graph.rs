@@ -257,7 +257,8 @@ impl Band {
     }
 }
 
-/// The state of a `band_readers` thread: band `index`'s rows, read while the band computes.
+/// The state of a `band_readers` thread: its band's first row and a view of its rows, read
+/// while the band computes.
 #[derive(Debug)]
 pub struct Reader {
     y0: usize,

@@ -325,7 +325,6 @@ impl<'a> Sim<'a> {
         Ok(Some(Served { served_calls: export.served(), serve_generations }))
     }
 
-    /// Runs `count` generations; returns each call's time per generation.
     /// `--view-process`: `count` generations with the viewer calling and `count` with its
     /// calls paused, in 40 turns of each, so that the machine's other load (and its
     /// changes) weighs on both alike. Returns the per-generation times with and without.
@@ -349,6 +348,7 @@ impl<'a> Sim<'a> {
         Ok((with, without))
     }
 
+    /// Runs `count` generations; returns each call's time per generation.
     fn generations(&mut self, schedule: Schedule, count: u64) -> Result<Vec<f64>> {
         let mut times = Vec::new();
         let mut left = count;

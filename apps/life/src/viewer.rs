@@ -8,7 +8,8 @@
 //! input closes (--until-eof), or when the served run ends (its calls then fail with "not
 //! running": the viewer reports what it got and exits 0). With --until-eof, a `p` on its
 //! standard input pauses its calls (it prints `paused N`, the calls made, once none is in
-//! flight) and an `r` resumes them: `dps-life --view-process` alternates generations with and without calls.
+//! flight) and an `r` resumes them: `dps-life --view-process` alternates generations with
+//! and without calls.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{Read as _, Write as _};
@@ -124,10 +125,10 @@ impl<'a> Watch<'a> {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(plan.seed);
         let input = plan.until_eof.then(Input::read_stdin);
         let start = Instant::now();
-        let mut paused_for = Duration::ZERO;
+        let (mut paused_for, mut answered) = (Duration::ZERO, 0);
         let stopped_by = loop {
             if let Some(input) = input.as_deref() {
-                paused_for += input.wait_while_paused(self.calls.len())?;
+                paused_for += input.wait_while_paused(self.calls.len(), &mut answered)?;
             }
             if plan.calls.is_some_and(|n| self.calls.len() as u64 >= n) {
                 break "calls".to_string();
@@ -203,7 +204,9 @@ impl<'a> Watch<'a> {
 }
 
 /// What standard input tells a viewer started with --until-eof: `p` pauses its calls, `r`
-/// resumes them, and its end stops the viewer (read by a thread of its own).
+/// resumes them, and its end stops the viewer (read by a thread of its own). Requests are
+/// counted, not just flagged: an `r` and the next `p` may arrive while the viewer waits,
+/// and that `p` still gets its answer.
 #[derive(Default)]
 struct Input {
     state: Mutex<InputState>,
@@ -212,8 +215,15 @@ struct Input {
 
 #[derive(Default)]
 struct InputState {
-    paused: bool,
+    pauses: u64,
+    resumes: u64,
     closed: bool,
+}
+
+impl InputState {
+    fn paused(&self) -> bool {
+        self.pauses > self.resumes && !self.closed
+    }
 }
 
 impl Input {
@@ -226,8 +236,8 @@ impl Input {
             while let Ok(n @ 1..) = stdin.read(&mut bytes) {
                 for &b in &bytes[..n] {
                     match b {
-                        b'p' => reader.set(|s| s.paused = true),
-                        b'r' => reader.set(|s| s.paused = false),
+                        b'p' => reader.set(|s| s.pauses += 1),
+                        b'r' => reader.set(|s| s.resumes += 1),
                         _ => {}
                     }
                 }
@@ -250,29 +260,32 @@ impl Input {
         self.state().closed
     }
 
-    fn paused(&self) -> bool {
-        let s = self.state();
-        s.paused && !s.closed
-    }
-
-    /// Between two rounds: while paused, says so on standard output with the `calls` made
-    /// (`paused 42`: none is in flight) and sleeps until resumed or closed (without waking:
-    /// a paused viewer must not take the served job's cores); returns how long it waited.
-    fn wait_while_paused(&self, calls: usize) -> Result<Duration> {
-        if !self.paused() {
+    /// Between two rounds (no call in flight): answers each pause asked for since the last
+    /// answer (`answered` counts them) on standard output with the `calls` made (`paused
+    /// 42`), and sleeps while paused (without waking: a paused viewer must not take the
+    /// served job's cores). Returns how long it was paused.
+    fn wait_while_paused(&self, calls: usize, answered: &mut u64) -> Result<Duration> {
+        let start = Instant::now();
+        let mut state = self.state();
+        if !state.paused() && state.pauses == *answered {
             return Ok(Duration::ZERO);
         }
-        let start = Instant::now();
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "paused {calls}")?;
-        out.flush()?;
-        let state = self.state();
-        drop(
-            self.changed
-                .wait_while(state, |s| s.paused && !s.closed)
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        );
-        Ok(start.elapsed())
+        loop {
+            if state.pauses > *answered {
+                *answered = state.pauses;
+                let mut out = std::io::stdout().lock();
+                writeln!(out, "paused {calls}")?;
+                out.flush()?;
+            }
+            if !state.paused() {
+                return Ok(start.elapsed());
+            }
+            let seen = *answered;
+            state = self
+                .changed
+                .wait_while(state, |s| s.paused() && s.pauses == seen)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
     }
 }
 
@@ -282,7 +295,7 @@ fn pause(period: Duration, input: Option<&Input>) {
         Some(input) => drop(
             input
                 .changed
-                .wait_timeout_while(input.state(), period, |s| !s.paused && !s.closed)
+                .wait_timeout_while(input.state(), period, |s| !s.paused() && !s.closed)
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
         ),
         None => std::thread::sleep(period),
