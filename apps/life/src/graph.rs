@@ -49,7 +49,6 @@ pub struct Band {
     index: usize,
     y0: usize,
     slab: Slab,
-    generation: u64,
     /// `simple`: the step under way, from the band's Go.
     step: Option<Step>,
     /// `overlap`: ghost-row tokens of the next step, from a neighbour a step ahead.
@@ -81,7 +80,6 @@ impl Band {
             index,
             y0: rows.start,
             slab,
-            generation: 0,
             step: None,
             early: Vec::new(),
             ghosts_expected,
@@ -91,8 +89,13 @@ impl Band {
         }
     }
 
+    /// The generation its rows are at (the slab counts them).
+    fn generation(&self) -> u64 {
+        self.slab.generation()
+    }
+
     fn check(&self, step: Step) {
-        assert_eq!(step.generation, self.generation, "band {} got a token of another step", self.index);
+        assert_eq!(step.generation, self.generation(), "band {} got a token of another step", self.index);
         assert!(
             step.depth >= 1 && step.depth <= self.slab.halo,
             "band {}: a step of {} generations",
@@ -136,14 +139,15 @@ impl Band {
     /// call ends there.
     fn advance(&mut self, token: Exchange, layout: &Layout) -> Vec<Exchange> {
         let step = token.step();
-        if step.generation != self.generation {
+        let generation = self.generation();
+        if step.generation != generation {
             // The neighbour finished this step (it had our border rows) before we did.
-            let next = self.generation + step.depth as u64;
+            let next = generation + step.depth as u64;
             assert!(
                 matches!(token, Exchange::Ghost { .. }) && step.generation == next,
                 "band {} at generation {} got a token of generation {}",
                 self.index,
-                self.generation,
+                generation,
                 step.generation
             );
             self.early.push(token);
@@ -154,10 +158,11 @@ impl Band {
             return Vec::new();
         }
         self.finish_step(step);
-        if self.generation >= step.end {
+        let generation = self.generation();
+        if generation >= step.end {
             return Vec::new();
         }
-        let next = Step { generation: self.generation, ..step };
+        let next = Step { generation, ..step };
         for token in std::mem::take(&mut self.early) {
             self.take(token);
         }
@@ -252,7 +257,6 @@ impl Band {
 
     fn finish_step(&mut self, step: Step) {
         self.slab.swap(step.depth as u64);
-        self.generation += step.depth as u64;
         (self.ghosts, self.handled, self.borders_done) = (0, 0, false);
     }
 }
