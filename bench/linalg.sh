@@ -14,7 +14,7 @@
 # The DPS runs use the default blocks (the cost model's, dps_dense::grain); MM_BLOCK=2048 or
 # LU_BLOCK=512 pins one. Each row shows the block, and the first call against the median.
 # Sizes can be lowered for a quick run: MM_N=1024 LU_N=4096 bench/linalg.sh (the main job's
-# default runs REPS=2 at these sizes; the LU floor applies from n = 8192).
+# runs REPS=3 at these sizes; the LU floor applies from n = 8192).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MM_N=${MM_N:-"4096 2048"} MM_BLOCK=${MM_BLOCK:-} LU_N=${LU_N:-8192} LU_BLOCK=${LU_BLOCK:-} REPS=${REPS:-3}
