@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # A cluster in a box: N emulated nodes on this machine, each a network namespace with its own
 # host name, a share of a CPU core and a shaped link into one bridge. Run as root.
-#   slurm/cluster.sh up DIR [--nodes N] [--cpu Q] [--link RATE] [--slurm]
+#   slurm/cluster.sh up DIR [--nodes N] [--cpu Q] [--first-cpu Q1] [--link RATE] [--slurm]
 #       N nodes n1..nN (default 2), each with Q of a core (default: the cores shared out, at
-#       most 1.0), each link RATE each way (tc rate: 100mbit, 1gbit; default none = unshaped).
+#       most 1.0; n1 with Q1 if given: a master's own node, as the thesis's client PC), each
+#       link RATE each way (tc rate: 100mbit, 1gbit; default none = unshaped).
 #       DIR gets: hostfile, agent (runs a command on a node: `DIR/agent n2 hostname`), env
 #       (Open MPI's settings; scripts/mpirun --cluster DIR sources it). --slurm adds a
 #       slurmctld and one slurmd per node (clients: `. DIR/env` sets SLURM_CONF and Open MPI's).
@@ -116,11 +117,12 @@ tc_rate_bits() {
 
 up() {
   local dir=$1; shift
-  local nodes=2 cpu="" link=none slurm=0
+  local nodes=2 cpu="" first_cpu="" link=none slurm=0
   while (($#)); do
     case $1 in
       --nodes) nodes=${2:?--nodes needs a count}; shift 2 ;;
       --cpu) cpu=${2:?--cpu needs a fraction of a core}; shift 2 ;;
+      --first-cpu) first_cpu=${2:?--first-cpu needs a fraction of a core}; shift 2 ;;
       --link) link=${2:?--link needs a rate}; shift 2 ;;
       --slurm) slurm=1; shift ;;
       *) usage ;;
@@ -130,8 +132,12 @@ up() {
   local cores; cores=$(nproc)
   [[ -n $cpu ]] || cpu=$(awk -v c="$cores" -v n="$nodes" 'BEGIN { q = c / n; if (q > 1) q = 1; printf "%.3g\n", q }')
   awk -v q="$cpu" 'BEGIN { exit !(q ~ /^[0-9]*\.?[0-9]+$/ && q >= 0.01) }' || die "--cpu must be a fraction of a core >= 0.01, not \"$cpu\""
-  awk -v q="$cpu" -v n="$nodes" -v c="$cores" 'BEGIN { exit !(q * n <= c + 1e-9) }' ||
-    die "$nodes nodes at $cpu of a core need $(awk -v q="$cpu" -v n="$nodes" 'BEGIN{print q*n}') cores; this machine has $cores"
+  [[ -n $first_cpu ]] || first_cpu=$cpu
+  awk -v q="$first_cpu" 'BEGIN { exit !(q ~ /^[0-9]*\.?[0-9]+$/ && q >= 0.01) }' ||
+    die "--first-cpu must be a fraction of a core >= 0.01, not \"$first_cpu\""
+  local total; total=$(awk -v q="$cpu" -v f="$first_cpu" -v n="$nodes" 'BEGIN { print f + q * (n - 1) }')
+  awk -v t="$total" -v c="$cores" 'BEGIN { exit !(t <= c + 1e-9) }' ||
+    die "$nodes nodes at $cpu of a core$( [[ $first_cpu == "$cpu" ]] || echo " (n1 at $first_cpu)") need $total cores; this machine has $cores"
   [[ $link == none ]] || tc_rate_bits "$link" >/dev/null || die "bad link rate \"$link\" (examples: 100mbit, 1gbit, none)"
   check_prerequisites
   ((slurm == 0)) || command -v slurmctld >/dev/null || missing "Slurm is not installed (WITH_SLURM=1 scripts/setup.sh)"
@@ -149,11 +155,13 @@ up() {
   # of 1 ms (below 0.1 of a core). A throttled node waits at most a period minus its quota;
   # a 5 ms period at 0.2 of a core did not bring the simulator nearer (docs/measurements/
   # 2026-11-28-cluster-quota-period.md). DPS_CLUSTER_PERIOD_US sets another (1000 to 1000000).
-  local period quota
-  period=${DPS_CLUSTER_PERIOD_US:-$(awk -v q="$cpu" 'BEGIN { p = int(1000 / q); if (p * q < 1000) p++; if (p < 10000) p = 10000; print p }')}
+  local period quota first_quota least
+  least=$(awk -v q="$cpu" -v f="$first_cpu" 'BEGIN { print (f < q ? f : q) }')
+  period=${DPS_CLUSTER_PERIOD_US:-$(awk -v q="$least" 'BEGIN { p = int(1000 / q); if (p * q < 1000) p++; if (p < 10000) p = 10000; print p }')}
   quota=$(awk -v q="$cpu" -v p="$period" 'BEGIN { printf "%d\n", q * p }')
-  (( period >= 1000 && period <= 1000000 && quota >= 1000 )) \
-    || die "a quota period of $period us with $cpu of a core: need 1000 to 1000000 us and a quota of at least 1000 us"
+  first_quota=$(awk -v q="$first_cpu" -v p="$period" 'BEGIN { printf "%d\n", q * p }')
+  (( period >= 1000 && period <= 1000000 && quota >= 1000 && first_quota >= 1000 )) \
+    || die "a quota period of $period us with $least of a core: need 1000 to 1000000 us and a quota of at least 1000 us"
   mkdir -p "$RUN/uts" "$CG"; echo "$dir" > "$RUN/dir"
   ip link add "$BRIDGE" type bridge
   ip addr add "$NET.254/24" dev "$BRIDGE"
@@ -161,9 +169,11 @@ up() {
   local i n
   local hosts="$HOSTS_BEGIN"$'\n'"$NET.254 dps-head"
   : > "$dir/hostfile"
-  local slots; slots=$(awk -v q="$cpu" 'BEGIN { s = int(q); if (s < q) s++; if (s < 1) s = 1; print s }')
+  local share slots
   for i in $(seq "$nodes"); do
-    n=n$i
+    n=n$i share=$cpu
+    ((i > 1)) || share=$first_cpu
+    slots=$(awk -v q="$share" 'BEGIN { s = int(q); if (s < q) s++; if (s < 1) s = 1; print s }')
     ip netns add "$NETNS$n"
     ip link add "$NETNS$n" type veth peer name eth0 netns "$NETNS$n"
     ip link set "$NETNS$n" master "$BRIDGE"
@@ -175,7 +185,7 @@ up() {
     unshare --uts="$RUN/uts/$n" hostname "$n"
     mkdir -p "$CG/$n"
     echo "$period" > "$CG/$n/cpu.cfs_period_us"
-    echo "$quota" > "$CG/$n/cpu.cfs_quota_us"
+    awk -v q="$share" -v p="$period" 'BEGIN { printf "%d\n", q * p }' > "$CG/$n/cpu.cfs_quota_us"
     if [[ $link != none ]]; then
       shape "$NETNS$n" eth0 "$link"; shape "" "$NETNS$n" "$link"
     else
@@ -218,7 +228,7 @@ export OMPI_MCA_btl_tcp_max_send_size=4194304
 ENV
   ((slurm == 0)) || slurm_up "$dir" "$nodes" "$cpu"
   trap - EXIT
-  echo "cluster: $nodes nodes (n1..n$nodes) at $cpu of a core, links $link; hostfile, agent and env in $dir" >&2
+  echo "cluster: $nodes nodes (n1..n$nodes) at $cpu of a core$( [[ $first_cpu == "$cpu" ]] || echo " (n1 at $first_cpu)"), links $link; hostfile, agent and env in $dir" >&2
 }
 
 # A slurmctld (on the bridge's address, in the cgroup ctl) and one slurmd per node, entered

@@ -427,6 +427,40 @@ fn a_sweep_runs_an_experiment_on_a_cluster_it_stands_up_and_takes_down() {
 }
 
 #[test]
+fn a_sweep_gives_the_master_a_node_of_its_own() {
+    let _turn = ONE_CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("experiments.toml");
+    std::fs::write(
+        &file,
+        "[[experiment]]\nname = \"farm\"\ntitle = \"t\"\napp = \"dps-matmul\"\n\
+         args = [\"--variant\", \"farm\", \"--n\", \"256\", \"--block\", \"64\", \"--verify\"]\n\
+         reference = [\"--variant\", \"serial\", \"--n\", \"256\", \"--block\", \"64\"]\n\
+         ranks = [2]\nrepeat = 1\ncolumns = [\"verified\"]\n\
+         cluster = { cpu = 0.3, link = \"none\", master = 0.6 }\n",
+    )
+    .unwrap();
+    let done = sweep(&file, &tmp.path().join("out"));
+    let (stdout, stderr) = (String::from_utf8_lossy(&done.stdout), String::from_utf8_lossy(&done.stderr));
+    assert!(done.status.success(), "the sweep failed:\n{stdout}\n{stderr}");
+    let dir = std::fs::read_dir(tmp.path().join("out").join("farm")).unwrap().next().unwrap().unwrap().path();
+    let table = std::fs::read_to_string(dir.join("table.md")).unwrap();
+    let heading = "the master (rank 0) alone on a node of 0.6 of a core, each of the P worker ranks on a node of 0.3";
+    assert!(table.contains(heading), "{table}");
+    assert!(table.lines().any(|l| l.starts_with("| 2 ") && l.ends_with("| true | ok |")), "{table}");
+    // The row's job: 3 ranks, rank 0 the master alone, 2 worker threads on ranks 1 and 2.
+    let runs = std::fs::read_to_string(dir.join("runs.jsonl")).unwrap();
+    let farm: Vec<serde_json::Value> = runs
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["record"].clone())
+        .filter(|r| r["variant"] == "farm")
+        .collect();
+    assert_eq!(farm.len(), 1, "{runs}");
+    assert_eq!((farm[0]["ranks"].as_u64(), farm[0]["threads"].as_u64()), (Some(3), Some(2)), "{runs}");
+    assert_eq!(leftovers(), Vec::<String>::new(), "the sweep left its cluster behind");
+}
+
+#[test]
 fn a_client_on_another_node_calls_a_service_over_tcp() {
     let cluster = Cluster::up("service", &[]);
     let registry = tempfile::tempdir().unwrap();

@@ -29,7 +29,8 @@ pub(crate) enum NotUp {
 }
 
 impl Up {
-    /// Stands up `nodes` nodes with the CPU share and link of `spec`.
+    /// Stands up `nodes` nodes with the CPU share and link of `spec`, and before them the
+    /// master's node n1 if `spec` has one.
     pub(crate) fn stand_up(spec: &Cluster, nodes: usize, cores: usize) -> Result<Up, NotUp> {
         if let Some(why) = spec.too_big(nodes, cores) {
             return Err(NotUp::Unavailable(why));
@@ -38,11 +39,14 @@ impl Up {
             .prefix("dps-sweep-cluster")
             .tempdir()
             .map_err(|e| NotUp::Failed(format!("cannot make the cluster's directory: {e}")))?;
-        let (nodes, cpu) = (nodes.to_string(), spec.cpu.to_string());
+        let all = nodes + usize::from(spec.master.is_some());
+        let (all, cpu) = (all.to_string(), spec.cpu.to_string());
+        let first = spec.master.map(|m| ["--first-cpu".to_string(), m.to_string()]);
         let out = Command::new("timeout")
             .args([TIMEOUT_S, SCRIPT, "up"])
             .arg(dir.path())
-            .args(["--nodes", &nodes, "--cpu", &cpu, "--link", &spec.link])
+            .args(["--nodes", &all, "--cpu", &cpu, "--link", &spec.link])
+            .args(first.iter().flatten())
             .output()
             .map_err(|e| NotUp::Failed(format!("cannot run {SCRIPT}: {e}")))?;
         let said = String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("").trim().to_string();

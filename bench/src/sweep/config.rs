@@ -80,6 +80,12 @@ pub(crate) struct Cluster {
     pub(crate) cpu: f64,
     /// Each node's link rate into the bridge (`100mbit`, `1gbit`) or `none` (unshaped).
     pub(crate) link: String,
+    /// A node of its own for the master, at this share: rank 0 alone on node n1, the
+    /// experiment's `ranks` (the workers) on nodes n2.., the app's `--map` naming ranks
+    /// 1..=P, and the serial reference on n2, a worker's node. The thesis's farms ran so: P
+    /// slave PCs and a client PC (of two CPUs in Fig. 6.6).
+    #[serde(default)]
+    pub(crate) master: Option<f64>,
 }
 
 impl Cluster {
@@ -87,6 +93,9 @@ impl Cluster {
     fn check(&self) -> Result<(), String> {
         if !(self.cpu >= 0.01 && self.cpu <= 1.0) {
             return Err(format!("cluster: cpu {} must be a share of a core between 0.01 and 1", self.cpu));
+        }
+        if let Some(m) = self.master.filter(|m| !(*m >= 0.01 && *m <= 4.0)) {
+            return Err(format!("cluster: master {m} must be a share of cores between 0.01 and 4"));
         }
         let rate = self.link.trim_end_matches("bit").trim_end_matches(['k', 'm', 'g']);
         let is_rate = self.link.ends_with("bit") && rate.parse::<f64>().is_ok_and(|r| r > 0.0);
@@ -96,18 +105,32 @@ impl Cluster {
         Ok(())
     }
 
-    /// Why `nodes` such nodes do not fit on `cores` cores, if they do not: their shares
-    /// together may not exceed the machine's cores.
+    /// Why `nodes` such nodes (and the master's, if any) do not fit on `cores` cores, if
+    /// they do not: their shares together may not exceed the machine's cores.
     pub(crate) fn too_big(&self, nodes: usize, cores: usize) -> Option<String> {
-        let needed = self.cpu * nodes as f64;
-        (needed > cores as f64 + 1e-9)
-            .then(|| format!("{nodes} nodes at {} of a core need {needed} cores; this machine has {cores}", self.cpu))
+        let needed = self.cpu * nodes as f64 + self.master.unwrap_or(0.0);
+        let master = self.master.map_or(String::new(), |m| format!(" and a master's at {m}"));
+        let shown = (needed * 1e3).round() / 1e3;
+        (needed > cores as f64 + 1e-9).then(|| {
+            format!("{nodes} nodes at {} of a core{master} need {shown} cores; this machine has {cores}", self.cpu)
+        })
     }
 
     /// The table's heading line for it.
     pub(crate) fn describe(&self) -> String {
         let link = if self.link == "none" { "unshaped links".to_string() } else { format!("{} links", self.link) };
-        format!("Emulated cluster: one rank per node, each node {} of a core, {link}.", self.cpu)
+        match self.master {
+            Some(m) => format!(
+                "Emulated cluster: the master (rank 0) alone on a node of {m} of a core, each of the P worker ranks on a node of {} of a core, {link}.",
+                self.cpu
+            ),
+            None => format!("Emulated cluster: one rank per node, each node {} of a core, {link}.", self.cpu),
+        }
+    }
+
+    /// The rank list of `--map` for P workers beside a master of their own (ranks 1..=P).
+    pub(crate) fn worker_map(workers: usize) -> String {
+        (1..=workers).map(|r| r.to_string()).collect::<Vec<_>>().join(" ")
     }
 }
 
@@ -268,6 +291,11 @@ impl Experiment {
         }
         if let Some(cluster) = &self.cluster {
             cluster.check()?;
+            if cluster.master.is_some() && (self.args.iter().any(|a| a == "--map") || self.params.contains_key("map")) {
+                return Err(
+                    "cluster: with a master node the sweep maps the workers (--map 1..=P); args must not".into()
+                );
+            }
         }
         Ok(())
     }
@@ -325,11 +353,20 @@ mod tests {
 
     #[test]
     fn a_cluster_fits_when_its_shares_add_up_to_the_cores_at_most() {
-        let c = Cluster { cpu: 0.25, link: "100mbit".into() };
+        let c = Cluster { cpu: 0.25, link: "100mbit".into(), master: None };
         assert_eq!(c.too_big(8, 2), None);
         assert_eq!(c.too_big(9, 2).unwrap(), "9 nodes at 0.25 of a core need 2.25 cores; this machine has 2");
-        assert!(c.check().is_ok() && Cluster { cpu: 1.0, link: "none".into() }.check().is_ok());
-        assert!(Cluster { cpu: 1.5, link: "none".into() }.check().is_err());
+        assert!(c.check().is_ok() && Cluster { cpu: 1.0, link: "none".into(), master: None }.check().is_ok());
+        assert!(Cluster { cpu: 1.5, link: "none".into(), master: None }.check().is_err());
+        // The master's node counts too.
+        let m = Cluster { cpu: 0.2, link: "none".into(), master: Some(0.4) };
+        assert_eq!(m.too_big(8, 2), None);
+        assert_eq!(
+            m.too_big(9, 2).unwrap(),
+            "9 nodes at 0.2 of a core and a master's at 0.4 need 2.2 cores; this machine has 2"
+        );
+        assert!(m.check().is_ok() && Cluster { master: Some(0.0), ..m }.check().is_err());
+        assert_eq!(Cluster::worker_map(3), "1 2 3");
     }
 
     #[test]
@@ -409,6 +446,12 @@ mod tests {
         assert!(e.to_string().contains("cluster: link \"fast\" must be a rate"), "{e}");
         let e = load_text(&format!("{base}cluster = {{ cpu = 0.5 }}\n")).unwrap_err();
         assert!(e.to_string().contains("link"), "{e}");
+        let master = "cluster = { cpu = 0.2, link = \"none\", master = 0.4 }\n";
+        let e = load_text(&format!("{base}args = [\"--map\", \"0\"]\n{master}")).unwrap_err();
+        assert!(e.to_string().contains("with a master node the sweep maps the workers"), "{e}");
+        let e = load_text(&format!("{base}{}", master.replace("0.4", "9"))).unwrap_err();
+        assert!(e.to_string().contains("cluster: master 9 must be a share of cores"), "{e}");
+        assert!(load_text(&format!("{base}{master}")).is_ok());
         let file = load_text(base).unwrap();
         let e = file.select(&["nope".to_string()]).unwrap_err();
         assert!(e.is::<BadInput>() && e.to_string().contains("no experiment named \"nope\"; known: a"), "{e}");

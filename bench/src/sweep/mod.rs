@@ -275,6 +275,8 @@ fn cores() -> usize {
 struct Placement<'a> {
     launcher: Launcher,
     cluster: Option<&'a Path>,
+    /// The master has a node of its own (the cluster's `master`).
+    master_node: bool,
 }
 
 impl Placement<'_> {
@@ -284,6 +286,25 @@ impl Placement<'_> {
         match self.cluster {
             Some(dir) => job.env("DPS_CLUSTER", dir),
             None => job,
+        }
+    }
+
+    /// The job of a row of P `workers`: with a master node, P + 1 ranks, rank 0 alone on
+    /// n1 and the workers mapped to ranks 1..=P.
+    fn row_job(&self, launch: Launcher, app: &Path, workers: usize) -> Job {
+        if !self.master_node {
+            return self.job(launch, app, workers);
+        }
+        self.job(launch, app, workers + 1).args(["--map".to_string(), config::Cluster::worker_map(workers)])
+    }
+
+    /// The serial reference's job: on n1, or with a master node on n2 (a worker's node).
+    fn reference_job(&self, launch: Launcher, app: &Path) -> Job {
+        let job = self.job(launch, app, 1);
+        if self.master_node {
+            job.launcher_options(["--host", "n2"])
+        } else {
+            job
         }
     }
 }
@@ -297,14 +318,18 @@ fn run_experiment(
     raw: &mut impl Write,
 ) -> Result<(Vec<Row>, References)> {
     let Some(spec) = &e.cluster else {
-        return run_points(e, &Placement { launcher: *launcher, cluster: None }, bin_dir, raw);
+        return run_points(e, &Placement { launcher: *launcher, cluster: None, master_node: false }, bin_dir, raw);
     };
     if *launcher != Launcher::Mpirun {
         return Ok(not_run(e, "failed: an emulated cluster's runs are launched with mpirun, not srun"));
     }
     let nodes = e.ranks.iter().copied().max().unwrap_or(1);
     match cluster::Up::stand_up(spec, nodes, cores()) {
-        Ok(up) => run_points(e, &Placement { launcher: *launcher, cluster: Some(up.dir()) }, bin_dir, raw),
+        Ok(up) => {
+            let placement =
+                Placement { launcher: *launcher, cluster: Some(up.dir()), master_node: spec.master.is_some() };
+            run_points(e, &placement, bin_dir, raw)
+        }
         Err(cluster::NotUp::Unavailable(why)) => {
             eprintln!("sweep: {}: skipped, no emulated cluster on this machine: {why}", e.name);
             Ok(not_run(e, &format!("skipped: no emulated cluster here ({why})")))
@@ -357,10 +382,11 @@ fn run_points(
                 Some(s) => s,
                 None => {
                     let args: Vec<String> = reference.iter().cloned().chain(config::command_line(&shared)).collect();
-                    // On a cluster, the reference runs on node n1 (mpirun's first host), at
-                    // the same CPU share as the ranks; elsewhere, as a plain process.
+                    // On a cluster, the reference runs on node n1 (mpirun's first host; n2
+                    // beside a master's node), at the same CPU share as the ranks; elsewhere,
+                    // as a plain process.
                     let launch = if placement.cluster.is_some() && mpi { placement.launcher } else { Launcher::None };
-                    let job = placement.job(launch, &app, 1).args(&args);
+                    let job = placement.reference_job(launch, &app).args(&args);
                     measure(e, job, &shared, 1, Run::Reference, raw, &progress)?.seconds
                 }
             };
@@ -370,7 +396,7 @@ fn run_points(
         for &ranks in &e.ranks {
             let args: Vec<String> = e.args.iter().cloned().chain(point_args.clone()).collect();
             let launch = if mpi { placement.launcher } else { Launcher::None };
-            let job = placement.job(launch, &app, ranks).args(&args);
+            let job = placement.row_job(launch, &app, ranks).args(&args);
             let mut row = measure(e, job, point, ranks, Run::Row, raw, &progress)?;
             // On a cluster, the nodes' shares together fit the machine's cores.
             row.oversubscribed =
