@@ -427,6 +427,25 @@ fn a_sweep_runs_an_experiment_on_a_cluster_it_stands_up_and_takes_down() {
 }
 
 #[test]
+fn up_refuses_shares_beyond_the_cores_before_making_anything() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_str().unwrap();
+    let cores = std::thread::available_parallelism().unwrap().get();
+    // Nodes n2..n3 at 0.5 fit; a master's n1 at `cores` of a core more does not.
+    let first = cores.to_string();
+    let out = script(&["up", dir, "--nodes", "3", "--cpu", "0.5", "--first-cpu", &first]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    let why = format!("3 nodes at 0.5 of a core (n1 at {cores}) need {} cores; this machine has {cores}", cores + 1);
+    assert!(said.contains(&why), "{said}");
+    let out = script(&["up", dir, "--first-cpu", "half"]);
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--first-cpu must be a fraction of a core >= 0.01, not \"half\"")
+    );
+    assert!(std::fs::read_dir(dir).unwrap().next().is_none(), "a refused up wrote into its directory");
+}
+
+#[test]
 fn a_sweep_gives_the_master_a_node_of_its_own() {
     let _turn = ONE_CLUSTER.lock().unwrap_or_else(|p| p.into_inner());
     let tmp = tempfile::tempdir().unwrap();
