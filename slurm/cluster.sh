@@ -115,6 +115,11 @@ tc_rate_bits() {
     m["bit"]=1; m["kbit"]=1e3; m["mbit"]=1e6; m["gbit"]=1e9; if (!(u in m) || n <= 0) exit 1; printf "%d\n", n * m[u] }'
 }
 
+# Whether $1 is a share of a core (a decimal of at least 0.01).
+is_share() { awk -v q="$1" 'BEGIN { exit !(q ~ /^[0-9]*\.?[0-9]+$/ && q >= 0.01) }'; }
+# The whole cores a node of share $1 gets: its share rounded up, at least 1 (Open MPI's slots, Slurm's CPUs).
+whole_cores() { awk -v q="$1" 'BEGIN { s = int(q); if (s < q) s++; if (s < 1) s = 1; print s }'; }
+
 up() {
   local dir=$1; shift
   local nodes=2 cpu="" first_cpu="" link=none slurm=0
@@ -131,13 +136,13 @@ up() {
   [[ $nodes =~ ^[1-9][0-9]*$ ]] && ((nodes <= 253)) || die "--nodes must be 1..253, not \"$nodes\""
   local cores; cores=$(nproc)
   [[ -n $cpu ]] || cpu=$(awk -v c="$cores" -v n="$nodes" 'BEGIN { q = c / n; if (q > 1) q = 1; printf "%.3g\n", q }')
-  awk -v q="$cpu" 'BEGIN { exit !(q ~ /^[0-9]*\.?[0-9]+$/ && q >= 0.01) }' || die "--cpu must be a fraction of a core >= 0.01, not \"$cpu\""
+  is_share "$cpu" || die "--cpu must be a fraction of a core >= 0.01, not \"$cpu\""
   [[ -n $first_cpu ]] || first_cpu=$cpu
-  awk -v q="$first_cpu" 'BEGIN { exit !(q ~ /^[0-9]*\.?[0-9]+$/ && q >= 0.01) }' ||
-    die "--first-cpu must be a fraction of a core >= 0.01, not \"$first_cpu\""
+  is_share "$first_cpu" || die "--first-cpu must be a fraction of a core >= 0.01, not \"$first_cpu\""
+  local shares="$cpu of a core"; [[ $first_cpu == "$cpu" ]] || shares+=" (n1 at $first_cpu)"
   local total; total=$(awk -v q="$cpu" -v f="$first_cpu" -v n="$nodes" 'BEGIN { print f + q * (n - 1) }')
   awk -v t="$total" -v c="$cores" 'BEGIN { exit !(t <= c + 1e-9) }' ||
-    die "$nodes nodes at $cpu of a core$( [[ $first_cpu == "$cpu" ]] || echo " (n1 at $first_cpu)") need $total cores; this machine has $cores"
+    die "$nodes nodes at $shares need $total cores; this machine has $cores"
   [[ $link == none ]] || tc_rate_bits "$link" >/dev/null || die "bad link rate \"$link\" (examples: 100mbit, 1gbit, none)"
   check_prerequisites
   ((slurm == 0)) || command -v slurmctld >/dev/null || missing "Slurm is not installed (WITH_SLURM=1 scripts/setup.sh)"
@@ -169,11 +174,10 @@ up() {
   local i n
   local hosts="$HOSTS_BEGIN"$'\n'"$NET.254 dps-head"
   : > "$dir/hostfile"
-  local share slots
+  local share node_quota
   for i in $(seq "$nodes"); do
-    n=n$i share=$cpu
-    ((i > 1)) || share=$first_cpu
-    slots=$(awk -v q="$share" 'BEGIN { s = int(q); if (s < q) s++; if (s < 1) s = 1; print s }')
+    n=n$i share=$cpu node_quota=$quota
+    ((i > 1)) || share=$first_cpu node_quota=$first_quota
     ip netns add "$NETNS$n"
     ip link add "$NETNS$n" type veth peer name eth0 netns "$NETNS$n"
     ip link set "$NETNS$n" master "$BRIDGE"
@@ -185,7 +189,7 @@ up() {
     unshare --uts="$RUN/uts/$n" hostname "$n"
     mkdir -p "$CG/$n"
     echo "$period" > "$CG/$n/cpu.cfs_period_us"
-    awk -v q="$share" -v p="$period" 'BEGIN { printf "%d\n", q * p }' > "$CG/$n/cpu.cfs_quota_us"
+    echo "$node_quota" > "$CG/$n/cpu.cfs_quota_us"
     if [[ $link != none ]]; then
       shape "$NETNS$n" eth0 "$link"; shape "" "$NETNS$n" "$link"
     else
@@ -195,7 +199,7 @@ up() {
       ip link set "$NETNS$n" mtu $BIG_MTU; ip -n "$NETNS$n" link set eth0 mtu $BIG_MTU
     fi
     hosts+=$'\n'"$NET.$i $n"
-    echo "$n slots=$slots" >> "$dir/hostfile"
+    echo "$n slots=$(whole_cores "$share")" >> "$dir/hostfile"
   done
   [[ $link != none ]] || ip link set "$BRIDGE" mtu $BIG_MTU
   local kept; kept=$(hosts_without_block); printf '%s\n%s\n%s\n' "$kept" "$hosts" "$HOSTS_END" > /etc/hosts
@@ -228,14 +232,14 @@ export OMPI_MCA_btl_tcp_max_send_size=4194304
 ENV
   ((slurm == 0)) || slurm_up "$dir" "$nodes" "$cpu"
   trap - EXIT
-  echo "cluster: $nodes nodes (n1..n$nodes) at $cpu of a core$( [[ $first_cpu == "$cpu" ]] || echo " (n1 at $first_cpu)"), links $link; hostfile, agent and env in $dir" >&2
+  echo "cluster: $nodes nodes (n1..n$nodes) at $shares, links $link; hostfile, agent and env in $dir" >&2
 }
 
 # A slurmctld (on the bridge's address, in the cgroup ctl) and one slurmd per node, entered
 # with nsenter (ip netns exec would remount /sys and hide the cgroup mount from slurmd).
 slurm_up() {
   local dir=$1 nodes=$2 cpu=$3 s=$1/slurm i n
-  local cpus; cpus=$(awk -v q="$cpu" 'BEGIN { s = int(q); if (s < q) s++; if (s < 1) s = 1; print s }')
+  local cpus; cpus=$(whole_cores "$cpu")
   # A fresh controller and nodes: no jobs, spool files or PMIx sockets of an earlier cluster
   # in this DIR (a job killed with its node leaves them, and job ids start again at 1).
   rm -rf "$s"/state "$s"/spool-n* "$s"/tmp-n*
