@@ -5,7 +5,9 @@
 # cannot be installed (no python3 venv, no PyPI).
 set -euo pipefail
 dir=${DPS_MKL_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/dps/mkl}
-find_lib() { find "$dir/lib" -maxdepth 1 -name 'libmkl_rt.so.*' 2>/dev/null | sort | tail -n 1; }
+# `|| true`: before the first install there is no lib directory, and under pipefail
+# the failing find would end the script silently.
+find_lib() { { find "$dir/lib" -maxdepth 1 -name 'libmkl_rt.so.*' 2>/dev/null || true; } | sort | tail -n 1; }
 lib=$(find_lib)
 if [[ -z $lib ]]; then
   echo "mkl.sh: installing Intel MKL from PyPI into $dir (once)" >&2
