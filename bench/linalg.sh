@@ -42,14 +42,14 @@ mkl_ref() { [[ -n $mkl ]] && MKL_NUM_THREADS=$1 OMP_NUM_THREADS=$1 "$mkl" "${@:2
 : > "$out/matmul.jsonl"; : > "$out/mkl.jsonl"
 for _ in $(seq "$REPS"); do
   for n in $MM_N; do
-    "$bin/dps-matmul" --variant serial --n "$n" --blas-threads 2 --warmup 1 --json >> "$out/matmul.jsonl"
+    DPS_BLAS=openblas "$bin/dps-matmul" --variant serial --n "$n" --blas-threads 2 --warmup 1 --json >> "$out/matmul.jsonl"
     mkl_ref 2 dgemm "$n" 1 >> "$out/mkl.jsonl"
     run -n 2 "$bin/dps-matmul" --variant pipelined --n "$n" "${mm_block[@]}" --warmup 1 --json >> "$out/matmul.jsonl"
   done
 done
 : > "$out/lu.jsonl"
 for _ in $(seq "$REPS"); do
-  "$bin/dps-lu" --variant serial --n "$LU_N" --blas-threads 2 --json >> "$out/lu.jsonl"
+  DPS_BLAS=openblas "$bin/dps-lu" --variant serial --n "$LU_N" --blas-threads 2 --json >> "$out/lu.jsonl"
   mkl_ref 2 dgetrf "$LU_N" 1 >> "$out/mkl.jsonl"
   run -n 2 "$bin/dps-lu" --variant stream --n "$LU_N" "${lu_block[@]}" --json >> "$out/lu.jsonl"
   run -n 2 "$bin/dps-lu" --variant merge-split --n "$LU_N" "${lu_block[@]}" --json >> "$out/lu.jsonl"
@@ -88,8 +88,9 @@ def block(rs, **kw):
     # matmul: rows x columns of a block of C; LU: the panel width.
     return ", ".join(sorted({f'{r["block"]}x{r["block_cols"]}' if "block_cols" in r else str(r["block"])
                              for r in rs if all(r[k] == v for k, v in kw.items())}))
-blas = mm[0]
-lines = [f"BLAS: {blas['blas_library']} {blas['blas_version']}, core {blas['blas_core']} (chosen by {blas['blas_core_chosen_by']}; CPU vectors {blas['cpu_vectors']}); "
+def describe(r): return f"{r['blas_library']} {r['blas_version']}, core {r['blas_core']} (chosen by {r['blas_core_chosen_by']})"
+dps, openblas = (next(r for r in mm if r["variant"] == v) for v in ("pipelined", "serial"))
+lines = [f"BLAS of the DPS runs: {describe(dps)}; the OpenBLAS reference: {describe(openblas)}; CPU vectors {dps['cpu_vectors']}; "
          f"measured peak {machine_peak:.1f} GFLOP/s on {peak['cores']} cores ({core_peak:.1f} on one, {peak['vectors']} FMA)",
          "Rates: medians of the runs; ratios: medians of the per-round ratios (runs of a round are adjacent).", "",
          "| benchmark | block | DPS GFLOP/s | OpenBLAS GFLOP/s | MKL GFLOP/s | DPS / MKL | floor | DPS / OpenBLAS | DPS / peak | first call / median |",

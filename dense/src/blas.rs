@@ -1,16 +1,27 @@
-//! Safe wrappers over the OpenBLAS routines the apps use. Dimensions are checked against the
-//! slices before calling into BLAS, so a wrong size panics here instead of corrupting memory.
+//! Safe wrappers over the BLAS/LAPACK routines the apps use, in the library this process
+//! calls (OpenBLAS or MKL: [`crate::library`]). Dimensions are checked against the slices
+//! before calling into BLAS, so a wrong size panics here instead of corrupting memory.
 
 use cblas::{Diagonal, Layout, Part, Side, Transpose};
+
+use crate::library::{self, Library};
 
 extern "C" {
     fn openblas_set_num_threads(n: std::ffi::c_int);
 }
 
-/// Sets the number of threads OpenBLAS uses in this process.
+/// Sets the number of threads one BLAS call may use in this process.
 pub fn set_threads(n: usize) {
-    // SAFETY: a plain setter exported by libopenblas.
-    unsafe { openblas_set_num_threads(n as std::ffi::c_int) }
+    match library::get() {
+        // SAFETY: a plain setter exported by libopenblas.
+        Library::OpenBlas => unsafe { openblas_set_num_threads(n as std::ffi::c_int) },
+        Library::Mkl(mkl) => mkl.set_threads(n),
+    }
+}
+
+/// A dimension as the 32-bit int of the libraries' interfaces.
+fn int(n: usize) -> i32 {
+    i32::try_from(n).expect("a BLAS dimension beyond i32")
 }
 
 /// Before a DPS run (real or simulated): one OpenBLAS thread per call. The runtime's workers
@@ -53,6 +64,28 @@ pub fn gemm_col(
     need(a.len(), m, k, lda, "gemm A");
     need(b.len(), k, n, ldb, "gemm B");
     need(c.len(), m, n, ldc, "gemm C");
+    if let Library::Mkl(mkl) = library::get() {
+        let (m, n, k, lda, ldb, ldc) = (int(m), int(n), int(k), int(lda), int(ldb), int(ldc));
+        // SAFETY: the dimensions were checked against the slices above; Fortran interface.
+        unsafe {
+            (mkl.dgemm)(
+                c"N".as_ptr(),
+                c"N".as_ptr(),
+                &m,
+                &n,
+                &k,
+                &alpha,
+                a.as_ptr(),
+                &lda,
+                b.as_ptr(),
+                &ldb,
+                &beta,
+                c.as_mut_ptr(),
+                &ldc,
+            )
+        };
+        return;
+    }
     // SAFETY: the dimensions were checked against the slices above.
     unsafe {
         cblas::dgemm(
@@ -87,6 +120,13 @@ pub fn trsm_unit_lower(m: usize, n: usize, l: &[f64], ldl: usize, b: &mut [f64],
     }
     need(l.len(), m, m, ldl, "trsm L");
     need(b.len(), m, n, ldb, "trsm B");
+    if let Library::Mkl(mkl) = library::get() {
+        let (m, n, ldl, ldb) = (int(m), int(n), int(ldl), int(ldb));
+        let (side, part, op, diag) = (c"L".as_ptr(), c"L".as_ptr(), c"N".as_ptr(), c"U".as_ptr());
+        // SAFETY: the dimensions were checked against the slices above; Fortran interface.
+        unsafe { (mkl.dtrsm)(side, part, op, diag, &m, &n, &1.0, l.as_ptr(), &ldl, b.as_mut_ptr(), &ldb) };
+        return;
+    }
     // SAFETY: the dimensions were checked against the slices above.
     unsafe {
         cblas::dtrsm(
@@ -115,8 +155,15 @@ pub fn getrf(m: usize, n: usize, a: &mut [f64], lda: usize) -> (Vec<i32>, i32) {
         return (ipiv, 0);
     }
     need(a.len(), m, n, lda, "getrf A");
-    // SAFETY: the dimensions were checked against the slices above; ipiv has min(m, n) entries.
-    unsafe { lapack::dgetrf(m as i32, n as i32, a, lda as i32, &mut ipiv, &mut info) };
+    match library::get() {
+        // SAFETY: the dimensions were checked against the slices above; ipiv has min(m, n) entries.
+        Library::OpenBlas => unsafe { lapack::dgetrf(m as i32, n as i32, a, lda as i32, &mut ipiv, &mut info) },
+        Library::Mkl(mkl) => {
+            let (m, n, lda) = (int(m), int(n), int(lda));
+            // SAFETY: as above.
+            unsafe { (mkl.dgetrf)(&m, &n, a.as_mut_ptr(), &lda, ipiv.as_mut_ptr(), &mut info) }
+        }
+    }
     (ipiv, info)
 }
 
@@ -125,8 +172,17 @@ pub fn getrs(n: usize, lu: &[f64], lda: usize, ipiv: &[i32], b: &mut [f64]) {
     need(lu.len(), n, n, lda, "getrs LU");
     assert!(b.len() >= n && ipiv.len() >= n, "getrs: b or ipiv too short");
     let mut info = 0;
-    // SAFETY: the dimensions were checked above.
-    unsafe { lapack::dgetrs(b'N', n as i32, 1, lu, lda as i32, ipiv, b, n as i32, &mut info) };
+    match library::get() {
+        // SAFETY: the dimensions were checked above.
+        Library::OpenBlas => unsafe { lapack::dgetrs(b'N', n as i32, 1, lu, lda as i32, ipiv, b, n as i32, &mut info) },
+        Library::Mkl(mkl) => {
+            let (n, lda) = (int(n), int(lda));
+            // SAFETY: as above.
+            unsafe {
+                (mkl.dgetrs)(c"N".as_ptr(), &n, &1, lu.as_ptr(), &lda, ipiv.as_ptr(), b.as_mut_ptr(), &n, &mut info)
+            }
+        }
+    }
     assert_eq!(info, 0, "dgetrs: bad argument {}", -info);
 }
 
@@ -139,8 +195,13 @@ pub fn swap_rows(a: &mut [f64], lda: usize, cols: usize, offset: usize, ipiv: &[
     let last = ipiv.iter().map(|&p| p as usize).max().unwrap_or(0).max(ipiv.len());
     need(a.len().saturating_sub(offset), last, cols, lda, "swap_rows A");
     assert!(ipiv.iter().all(|&p| p >= 1), "swap_rows: pivots are 1-based");
-    // SAFETY: every row an interchange touches (offset + 0..last) lies inside `a`, checked above.
-    unsafe { lapack::dlaswp(cols as i32, &mut a[offset..], lda as i32, 1, ipiv.len() as i32, ipiv, 1) }
+    let (cols, lda, k2) = (int(cols), int(lda), int(ipiv.len()));
+    match library::get() {
+        // SAFETY: every row an interchange touches (offset + 0..last) lies inside `a`, checked above.
+        Library::OpenBlas => unsafe { lapack::dlaswp(cols, &mut a[offset..], lda, 1, k2, ipiv, 1) },
+        // SAFETY: as above.
+        Library::Mkl(mkl) => unsafe { (mkl.dlaswp)(&cols, a[offset..].as_mut_ptr(), &lda, &1, &k2, ipiv.as_ptr(), &1) },
+    }
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! Which OpenBLAS kernels run, and the correction when OpenBLAS does not know the CPU.
+//! Which OpenBLAS kernels run, and the correction when OpenBLAS does not know the CPU
+//! (where the process calls MKL instead, [`crate::library`], MKL chooses its own kernels).
 //!
 //! Debian 12's OpenBLAS 0.3.21 is built with `DYNAMIC_ARCH`: at load time it picks a "core"
 //! (a kernel set: `Haswell`, `Zen`, `SkylakeX`, ...) from the CPU's family and model. A CPU
@@ -46,11 +47,19 @@ pub enum Vectors {
     Avx512,
 }
 
-/// The vectors of an OpenBLAS 0.3.x core, by the name `openblas_get_corename` gives; `None`
+/// The vectors of an OpenBLAS 0.3.x core, by the name `openblas_get_corename` gives, or of
+/// an MKL code path; `None`
 /// for a name this table does not know (left alone).
 pub fn vectors_of_core(core: &str) -> Option<Vectors> {
     let core = core.to_ascii_lowercase();
+    // MKL's code paths (`library::code_path_name`): AVX512, AVX512_E1, ..., AVX2, AVX, SSE4_2, ...
+    if core.starts_with("avx512") {
+        return Some(Vectors::Avx512);
+    }
     let v = match core.as_str() {
+        "avx2" => Vectors::Avx2,
+        "avx" => Vectors::Avx,
+        "sse2" | "ssse3" | "sse4_1" | "sse4_2" => Vectors::Sse,
         "skylakex" | "cooperlake" | "sapphirerapids" => Vectors::Avx512,
         "haswell" | "zen" | "excavator" => Vectors::Avx2,
         "sandybridge" | "bulldozer" | "piledriver" | "steamroller" => Vectors::Avx,
@@ -161,8 +170,23 @@ pub fn core() -> String {
 }
 
 impl BlasInfo {
-    /// The BLAS of this process, now.
+    /// The BLAS of this process, now: the library [`crate::library`] chose.
     pub fn of_this_process() -> BlasInfo {
+        match crate::library::get() {
+            crate::library::Library::Mkl(mkl) => BlasInfo {
+                blas_library: "MKL".into(),
+                blas_version: mkl.version(),
+                blas_core: mkl.code_path.clone(),
+                blas_core_chosen_by: "library".into(),
+                cpu_vectors: format!("{:?}", cpu_vectors()).to_ascii_lowercase(),
+                blas_threads: mkl.threads(),
+            },
+            crate::library::Library::OpenBlas => BlasInfo::of_openblas(),
+        }
+    }
+
+    /// OpenBLAS's, now.
+    fn of_openblas() -> BlasInfo {
         // SAFETY: plain getters exported by libopenblas.
         let config = c_text(unsafe { openblas_get_config() });
         // SAFETY: as above.
@@ -208,7 +232,9 @@ impl BlasInfo {
     }
 }
 
-/// Makes this process run OpenBLAS's best kernels for the CPU: if the library chose a core
+/// Makes this process run the best BLAS kernels it can: first the library
+/// ([`crate::library`]: MKL where it is installed, from `DPS_BLAS`; a bad `DPS_BLAS` ends
+/// the program with exit status 2 before any work). Then, on OpenBLAS: if it chose a core
 /// with narrower vectors than the CPU has, and the user set no `OPENBLAS_CORETYPE`, the
 /// program starts again (`exec`, same process id, arguments and environment) with
 /// `OPENBLAS_CORETYPE` set to the best core. Call it first in `main`, before MPI starts.
@@ -218,6 +244,17 @@ impl BlasInfo {
 /// Returns only when no restart is needed (or the restart failed, which it reports on
 /// standard error).
 pub fn use_the_best_core() {
+    match crate::library::try_get() {
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(2);
+        }
+        Ok(crate::library::Library::Mkl(_)) => {
+            dps_model::platform::Machine::register_blas(BlasInfo::of_this_process().kernels());
+            return;
+        }
+        Ok(crate::library::Library::OpenBlas) => {}
+    }
     let ours = std::env::var(SET_BY_DPS).ok();
     let given = std::env::var(CORETYPE).ok();
     let explicit = given.is_some() && given != ours;
@@ -286,5 +323,7 @@ mod tests {
     fn core_names_are_read_without_case() {
         assert_eq!(vectors_of_core("SKYLAKEX"), Some(Vectors::Avx512));
         assert_eq!(vectors_of_core("zen"), Some(Vectors::Avx2));
+        assert_eq!(vectors_of_core("AVX512_E1"), Some(Vectors::Avx512));
+        assert_eq!(vectors_of_core("AVX2"), Some(Vectors::Avx2));
     }
 }

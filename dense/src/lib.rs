@@ -14,5 +14,6 @@ pub mod footprint;
 pub mod gen;
 pub mod grain;
 pub mod kernel_choice;
+pub mod library;
 pub mod market;
 pub mod norms;

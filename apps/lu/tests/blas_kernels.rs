@@ -3,6 +3,7 @@
 //! it on, is replaced by the CPU's best, and the factorisation still verifies.
 
 use dps_dense::kernel_choice::{amd, best_core, cpu_vectors, Vectors, CORETYPE, SET_BY_DPS};
+use dps_dense::library::CHOICE;
 use dps_launch::{json_record as json, mpirun_env};
 
 const BIN: &str = env!("CARGO_BIN_EXE_dps-lu");
@@ -13,7 +14,7 @@ fn a_generic_core_is_corrected_and_the_factorisation_verifies() {
     if cpu == Vectors::Sse {
         return; // nothing wider than the generic kernels to ask for
     }
-    let forced = [(CORETYPE, "Prescott"), (SET_BY_DPS, "Prescott")];
+    let forced = [(CORETYPE, "Prescott"), (SET_BY_DPS, "Prescott"), (CHOICE, "openblas")];
     for ranks in [1, 2] {
         for variant in ["stream", "merge-split"] {
             let job =
@@ -23,6 +24,25 @@ fn a_generic_core_is_corrected_and_the_factorisation_verifies() {
             assert_eq!(r["verified"], true, "{r}");
             assert_eq!(r["blas_core"], best_core(cpu, amd()), "{r}");
             assert_eq!(r["blas_core_chosen_by"], "dps over the library's Prescott", "{r}");
+        }
+    }
+}
+
+/// Both libraries factorise right in every variant (MKL: `scripts/setup.sh` installs it).
+#[test]
+fn the_factorisation_verifies_on_openblas_and_on_mkl() {
+    for (choice, library) in [("openblas", "OpenBLAS"), ("mkl", "MKL")] {
+        for variant in ["stream", "merge-split", "serial"] {
+            let job = mpirun_env(
+                2,
+                &[(CHOICE, choice)],
+                BIN.as_ref(),
+                &["--n", "300", "--variant", variant, "--verify", "--json"],
+            );
+            assert!(job.status.success(), "{variant} with {CHOICE}={choice}: {}", job.stderr);
+            let r = json(&job.stdout);
+            assert_ne!(r["verified"], false, "{r}");
+            assert_eq!(r["blas_library"], library, "{r}");
         }
     }
 }

@@ -8,6 +8,7 @@
 //! `DPS_BLAS_CORETYPE`), which the correction must override like the library's own choice.
 
 use dps_dense::kernel_choice::{amd, best_core, cpu_vectors, vectors_of_core, Vectors, CORETYPE, SET_BY_DPS};
+use dps_dense::library::CHOICE;
 use dps_launch::{json_record as json, mpirun_env};
 
 const MATMUL: &str = env!("CARGO_BIN_EXE_dps-matmul");
@@ -24,14 +25,25 @@ fn verified_record(ranks: usize, env: &[(&str, &str)], program: &std::path::Path
 #[test]
 fn the_core_in_use_is_as_wide_as_the_cpu() {
     let cpu = cpu_vectors();
-    for ranks in [1, 2] {
-        let r = verified_record(ranks, &[], MATMUL.as_ref(), &["--n", "96", "--verify", "--json"]);
-        let core = r["blas_core"].as_str().unwrap();
-        let v = vectors_of_core(core);
-        assert!(v.is_none() || v >= Some(cpu), "OpenBLAS runs {core} on a CPU with {cpu:?}: {r}");
-        assert_eq!(r["blas_library"], "OpenBLAS", "{r}");
-        assert!(r["blas_version"].as_str().unwrap().starts_with("0."), "{r}");
-        assert!(r["blas_threads"].as_u64().unwrap() >= 1, "{r}");
+    for (choice, library) in [("openblas", "OpenBLAS"), ("auto", "MKL")] {
+        for ranks in [1, 2] {
+            let r = verified_record(ranks, &[(CHOICE, choice)], MATMUL.as_ref(), &["--n", "96", "--verify", "--json"]);
+            let core = r["blas_core"].as_str().unwrap();
+            let v = vectors_of_core(core);
+            assert!(v.is_some_and(|v| v >= cpu), "{library} runs {core} on a CPU with {cpu:?}: {r}");
+            // scripts/setup.sh installs MKL, and `auto` takes it where it is installed.
+            assert_eq!(r["blas_library"], library, "{CHOICE}={choice}: {r}");
+            assert!(r["blas_threads"].as_u64().unwrap() >= 1, "{r}");
+        }
+    }
+}
+
+#[test]
+fn a_bad_blas_choice_is_refused_before_work_starts() {
+    for bad in ["atlas", "/nonexistent/libmkl_rt.so"] {
+        let job = mpirun_env(1, &[(CHOICE, bad)], MATMUL.as_ref(), &["--n", "96", "--json"]);
+        assert_eq!(job.status.code(), Some(2), "{CHOICE}={bad}: {}", job.stderr);
+        assert!(job.stderr.contains(CHOICE) && job.stdout.trim().is_empty(), "{}", job.stderr);
     }
 }
 
@@ -42,7 +54,7 @@ fn a_generic_core_is_corrected_and_the_results_verify() {
         return; // nothing wider than the generic kernels to ask for
     }
     let best = best_core(cpu, amd());
-    let forced = [(CORETYPE, "Prescott"), (SET_BY_DPS, "Prescott")];
+    let forced = [(CORETYPE, "Prescott"), (SET_BY_DPS, "Prescott"), (CHOICE, "openblas")];
     for ranks in [1, 2] {
         for args in [vec!["--n", "96", "--verify", "--json"], vec!["--n", "96", "--variant", "serial", "--json"]] {
             let job = mpirun_env(ranks, &forced, MATMUL.as_ref(), &args);
