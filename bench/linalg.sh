@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Linear-algebra benchmarks, each DPS run side by side with its references in the same
 # invocation (alternating, medians), written to results/linalg/:
-#   matmul: dps-matmul (2 ranks) against dgemm with 2 threads of OpenBLAS and of Intel MKL,
-#           each n of $MM_N
+#   matmul: dps-matmul (2 ranks, on the library DPS_BLAS chooses: MKL where installed) against
+#           dgemm with 2 threads of OpenBLAS (DPS_BLAS=openblas) and of Intel MKL, each n of $MM_N
 #   lu:     dps-lu stream and merge-split (2 ranks) against dgetrf with 2 threads (OpenBLAS,
-#           MKL), n = $LU_N
+#           MKL), n = $LU_N; every LU run, like blasref's, makes one untimed call first
 #   gemm:   dps-bench calibrate's gemm rate at 256^3 (one thread, one rank) against MKL's
 #   peak:   the machine's measured double-precision peak (dps-bench peak), beside every rate
 # (The DPS paper's Table 1, pipelined against phased, is the sweep's experiment table1-overlap.)
@@ -49,10 +49,10 @@ for _ in $(seq "$REPS"); do
 done
 : > "$out/lu.jsonl"
 for _ in $(seq "$REPS"); do
-  DPS_BLAS=openblas "$bin/dps-lu" --variant serial --n "$LU_N" --blas-threads 2 --json >> "$out/lu.jsonl"
+  DPS_BLAS=openblas "$bin/dps-lu" --variant serial --n "$LU_N" --blas-threads 2 --warmup 1 --json >> "$out/lu.jsonl"
   mkl_ref 2 dgetrf "$LU_N" 1 >> "$out/mkl.jsonl"
-  run -n 2 "$bin/dps-lu" --variant stream --n "$LU_N" "${lu_block[@]}" --json >> "$out/lu.jsonl"
-  run -n 2 "$bin/dps-lu" --variant merge-split --n "$LU_N" "${lu_block[@]}" --json >> "$out/lu.jsonl"
+  run -n 2 "$bin/dps-lu" --variant stream --n "$LU_N" "${lu_block[@]}" --warmup 1 --json >> "$out/lu.jsonl"
+  run -n 2 "$bin/dps-lu" --variant merge-split --n "$LU_N" "${lu_block[@]}" --warmup 1 --json >> "$out/lu.jsonl"
 done
 # calibrate's gemm table (one thread; one rank: the kernels, not the links) at 256^3 against
 # MKL's, alternating.
