@@ -313,7 +313,7 @@ impl Args {
         let source = given.max(file_bytes);
         if self.variant == Variant::Serial {
             // The source, and a fresh copy factored in place per repetition.
-            return (source.saturating_add(m), 0);
+            return (source.saturating_add(m).saturating_add(footprint::blas_library()), 0);
         }
         let ranks = self.ranks();
         // The dynamic variant keeps the blocks on --column-ranks (the first half of the ranks).
@@ -330,6 +330,7 @@ impl Args {
         let verify = if self.run.standard.verify() { m.saturating_mul(3).saturating_add(owned) } else { 0 };
         // --per-iteration: the serial blocked reference's copy of the matrix, on rank 0.
         let serial = if self.per_iteration { m } else { 0 };
+        let other = other.saturating_add(footprint::blas_library());
         (other.saturating_add(verify).saturating_add(serial), other)
     }
 }

@@ -159,7 +159,9 @@ impl Args {
 impl Plan {
     /// Bytes the run needs on rank 0 and on every other rank.
     pub fn memory_need(&self) -> (u64, u64) {
-        self.sizes().memory_need(self.tiling.rows, self.tiling.cols)
+        let (rank0, other) = self.sizes().memory_need(self.tiling.rows, self.tiling.cols);
+        let library = footprint::blas_library();
+        (rank0.saturating_add(library), if other == 0 { 0 } else { other.saturating_add(library) })
     }
 
     /// Bytes a simulation needs: every virtual rank lives in this process, so the master's
