@@ -232,6 +232,13 @@ impl BlasInfo {
     }
 }
 
+/// Whether the user set `OPENBLAS_CORETYPE` (set, and not to the value a dps process chose
+/// and marked with [`SET_BY_DPS`]).
+pub fn users_coretype() -> bool {
+    let given = std::env::var(CORETYPE).ok();
+    given.is_some() && given != std::env::var(SET_BY_DPS).ok()
+}
+
 /// Makes this process run the best BLAS kernels it can: first the library
 /// ([`crate::library`]: MKL where it is installed, from `DPS_BLAS`; a bad `DPS_BLAS` ends
 /// the program with exit status 2 before any work). Then, on OpenBLAS: if it chose a core
@@ -256,8 +263,7 @@ pub fn use_the_best_core() {
         Ok(crate::library::Library::OpenBlas) => {}
     }
     let ours = std::env::var(SET_BY_DPS).ok();
-    let given = std::env::var(CORETYPE).ok();
-    let explicit = given.is_some() && given != ours;
+    let explicit = users_coretype();
     let library = core();
     if let Some(best) = correction(&library, cpu_vectors(), amd(), explicit, ours.as_deref()) {
         restart_with(best, &library);

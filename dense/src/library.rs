@@ -116,8 +116,9 @@ impl Mkl {
         let mut text = [0 as c_char; 256];
         // SAFETY: MKL writes at most `len` bytes, NUL-terminated.
         unsafe { version(text.as_mut_ptr(), text.len() as c_int) };
-        text[text.len() - 1] = 0; // terminated even if MKL filled the buffer
-                                  // SAFETY: NUL-terminated (the line above).
+        // Terminated even if MKL filled the buffer.
+        text[text.len() - 1] = 0;
+        // SAFETY: NUL-terminated (the line above).
         let version_string = unsafe { CStr::from_ptr(text.as_ptr()) }.to_string_lossy().trim().to_string();
         // SAFETY: a plain getter.
         let code_path = code_path_name(unsafe { branch() });
@@ -264,10 +265,7 @@ pub fn try_get() -> Result<&'static Library, &'static str> {
         .get_or_init(|| {
             let value = std::env::var(CHOICE).ok();
             let request = Request::parse(value.as_deref())?;
-            let user_coretype = std::env::var(crate::kernel_choice::CORETYPE).is_ok()
-                && std::env::var(crate::kernel_choice::CORETYPE).ok()
-                    != std::env::var(crate::kernel_choice::SET_BY_DPS).ok();
-            choose(&request, user_coretype)
+            choose(&request, crate::kernel_choice::users_coretype())
         })
         .as_ref()
         .map_err(String::as_str)
