@@ -18,6 +18,7 @@
 use std::arch::asm;
 use std::arch::x86_64::*;
 use std::cell::RefCell;
+use std::mem::MaybeUninit;
 
 use super::karatsuba::{tau, vectors, watch_pairs, Layout16, OUTS, PAIRS, SUBS};
 use super::screen::Best;
@@ -26,10 +27,10 @@ use super::{groups, Prepared, Watch};
 /// Entries (i32 lanes) per vector.
 const LANES: usize = 16;
 /// Watches per register tile.
-const W: usize = 4;
+const W: usize = 8;
 /// Vectors per register tile: W·V accumulators, V station vectors and a watch broadcast
 /// fit the 32 registers.
-const V: usize = 6;
+const V: usize = 2;
 /// Vectors of the layout ([`Layout16`]'s, whole tiles).
 const VECTORS: usize = vectors(LANES, 12);
 /// i16 per vector of the layout.
@@ -37,6 +38,14 @@ const VECTOR_I16: usize = Layout16::VECTOR_I16;
 
 /// A sum per watch and vector of the tile.
 type Acc = [[__m512i; V]; W];
+/// The tile's slots of partial sums (the module's comment): m_aPP, R_aP(o3), m_aQo2P,
+/// R_P(o2, o3) at 2·o2 + o3, S(o).
+const M_PP: usize = 0;
+const R_AP: usize = 1;
+const M_QP: usize = 3;
+const R_P: usize = 4;
+const SUMS: usize = 8;
+const SLOTS: usize = SUMS + OUTS;
 
 thread_local! {
     /// [`watch_pairs`] of every watch of a call.
@@ -106,39 +115,57 @@ unsafe fn correlate_tile(
     best: &mut [Best; W],
 ) {
     let rows = layout.rows.as_ptr();
-    // acc + the sums of sub s.
-    let dot = |mut acc: Acc, s: usize| -> Acc {
-        for p in 0..PAIRS {
-            let y: [__m512i; V] = std::array::from_fn(|v| {
-                // SAFETY: v0 + v < VECTORS, so the 32 i16 at this offset are in `rows`.
-                unsafe { _mm512_loadu_si512(rows.add((v0 + v) * VECTOR_I16 + (s * PAIRS + p) * LANES * 2).cast()) }
-            });
-            for (acc, xs) in acc.iter_mut().zip(xs) {
-                let x = _mm512_set1_epi32(xs[s * PAIRS + p]);
-                for (acc, &y) in acc.iter_mut().zip(&y) {
-                    dpwssd!(*acc, x, y);
+    // The tile's partial sums, an `Acc` per slot: written before they are read (not zeroed:
+    // an 18 KB memset per tile took 6 %), and addressed by pointer (as arrays passed by
+    // value, LLVM copied them with memcpy).
+    let mut slots = [MaybeUninit::<Acc>::uninit(); SLOTS];
+    let base: *mut __m512i = slots.as_mut_ptr().cast();
+    // The tile's sums of sub `s` added onto the sum of the slots `starts`, into slot `out`.
+    macro_rules! dot {
+        ($out:expr, [$($start:expr),*], $s:expr) => {{
+            let (out, s) = ($out, $s);
+            let mut acc: Acc = [[_mm512_setzero_si512(); V]; W];
+            $(
+                for (w, acc) in acc.iter_mut().enumerate() {
+                    for (v, acc) in acc.iter_mut().enumerate() {
+                        // SAFETY: the start slots were written before (the order below).
+                        *acc = _mm512_add_epi32(*acc, unsafe { base.add($start * W * V + w * V + v).read() });
+                    }
+                }
+            )*
+            for p in 0..PAIRS {
+                let y: [__m512i; V] = std::array::from_fn(|v| {
+                    // SAFETY: v0 + v < VECTORS, so the 32 i16 at this offset are in `rows`.
+                    unsafe { _mm512_loadu_si512(rows.add((v0 + v) * VECTOR_I16 + (s * PAIRS + p) * LANES * 2).cast()) }
+                });
+                for (acc, xs) in acc.iter_mut().zip(xs) {
+                    let x = _mm512_set1_epi32(xs[s * PAIRS + p]);
+                    for (acc, &y) in acc.iter_mut().zip(&y) {
+                        dpwssd!(*acc, x, y);
+                    }
                 }
             }
-        }
-        acc
-    };
-    let add = |a: &Acc, b: &Acc| -> Acc { std::array::from_fn(|w| std::array::from_fn(|v| _mm512_add_epi32(a[w][v], b[w][v]))) };
-    let zero: Acc = [[_mm512_setzero_si512(); V]; W];
+            for (w, acc) in acc.iter().enumerate() {
+                for (v, &acc) in acc.iter().enumerate() {
+                    // SAFETY: out < SLOTS.
+                    unsafe { base.add(out * W * V + w * V + v).write(acc) };
+                }
+            }
+        }};
+    }
     // The subs s = 9a + 3b + c, P = 0, Qj = 1 + j (the module's comment).
-    let mut r_p = [[zero; 2]; 2];
-    let mut sums = [zero; OUTS];
     for a in 0..3 {
-        let m_pp = dot(zero, 9 * a);
-        let r_ap = [dot(m_pp, 9 * a + 1), dot(m_pp, 9 * a + 2)];
+        dot!(M_PP, [], 9 * a);
+        dot!(R_AP, [M_PP], 9 * a + 1);
+        dot!(R_AP + 1, [M_PP], 9 * a + 2);
         for o2 in 0..2 {
-            let m_qp = dot(zero, 9 * a + 3 * (1 + o2));
+            dot!(M_QP, [], 9 * a + 3 * (1 + o2));
             for o3 in 0..2 {
-                let start = if a == 0 { add(&r_ap[o3], &m_qp) } else { add(&add(&r_p[o2][o3], &r_ap[o3]), &m_qp) };
-                let r = dot(start, 9 * a + 3 * (1 + o2) + 1 + o3);
+                let s = 9 * a + 3 * (1 + o2) + 1 + o3;
                 if a == 0 {
-                    r_p[o2][o3] = r;
+                    dot!(R_P + 2 * o2 + o3, [R_AP + o3, M_QP], s);
                 } else {
-                    sums[(a - 1) + 2 * o2 + 4 * o3] = r;
+                    dot!(SUMS + (a - 1) + 2 * o2 + 4 * o3, [R_P + 2 * o2 + o3, R_AP + o3, M_QP], s);
                 }
             }
         }
@@ -146,66 +173,74 @@ unsafe fn correlate_tile(
     for (w, best) in best.iter_mut().enumerate() {
         let mean = _mm512_set1_ps(group[w].mean as f32);
         for v in 0..V {
-            let sums: [__m512i; OUTS] = std::array::from_fn(|o| sums[o][w][v]);
-            let at = (v0 + v) * OUTS * LANES;
-            let screen: [__m512; OUTS] = std::array::from_fn(|o| {
-                // SAFETY: at + 128 <= VECTORS·OUTS·LANES, the length of both arrays.
-                let (a, b) = unsafe {
-                    (
-                        _mm512_loadu_ps(layout.inv_sy.as_ptr().add(at + o * LANES)),
-                        _mm512_loadu_ps(layout.sy_inv_sy.as_ptr().add(at + o * LANES)),
-                    )
-                };
-                _mm512_fnmadd_ps(mean, b, _mm512_mul_ps(_mm512_cvtepi32_ps(sums[o]), a))
-            });
+            // SAFETY: every o = o1 + 2·o2 + 4·o3 was written above (o1 = a − 1).
+            let sums: [__m512i; OUTS] =
+                std::array::from_fn(|o| unsafe { base.add((SUMS + o) * W * V + w * V + v).read() });
+            let screen = screen(layout, v0 + v, &sums, mean);
             let top = _mm512_max_ps(
                 _mm512_max_ps(_mm512_max_ps(screen[0], screen[1]), _mm512_max_ps(screen[2], screen[3])),
                 _mm512_max_ps(_mm512_max_ps(screen[4], screen[5]), _mm512_max_ps(screen[6], screen[7])),
             );
             let threshold = _mm512_set1_ps(best.threshold32(layout.inv_sy_max32[v0 + v]));
             if _mm512_cmp_ps_mask::<_CMP_GE_OQ>(top, threshold) != 0 {
-                let inv_sy_max = layout.inv_sy_max[v0 + v];
                 // SAFETY: the caller's features.
-                unsafe { candidates(station, group[w], LANES * (v0 + v), &sums, &screen, top, inv_sy_max, best) };
+                unsafe { candidates(station, layout, group[w], v0 + v, sums, best) };
             }
         }
     }
 }
 
+/// The screen values v of the lags of `vector` from their sums S, in output order (the
+/// module `screen`'s v: the same operations wherever they are computed).
+#[inline]
+#[target_feature(enable = "avx512f")]
+fn screen(layout: &Layout16, vector: usize, sums: &[__m512i; OUTS], mean: __m512) -> [__m512; OUTS] {
+    let at = vector * OUTS * LANES;
+    assert!(at + OUTS * LANES <= layout.inv_sy.len().min(layout.sy_inv_sy.len()));
+    std::array::from_fn(|o| {
+        // SAFETY: asserted in bounds.
+        let (a, b) = unsafe {
+            (
+                _mm512_loadu_ps(layout.inv_sy.as_ptr().add(at + o * LANES)),
+                _mm512_loadu_ps(layout.sy_inv_sy.as_ptr().add(at + o * LANES)),
+            )
+        };
+        _mm512_fnmadd_ps(mean, b, _mm512_mul_ps(_mm512_cvtepi32_ps(sums[o]), a))
+    })
+}
+
 /// A vector some of whose lags pass the screen: raises L by its largest v, then evaluates
-/// exactly every lag still passing, keeping the first lag of the best u.
+/// exactly every lag still passing, keeping the first lag of the best u. (Its screen is
+/// computed again here: the hot loop then keeps no copy of it.)
 ///
 /// # Safety
 /// AVX-512 F.
 #[cold]
 #[inline(never)]
-#[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx512f")]
 unsafe fn candidates(
     station: &Prepared,
+    layout: &Layout16,
     watch: &Watch,
-    i0: usize,
-    sums: &[__m512i; OUTS],
-    screen: &[__m512; OUTS],
-    top: __m512,
-    inv_sy_max: f64,
+    vector: usize,
+    sums: [__m512i; OUTS],
     best: &mut Best,
 ) {
-    // SAFETY: an __m512 is 16 f32 and an __m512i 16 i32; every bit pattern is one.
-    let (top, sums) = unsafe {
-        (
-            std::mem::transmute::<__m512, [f32; LANES]>(top),
-            std::mem::transmute::<[__m512i; OUTS], [[i32; LANES]; OUTS]>(*sums),
-        )
-    };
-    let top = top.into_iter().fold(f32::NEG_INFINITY, f32::max);
-    let threshold = _mm512_set1_ps(best.raise(top, inv_sy_max));
-    for (o, screen) in screen.iter().enumerate() {
-        let mut lanes = u32::from(_mm512_cmp_ps_mask::<_CMP_GE_OQ>(*screen, threshold));
-        while lanes != 0 {
-            let l = lanes.trailing_zeros() as usize;
-            lanes &= lanes - 1;
-            best.consider(station, watch, sums[o][l], tau(i0 + l, o));
-        }
+    let screen = screen(layout, vector, &sums, _mm512_set1_ps(watch.mean as f32));
+    let top = screen.iter().fold(screen[0], |a, &b| _mm512_max_ps(a, b));
+    // The largest of 16 finite values: exact in any order.
+    let threshold = _mm512_set1_ps(best.raise(_mm512_reduce_max_ps(top), layout.inv_sy_max[vector]));
+    // The passing lags as bits 16·o + lane.
+    let mut lanes = screen
+        .iter()
+        .enumerate()
+        .fold(0u128, |m, (o, &v)| m | u128::from(_mm512_cmp_ps_mask::<_CMP_GE_OQ>(v, threshold)) << (LANES * o));
+    // SAFETY: an __m512i is 16 i32; every bit pattern is one.
+    let sums = unsafe { std::mem::transmute::<[__m512i; OUTS], [[i32; LANES]; OUTS]>(sums) };
+    while lanes != 0 {
+        let bit = lanes.trailing_zeros() as usize;
+        lanes &= lanes - 1;
+        let (o, l) = (bit / LANES, bit % LANES);
+        best.consider(station, watch, sums[o][l], tau(LANES * vector + l, o));
     }
 }
