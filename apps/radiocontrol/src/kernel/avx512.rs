@@ -133,18 +133,27 @@ unsafe fn correlate_tile(
                     }
                 }
             )*
-            for p in 0..PAIRS {
-                let y: [__m512i; V] = std::array::from_fn(|v| {
-                    // SAFETY: v0 + v < VECTORS, so the 32 i16 at this offset are in `rows`.
-                    unsafe { _mm512_loadu_si512(rows.add((v0 + v) * VECTOR_I16 + (s * PAIRS + p) * LANES * 2).cast()) }
-                });
-                for (acc, xs) in acc.iter_mut().zip(xs) {
-                    let x = _mm512_set1_epi32(xs[s * PAIRS + p]);
-                    for (acc, &y) in acc.iter_mut().zip(&y) {
-                        dpwssd!(*acc, x, y);
+            macro_rules! pair {
+                ($p:expr) => {{
+                    let p: usize = $p;
+                    let y: [__m512i; V] = std::array::from_fn(|v| {
+                        // SAFETY: v0 + v < VECTORS, so the 32 i16 at this offset are in `rows`.
+                        unsafe { _mm512_loadu_si512(rows.add((v0 + v) * VECTOR_I16 + (s * PAIRS + p) * LANES * 2).cast()) }
+                    });
+                    for (acc, xs) in acc.iter_mut().zip(xs) {
+                        let x = _mm512_set1_epi32(xs[s * PAIRS + p]);
+                        for (acc, &y) in acc.iter_mut().zip(&y) {
+                            dpwssd!(*acc, x, y);
+                        }
                     }
-                }
+                }};
             }
+            const { assert!(PAIRS == 5) };
+            pair!(0);
+            pair!(1);
+            pair!(2);
+            pair!(3);
+            pair!(4);
             for (w, acc) in acc.iter().enumerate() {
                 for (v, &acc) in acc.iter().enumerate() {
                     // SAFETY: out < SLOTS.
