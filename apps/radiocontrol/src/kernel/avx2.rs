@@ -198,7 +198,8 @@ unsafe fn candidates(
         )
     };
     let top = top.into_iter().fold(f32::NEG_INFINITY, f32::max);
-    let threshold = _mm256_set1_ps(best.raise(top, inv_sy_max));
+    best.raise(top, inv_sy_max);
+    let threshold = _mm256_set1_ps(best.threshold(inv_sy_max));
     for (o, screen) in screen.iter().enumerate() {
         let mut lanes = _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_GE_OQ>(*screen, threshold)) as u32;
         while lanes != 0 {

@@ -47,9 +47,26 @@ const R_P: usize = 4;
 const SUMS: usize = 8;
 const SLOTS: usize = SUMS + OUTS;
 
+/// A vector some of whose lags passed the screen, kept (its sums, 0.5 KB) until a later
+/// one raises L past all of it, or to the end: of the 5-6 vectors per watch that raise L
+/// (the records of the running maximum), most never need their lags evaluated.
+#[derive(Clone, Copy)]
+struct Pending {
+    /// Its index, or [`NONE`].
+    vector: usize,
+    /// Its largest screen value.
+    top: f32,
+    sums: [__m512i; OUTS],
+}
+
+/// No pending vector.
+const NONE: usize = usize::MAX;
+
 thread_local! {
     /// [`watch_pairs`] of every watch of a call.
     static XS: RefCell<Vec<[[i32; SUBS * PAIRS]; W]>> = const { RefCell::new(Vec::new()) };
+    /// Every watch's pending vector (kept between calls: 0.6 MB for 1000 watches).
+    static PENDING: RefCell<Vec<[Pending; W]>> = const { RefCell::new(Vec::new()) };
 }
 
 /// `acc += vpdpwssd(x, y)`, in asm: LLVM's machine combiner splits a chain of
@@ -88,15 +105,30 @@ pub(crate) unsafe fn correlate(station: &Prepared, watches: &[&Watch]) -> Vec<(f
     let mut best: Vec<[Best; W]> =
         watches.iter().map(|group| group.map(|watch| Best::new(watch, layout.lgq_max))).collect();
     XS.with_borrow_mut(|xs| {
-        xs.clear();
-        xs.extend(watches.iter().map(|w| std::array::from_fn::<_, W, _>(|i| watch_pairs(&w[i].x))));
-        // A tile's station values (V · 8.6 KB) stay in L1 while every watch group passes.
-        for v0 in (0..VECTORS).step_by(V) {
-            for ((group, xs), best) in watches.iter().zip(xs.iter()).zip(&mut best) {
-                // SAFETY: the caller's features; v0 + V <= VECTORS; the lengths asserted above.
-                unsafe { correlate_tile(station, layout, group, xs, v0, best) };
+        PENDING.with_borrow_mut(|pending| {
+            xs.clear();
+            xs.extend(watches.iter().map(|w| std::array::from_fn::<_, W, _>(|i| watch_pairs(&w[i].x))));
+            let none = Pending { vector: NONE, top: 0.0, sums: [_mm512_setzero_si512(); OUTS] };
+            pending.resize(watches.len().max(pending.len()), [none; W]);
+            pending.iter_mut().flatten().for_each(|p| p.vector = NONE);
+            // A tile's station values (V · 8.6 KB) stay in L1 while every watch group passes.
+            for v0 in (0..VECTORS).step_by(V) {
+                for (((group, xs), best), pending) in
+                    watches.iter().zip(xs.iter()).zip(&mut best).zip(pending.iter_mut())
+                {
+                    // SAFETY: the caller's features; v0 + V <= VECTORS; the lengths asserted above.
+                    unsafe { correlate_tile(station, layout, group, xs, v0, best, pending) };
+                }
             }
-        }
+            for ((group, best), pending) in watches.iter().zip(&mut best).zip(pending.iter()) {
+                for ((watch, best), pending) in group.iter().zip(best).zip(pending) {
+                    if pending.vector != NONE {
+                        // SAFETY: the caller's features.
+                        unsafe { evaluate(station, layout, watch, pending.vector, &pending.sums, best) };
+                    }
+                }
+            }
+        })
     });
     watches.iter().zip(&best).flat_map(|(group, best)| std::iter::zip(group, best).map(|(w, b)| b.result(w))).collect()
 }
@@ -113,6 +145,7 @@ unsafe fn correlate_tile(
     xs: &[[i32; SUBS * PAIRS]; W],
     v0: usize,
     best: &mut [Best; W],
+    pending: &mut [Pending; W],
 ) {
     let rows = layout.rows.as_ptr();
     // The tile's partial sums, an `Acc` per slot: written before they are read (not zeroed:
@@ -179,7 +212,7 @@ unsafe fn correlate_tile(
             }
         }
     }
-    for (w, best) in best.iter_mut().enumerate() {
+    for (w, (best, pending)) in best.iter_mut().zip(pending).enumerate() {
         let mean = _mm512_set1_ps(group[w].mean as f32);
         for v in 0..V {
             // SAFETY: every o = o1 + 2·o2 + 4·o3 was written above (o1 = a − 1).
@@ -193,7 +226,7 @@ unsafe fn correlate_tile(
             let threshold = _mm512_set1_ps(best.threshold32(layout.inv_sy_max32[v0 + v]));
             if _mm512_cmp_ps_mask::<_CMP_GE_OQ>(top, threshold) != 0 {
                 // SAFETY: the caller's features.
-                unsafe { candidates(station, layout, group[w], v0 + v, sums, best) };
+                unsafe { record(station, layout, group[w], v0 + v, sums, top, best, pending) };
             }
         }
     }
@@ -218,34 +251,59 @@ fn screen(layout: &Layout16, vector: usize, sums: &[__m512i; OUTS], mean: __m512
     })
 }
 
-/// A vector some of whose lags pass the screen: raises L by its largest v, then evaluates
-/// exactly every lag still passing, keeping the first lag of the best u. (Its screen is
-/// computed again here: the hot loop then keeps no copy of it.)
+/// A vector some of whose lags pass the screen: raises L by its largest v, evaluates the
+/// pending vector if some of its lags still pass, and keeps this one pending instead.
 ///
 /// # Safety
 /// AVX-512 F.
 #[cold]
 #[inline(never)]
+#[allow(clippy::too_many_arguments)]
 #[target_feature(enable = "avx512f")]
-unsafe fn candidates(
+unsafe fn record(
     station: &Prepared,
     layout: &Layout16,
     watch: &Watch,
     vector: usize,
     sums: [__m512i; OUTS],
+    top: __m512,
+    best: &mut Best,
+    pending: &mut Pending,
+) {
+    // The largest of 16 finite values: exact in any order.
+    let top = _mm512_reduce_max_ps(top);
+    best.raise(top, layout.inv_sy_max[vector]);
+    if pending.vector != NONE && pending.top >= best.threshold(layout.inv_sy_max[pending.vector]) {
+        // SAFETY: the caller's features.
+        unsafe { evaluate(station, layout, watch, pending.vector, &pending.sums, best) };
+    }
+    *pending = Pending { vector, top, sums };
+}
+
+/// Evaluates exactly every lag of `vector` whose v passes the current threshold, keeping
+/// the first lag of the best u. (Its screen is computed again here: the hot loop keeps no
+/// copy of it.)
+///
+/// # Safety
+/// AVX-512 F.
+#[target_feature(enable = "avx512f")]
+unsafe fn evaluate(
+    station: &Prepared,
+    layout: &Layout16,
+    watch: &Watch,
+    vector: usize,
+    sums: &[__m512i; OUTS],
     best: &mut Best,
 ) {
-    let screen = screen(layout, vector, &sums, _mm512_set1_ps(watch.mean as f32));
-    let top = screen.iter().fold(screen[0], |a, &b| _mm512_max_ps(a, b));
-    // The largest of 16 finite values: exact in any order.
-    let threshold = _mm512_set1_ps(best.raise(_mm512_reduce_max_ps(top), layout.inv_sy_max[vector]));
+    let screen = screen(layout, vector, sums, _mm512_set1_ps(watch.mean as f32));
+    let threshold = _mm512_set1_ps(best.threshold(layout.inv_sy_max[vector]));
     // The passing lags as bits 16·o + lane.
     let mut lanes = screen
         .iter()
         .enumerate()
         .fold(0u128, |m, (o, &v)| m | u128::from(_mm512_cmp_ps_mask::<_CMP_GE_OQ>(v, threshold)) << (LANES * o));
     // SAFETY: an __m512i is 16 i32; every bit pattern is one.
-    let sums = unsafe { std::mem::transmute::<[__m512i; OUTS], [[i32; LANES]; OUTS]>(sums) };
+    let sums = unsafe { std::mem::transmute::<[__m512i; OUTS], [[i32; LANES]; OUTS]>(*sums) };
     while lanes != 0 {
         let bit = lanes.trailing_zeros() as usize;
         lanes &= lanes - 1;

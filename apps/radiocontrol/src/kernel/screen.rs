@@ -72,13 +72,16 @@ impl Best {
         (-self.e_scale32).mul_add(inv_sy_max32, self.floor32)
     }
 
-    /// Raises L by `top`, the largest v of a vector whose largest `inv_sy` is
-    /// `inv_sy_max`; returns the threshold its lags must reach to be evaluated.
-    pub(super) fn raise(&mut self, top: f32, inv_sy_max: f64) -> f32 {
-        let e = self.e_scale * inv_sy_max;
-        self.floor = self.floor.max(f64::from(top) - e);
+    /// Raises L by `top`, the largest v of a vector whose largest `inv_sy` is `inv_sy_max`.
+    pub(super) fn raise(&mut self, top: f32, inv_sy_max: f64) {
+        self.floor = self.floor.max(f64::from(top) - self.e_scale * inv_sy_max);
         self.floor32 = f32_at_most(self.floor);
-        f32_at_most(self.floor - e)
+    }
+
+    /// L − E, rounded down, for a vector whose largest `inv_sy` is `inv_sy_max`: its lags
+    /// whose v reaches it are evaluated exactly.
+    pub(super) fn threshold(&self, inv_sy_max: f64) -> f32 {
+        f32_at_most(self.floor - self.e_scale * inv_sy_max)
     }
 
     /// Evaluates lag τ (if real) exactly from its sum S, keeping the first lag of the best u.
