@@ -50,7 +50,7 @@ const SUB_LEN: usize = GROUPS + TAPS - 1;
 const ENTRIES: usize = entry(LAGS - 1) + 1;
 /// The AVX2 kernel's layout: 8 i32 lanes, 96 vectors (whole chunks of 4 tiles of 3 vectors).
 pub(crate) type Layout8 = Layout<8, { vectors(8, 12) }>;
-/// The AVX-512 kernel's layout: 16 i32 lanes, 48 vectors (whole tiles of 4 or 6 vectors).
+/// The AVX-512 kernel's layout: 16 i32 lanes, 48 vectors (whole tiles of 1, 2, 3, 4 or 6).
 pub(crate) type Layout16 = Layout<16, { vectors(16, 12) }>;
 /// `sy_inv_sy` (f32) of a lag past the last: its screen value −x̄·1e30 never reaches a real
 /// lag's of a watch with x̄ > 0 (every unflagged one), and such lags are never evaluated.

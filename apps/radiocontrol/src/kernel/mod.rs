@@ -17,17 +17,17 @@
 //!
 //! S is the only part that costs (80 × 6001 multiply-adds per pair). [`correlate_minute`]
 //! computes it for a block of watches at once in register tiles, on the fastest [`Path`]
-//! the CPU has: AVX-512 VNNI (`vpdpwssd`: 32 i16 products summed pairwise into 16 i32
-//! lanes per instruction, on station values interleaved in pairs of k; tiles of
-//! [`TILE_WATCHES`] watches × [`TILE_LAGS`] lags), else AVX2 (`vpmaddwd` and `vpaddd`, 16
-//! products per pair, with three nested Karatsuba levels that get 8 lags τ + 400g + 50o
-//! from 27 sums of 10 taps, 27/64 of the products: `karatsuba`), else portable code. The
-//! epilogue computes r in f64 with the same operations on every path (the AVX2 path only
-//! at the lags an f32 screen with a proven error bound cannot rule out: `avx2`). Integer
-//! sums are exact, so every path and every run gives the same bits: a job's result
-//! depends on the job only. Flagged watches (not worn, flat) are not correlated. [`fft`] is the same correlation by
-//! FFT, measured against this one by `dps-radiocontrol bench-kernel`. [`naive`] is the f64 double loop
-//! the tests hold both to (RC-2).
+//! the CPU has, both vector paths with three nested Karatsuba levels that get 8 lags
+//! τ + 400g + 50o from 27 sums of 10 taps, 27/64 of the products (`karatsuba`): AVX-512
+//! VNNI (`vpdpwssd`, product and add in one instruction, 16 i32 lanes; tiles of 8 watches
+//! × 2 vectors of 16 entries, `avx512`), else AVX2 (`vpmaddwd` and `vpaddd`, 8 lanes; tiles
+//! of 3 watches × 3 vectors, `avx2`), else portable code. The epilogue computes r in f64
+//! with the same operations on every path (the vector paths only at the lags an f32 screen
+//! with a proven error bound cannot rule out: `screen`). Integer sums are exact, so every
+//! path and every run gives the same bits: a job's result depends on the job only.
+//! Flagged watches (not worn, flat) are not correlated. [`fft`] is the same correlation by
+//! FFT, measured against this one by `dps-radiocontrol bench-kernel`. [`naive`] is the f64
+//! double loop the tests hold both to (RC-2).
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
@@ -235,7 +235,7 @@ pub fn correlate_minute(station: &Prepared, watches: &[Watch], out: &mut [Match]
 /// f64 epilogue); they differ in speed only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Path {
-    /// `vpdpwssd` tiles of 6 watches × 32 lags (`avx512`).
+    /// `vpdpwssd` tiles of 8 watches × 256 lags on the nested Karatsuba layout (`avx512`).
     Avx512Vnni,
     /// `vpmaddwd` tiles of 3 watches × 192 lags on the nested Karatsuba layout (`avx2`).
     Avx2,
