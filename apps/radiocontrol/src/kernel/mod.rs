@@ -514,6 +514,16 @@ mod tests {
         assert_eq!(Path::detect(), paths[0]);
     }
 
+    /// `bench-kernel --path` names every path, and only those.
+    #[test]
+    fn every_path_is_found_by_its_name() {
+        for path in Path::ALL {
+            assert_eq!(Path::from_name(path.name()), Some(path));
+        }
+        assert_eq!(Path::from_name("Avx2"), None);
+        assert_eq!(Path::from_name(""), None);
+    }
+
     fn naive_at(q: &[u8; WATCH_BLOCKS], lg: &[f64], tau: u16) -> f64 {
         let mut shifted = lg[usize::from(tau)..].to_vec();
         shifted.resize(lg.len(), 0.0);
