@@ -35,6 +35,7 @@ mod avx2;
 mod avx512;
 pub mod fft;
 mod karatsuba;
+#[cfg(target_arch = "x86_64")]
 mod screen;
 
 use std::sync::OnceLock;
