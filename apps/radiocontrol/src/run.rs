@@ -75,7 +75,7 @@ fn write_data_set(g: &GeneratePlan) -> Result<()> {
 
 /// `bench-kernel`: times the kernels and prints the figures.
 fn bench_kernel(b: &BenchKernelPlan) -> Result<()> {
-    let s = speed::measure(b.watches, b.minutes, b.reps);
+    let s = speed::measure(b.watches, b.minutes, b.reps, b.path);
     if b.json {
         println!("{}", serde_json::to_string(&s)?);
     } else {

@@ -8,7 +8,7 @@ use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
 use crate::kernel::fft::Fft;
-use crate::kernel::{correlate_minute, Match, Path, Prepared, Watch, STATION_SAMPLES, WATCH_BLOCKS};
+use crate::kernel::{correlate_on, Match, Path, Prepared, Watch, STATION_SAMPLES, WATCH_BLOCKS};
 
 /// Correlations of the paper-scale day.
 pub const PAPER_DAY_CORRELATIONS: f64 = 24.0 * 100.0 * 1000.0 * 60.0;
@@ -20,8 +20,8 @@ pub struct KernelSpeed {
     pub watches: usize,
     /// Station minutes per sample.
     pub minutes: usize,
-    /// The direct kernel's code path on this CPU (what `run` uses): "Avx512Vnni", "Avx2"
-    /// or "Portable".
+    /// The direct kernel's code path measured (by default the one `run` takes on this
+    /// CPU): "Avx512Vnni", "Avx2" or "Portable".
     pub direct_path: String,
     /// Median seconds per correlation of the direct kernel (station preparation included).
     pub direct_us: f64,
@@ -34,8 +34,12 @@ pub struct KernelSpeed {
     pub paper_day_minutes_2_cores: f64,
 }
 
-/// Times both kernels on random records, `reps` samples each, alternating.
-pub fn measure(watches: usize, minutes: usize, reps: usize) -> KernelSpeed {
+/// Times both kernels on random records, `reps` samples each, alternating; the direct one
+/// on `path`.
+///
+/// # Panics
+/// If the CPU cannot run `path`.
+pub fn measure(watches: usize, minutes: usize, reps: usize, path: Path) -> KernelSpeed {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
     let stations: Vec<Vec<i16>> =
         (0..minutes).map(|_| (0..STATION_SAMPLES).map(|_| rng.gen_range(-8000..8000)).collect()).collect();
@@ -49,7 +53,7 @@ pub fn measure(watches: usize, minutes: usize, reps: usize) -> KernelSpeed {
         let t = Instant::now();
         for s in &stations {
             let p = Prepared::new(s);
-            correlate_minute(&p, &ws, &mut out);
+            correlate_on(path, &p, &ws, &mut out);
             sink += out[0].r;
         }
         direct.push(t.elapsed().as_secs_f64() / (minutes * watches) as f64);
@@ -69,7 +73,7 @@ pub fn measure(watches: usize, minutes: usize, reps: usize) -> KernelSpeed {
     KernelSpeed {
         watches,
         minutes,
-        direct_path: format!("{:?}", Path::detect()),
+        direct_path: format!("{path:?}"),
         direct_us: d * 1e6,
         fft_us: ff * 1e6,
         direct_per_s: 1.0 / d,

@@ -224,6 +224,11 @@ fn every_bad_input_is_one_clear_line_and_leaves_results_valid() {
             vec!["--hours 25".into()],
         ),
         (["supervise", "--", "true"].iter().map(|w| w.to_string()).collect(), 2, vec!["--out".into()]),
+        (
+            ["bench-kernel", "--path", "avx3"].iter().map(|w| w.to_string()).collect(),
+            2,
+            vec!["--path avx3".into(), "not a kernel path".into()],
+        ),
         // The issue-27 cases: a supervise --out that the command does not write, and a
         // command that exits 0 without a complete result file.
         (

@@ -1,6 +1,7 @@
-//! The station side of the AVX2 kernel: three nested Karatsuba levels, so that 27 products
-//! of 10 taps give 8 lags' sums where the plain sums take 8 × 80 (27/64 of the products:
-//! `vpmaddwd`, unlike `vpdpwssd`, needs an add beside each product).
+//! The station side of the vector kernels: three nested Karatsuba levels, so that 27 products
+//! of 10 taps give 8 lags' sums where the plain sums take 8 × 80 (27/64 of the products).
+//! The AVX2 kernel reads it 8 entries to a vector ([`Layout8`]), the AVX-512 one 16
+//! ([`Layout16`]); the arrangement is the same, [`Layout`] is generic over the lanes.
 //!
 //! For a phase φ = τ mod 50, the lags τ = φ + 50n are a correlation of the watch's 80
 //! values F = x with the sequence Z[m] = Lgq[φ + 50m]: S(n) = Σ_k F_k·Z[n + k]. One level
@@ -26,8 +27,8 @@
 //! 80·255·14296 < 2^31 is exact. The sequence beyond the station's last value (lags past
 //! 6000 only) repeats that value, so the ranges hold there too.
 //!
-//! Entries i = 50g + φ are laid out 8 to a vector (lane = i mod 8), each giving 8 lags
-//! `tau(i, o)`: lags 0..=6000 are entries 0..=750, padded to whole tiles.
+//! Entries i = 50g + φ are laid out LANES to a vector (lane = i mod LANES), each giving 8
+//! lags `tau(i, o)`: lags 0..=6000 are entries 0..=750, padded to whole tiles.
 
 use super::{Prepared, BLOCK_MS, LAGS, LOG_ENERGIES, WATCH_BLOCKS};
 
@@ -41,25 +42,26 @@ pub(crate) const SUBS: usize = 27;
 pub(crate) const TAPS: usize = WATCH_BLOCKS / OUTS;
 /// Pairs of taps per sub (one `vpmaddwd` each).
 pub(crate) const PAIRS: usize = TAPS / 2;
-/// Entries per vector (8 i32 lanes).
-pub(crate) const LANES: usize = 8;
-/// Vectors per tile of the AVX2 kernel.
-pub(crate) const TILE_VECTORS: usize = 3;
 /// Groups g of 8 outputs per phase (n = 0..=120).
 const GROUPS: usize = (LAGS - 1) / BLOCK_MS / OUTS + 1;
 /// Values of a sub's sequence that the groups read.
 const SUB_LEN: usize = GROUPS + TAPS - 1;
 /// Entries holding a real lag: up to that of the last lag (φ = 0 of the last group).
 const ENTRIES: usize = entry(LAGS - 1) + 1;
-/// Vectors, padded to whole tiles.
-pub(crate) const VECTORS: usize = ENTRIES.div_ceil(LANES * TILE_VECTORS) * TILE_VECTORS;
-/// i16 per vector of the layout: per sub and pair, 8 lanes × 2 taps.
-pub(crate) const VECTOR_I16: usize = SUBS * PAIRS * LANES * 2;
+/// The AVX2 kernel's layout: 8 i32 lanes, 96 vectors (whole chunks of 4 tiles of 3 vectors).
+pub(crate) type Layout8 = Layout<8, { vectors(8, 12) }>;
+/// The AVX-512 kernel's layout: 16 i32 lanes, 48 vectors (whole tiles of 1, 2, 3, 4 or 6).
+pub(crate) type Layout16 = Layout<16, { vectors(16, 12) }>;
 /// `sy_inv_sy` (f32) of a lag past the last: its screen value −x̄·1e30 never reaches a real
 /// lag's of a watch with x̄ > 0 (every unflagged one), and such lags are never evaluated.
 const NEVER: f32 = 1e30;
 
 const _: () = assert!(OUTS * TAPS == WATCH_BLOCKS && TAPS.is_multiple_of(2) && SUBS == 3usize.pow(LEVELS as u32));
+
+/// Vectors of `lanes` entries holding every entry, padded to a multiple of `multiple`.
+pub(crate) const fn vectors(lanes: usize, multiple: usize) -> usize {
+    ENTRIES.div_ceil(lanes * multiple) * multiple
+}
 
 /// The entry of lag τ.
 pub(crate) const fn entry(tau: usize) -> usize {
@@ -72,11 +74,12 @@ pub(crate) fn tau(i: usize, o: usize) -> usize {
     i % BLOCK_MS + BLOCK_MS * (OUTS * (i / BLOCK_MS) + o)
 }
 
-/// A station minute laid out for the nested Karatsuba sums.
+/// A station minute laid out for the nested Karatsuba sums, `LANES` entries to a vector,
+/// `VECTORS` vectors.
 #[derive(Clone, Debug)]
-pub(crate) struct Layout {
-    /// `rows[v·VECTOR_I16 + ((s·PAIRS + p)·LANES + l)·2 + h]`: entry i = 8v + l (φ, g), sub
-    /// s, tap 2p + h: `Z_s[g + 2p + h]` of phase φ.
+pub(crate) struct Layout<const LANES: usize, const VECTORS: usize> {
+    /// `rows[v·VECTOR_I16 + ((s·PAIRS + p)·LANES + l)·2 + h]`: entry i = LANES·v + l (φ,
+    /// g), sub s, tap 2p + h: `Z_s[g + 2p + h]` of phase φ.
     pub rows: Vec<i16>,
     /// `inv_sy` as f32 per vector, output and lane (0 past the last lag).
     pub inv_sy: Vec<f32>,
@@ -122,9 +125,12 @@ fn split_filters(input: &[i16], n: usize, output: &mut [i16]) {
 const SEQ_LEN: [usize; LEVELS + 1] =
     [((SUB_LEN * 2 + 1) * 2 + 1) * 2 + 1, (SUB_LEN * 2 + 1) * 2 + 1, SUB_LEN * 2 + 1, SUB_LEN];
 
-impl Layout {
-    pub(crate) fn new(station: &Prepared) -> Layout {
-        const { assert!(LEVELS == 3) };
+impl<const LANES: usize, const VECTORS: usize> Layout<LANES, VECTORS> {
+    /// i16 per vector: per sub and pair, LANES lanes × 2 taps.
+    pub(crate) const VECTOR_I16: usize = SUBS * PAIRS * LANES * 2;
+
+    pub(crate) fn new(station: &Prepared) -> Self {
+        const { assert!(LEVELS == 3 && VECTORS * LANES >= ENTRIES) };
         let real = &station.lgq[..LOG_ENERGIES];
         // Per phase, the 27 sequences of SUB_LEN values, back to back.
         let mut z = vec![0i16; BLOCK_MS * SUBS * SUB_LEN];
@@ -145,8 +151,8 @@ impl Layout {
             }
         }
         // As i32 pairs of taps: rows32[(v·SUBS + s)·PAIRS + p)·LANES + l] = taps 2p, 2p + 1.
-        let mut rows = vec![0i16; VECTORS * VECTOR_I16];
-        for (v, vector) in rows.chunks_exact_mut(VECTOR_I16).enumerate() {
+        let mut rows = vec![0i16; VECTORS * Self::VECTOR_I16];
+        for (v, vector) in rows.chunks_exact_mut(Self::VECTOR_I16).enumerate() {
             for l in 0..LANES {
                 let i = LANES * v + l;
                 let z = &z[(i % BLOCK_MS) * SUBS * SUB_LEN + i / BLOCK_MS..];
@@ -245,7 +251,6 @@ mod tests {
         ];
         for samples in &stations {
             let station = Prepared::new(samples);
-            let layout = Layout::new(&station);
             let (lo, hi) = (station.lgq[..LOG_ENERGIES].iter().min(), station.lgq[..LOG_ENERGIES].iter().max());
             assert!(*lo.unwrap() >= 9096 && *hi.unwrap() <= 14296, "{lo:?} {hi:?}");
             let qs: [[u8; WATCH_BLOCKS]; 3] = [
@@ -255,31 +260,40 @@ mod tests {
             ];
             for q in &qs {
                 let watch = Watch::new(q, true);
-                let xs = watch_pairs(&watch.x);
-                let madd = |x: i32, row: &[i16]| {
-                    i32::from(x as i16)
-                        .wrapping_mul(i32::from(row[0]))
-                        .wrapping_add((x >> 16).wrapping_mul(i32::from(row[1])))
-                };
-                let mut lags = std::collections::BTreeSet::new();
-                for i in 0..VECTORS * LANES {
-                    let (v, l) = (i / LANES, i % LANES);
-                    let m: [i32; SUBS] = std::array::from_fn(|s| {
-                        (0..PAIRS).fold(0i32, |acc, p| {
-                            let at = v * VECTOR_I16 + ((s * PAIRS + p) * LANES + l) * 2;
-                            acc.wrapping_add(madd(xs[s * PAIRS + p], &layout.rows[at..at + 2]))
-                        })
-                    });
-                    for (o, sum) in combine(&m, i32::wrapping_add).into_iter().enumerate() {
-                        let tau = tau(i, o);
-                        if tau < LAGS {
-                            assert_eq!(sum, direct_sum(&station, &watch.x, tau), "lag {tau}");
-                            assert!(lags.insert(tau), "lag {tau} twice");
-                        }
-                    }
-                }
-                assert_eq!(lags.len(), LAGS, "every lag once");
+                check_sums(&Layout8::new(&station), &station, &watch);
+                check_sums(&Layout16::new(&station), &station, &watch);
             }
         }
+    }
+
+    /// Every lag's sum from the layout's 27 subs, formed as the vector code forms them
+    /// (pairs of products, wrapping adds) and combined, is the direct sum.
+    fn check_sums<const LANES: usize, const VECTORS: usize>(
+        layout: &Layout<LANES, VECTORS>,
+        station: &Prepared,
+        watch: &Watch,
+    ) {
+        let xs = watch_pairs(&watch.x);
+        let madd = |x: i32, row: &[i16]| {
+            i32::from(x as i16).wrapping_mul(i32::from(row[0])).wrapping_add((x >> 16).wrapping_mul(i32::from(row[1])))
+        };
+        let mut lags = std::collections::BTreeSet::new();
+        for i in 0..VECTORS * LANES {
+            let (v, l) = (i / LANES, i % LANES);
+            let m: [i32; SUBS] = std::array::from_fn(|s| {
+                (0..PAIRS).fold(0i32, |acc, p| {
+                    let at = v * Layout::<LANES, VECTORS>::VECTOR_I16 + ((s * PAIRS + p) * LANES + l) * 2;
+                    acc.wrapping_add(madd(xs[s * PAIRS + p], &layout.rows[at..at + 2]))
+                })
+            });
+            for (o, sum) in combine(&m, i32::wrapping_add).into_iter().enumerate() {
+                let tau = tau(i, o);
+                if tau < LAGS {
+                    assert_eq!(sum, direct_sum(station, &watch.x, tau), "{LANES} lanes, lag {tau}");
+                    assert!(lags.insert(tau), "lag {tau} twice");
+                }
+            }
+        }
+        assert_eq!(lags.len(), LAGS, "every lag once");
     }
 }

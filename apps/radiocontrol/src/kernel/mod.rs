@@ -17,17 +17,17 @@
 //!
 //! S is the only part that costs (80 × 6001 multiply-adds per pair). [`correlate_minute`]
 //! computes it for a block of watches at once in register tiles, on the fastest [`Path`]
-//! the CPU has: AVX-512 VNNI (`vpdpwssd`: 32 i16 products summed pairwise into 16 i32
-//! lanes per instruction, on station values interleaved in pairs of k; tiles of
-//! [`TILE_WATCHES`] watches × [`TILE_LAGS`] lags), else AVX2 (`vpmaddwd` and `vpaddd`, 16
-//! products per pair, with three nested Karatsuba levels that get 8 lags τ + 400g + 50o
-//! from 27 sums of 10 taps, 27/64 of the products: `karatsuba`), else portable code. The
-//! epilogue computes r in f64 with the same operations on every path (the AVX2 path only
-//! at the lags an f32 screen with a proven error bound cannot rule out: `avx2`). Integer
-//! sums are exact, so every path and every run gives the same bits: a job's result
-//! depends on the job only. Flagged watches (not worn, flat) are not correlated. [`fft`] is the same correlation by
-//! FFT, measured against this one by `dps-radiocontrol bench-kernel`. [`naive`] is the f64 double loop
-//! the tests hold both to (RC-2).
+//! the CPU has, both vector paths with three nested Karatsuba levels that get 8 lags
+//! τ + 400g + 50o from 27 sums of 10 taps, 27/64 of the products (`karatsuba`): AVX-512
+//! VNNI (`vpdpwssd`, product and add in one instruction, 16 i32 lanes; tiles of 8 watches
+//! × 2 vectors of 16 entries, `avx512`), else AVX2 (`vpmaddwd` and `vpaddd`, 8 lanes; tiles
+//! of 3 watches × 3 vectors, `avx2`), else portable code. The epilogue computes r in f64
+//! with the same operations on every path (the vector paths only at the lags an f32 screen
+//! with a proven error bound cannot rule out: `screen`). Integer sums are exact, so every
+//! path and every run gives the same bits: a job's result depends on the job only.
+//! Flagged watches (not worn, flat) are not correlated. [`fft`] is the same correlation by
+//! FFT, measured against this one by `dps-radiocontrol bench-kernel`. [`naive`] is the f64
+//! double loop the tests hold both to (RC-2).
 
 #[cfg(target_arch = "x86_64")]
 mod avx2;
@@ -35,6 +35,8 @@ mod avx2;
 mod avx512;
 pub mod fft;
 mod karatsuba;
+#[cfg(target_arch = "x86_64")]
+mod screen;
 
 use std::sync::OnceLock;
 
@@ -63,16 +65,14 @@ pub const WATCH_NOISE_SIGMA: f64 = 300.0;
 /// nearest lag at which no block lay in the silence: 28–33 ms off (issue 27).
 pub const WATCH_NOISE_ENERGY: f64 = (3 * BLOCK_MS) as f64 * WATCH_NOISE_SIGMA * WATCH_NOISE_SIGMA;
 
-/// Watches per register tile.
+/// Watches per tile of the portable path.
 pub const TILE_WATCHES: usize = 6;
-/// Lags per register tile (two vectors of 16 i32).
+/// Lags per tile of the portable path.
 pub const TILE_LAGS: usize = 32;
 /// Lags rounded up to whole tiles.
 pub(crate) const LAGS_PADDED: usize = LAGS.div_ceil(TILE_LAGS) * TILE_LAGS;
 /// `Lgq` padded so that the last tile reads in bounds (the padding is never a result).
 pub(crate) const LG_PADDED: usize = LAGS_PADDED + BLOCK_MS * WATCH_BLOCKS;
-/// Pairs of k interleaved for `vpdpwssd`.
-pub(crate) const K_PAIRS: usize = WATCH_BLOCKS / 2;
 
 /// Result flag: the watch record is not valid (not worn); r = 0, lag = 0.
 pub const FLAG_INVALID: u16 = 1;
@@ -107,10 +107,10 @@ pub fn log_energies(samples: &[i16]) -> Vec<f64> {
 pub struct Prepared {
     /// `Lgq[t]`, zero-padded to whole lag tiles.
     pub lgq: Vec<i16>,
-    /// `Lgq` interleaved by pairs of k for the AVX-512 path, built on first use.
-    pairs: OnceLock<Vec<i16>>,
     /// The AVX2 path's layout, built on first use.
-    karatsuba: OnceLock<karatsuba::Layout>,
+    karatsuba8: OnceLock<karatsuba::Layout8>,
+    /// The AVX-512 path's layout, built on first use.
+    karatsuba16: OnceLock<karatsuba::Layout16>,
     /// Per lag: 1 / the norm of the centred samples `Lgq[τ + 50k]` (0 where they are flat,
     /// and beyond the last lag).
     pub inv_sy: Vec<f64>,
@@ -154,27 +154,19 @@ impl Prepared {
             }
         }
         let lg = lgq.iter().map(|&v| f32::from(v)).collect();
-        Prepared { lgq, pairs: OnceLock::new(), karatsuba: OnceLock::new(), inv_sy, sy_inv_sy, lg }
+        Prepared { lgq, karatsuba8: OnceLock::new(), karatsuba16: OnceLock::new(), inv_sy, sy_inv_sy, lg }
     }
 
-    /// `Lgq` interleaved by pairs of k: `pairs[(p·LAGS_PADDED + τ)·2 + j] = Lgq[τ + 50(2p + j)]`.
-    pub(crate) fn pairs(&self) -> &[i16] {
-        self.pairs.get_or_init(|| {
-            let mut pairs = vec![0i16; K_PAIRS * LAGS_PADDED * 2];
-            for p in 0..K_PAIRS {
-                let row = &mut pairs[p * LAGS_PADDED * 2..][..LAGS_PADDED * 2];
-                for tau in 0..LAGS_PADDED {
-                    row[2 * tau] = self.lgq[tau + BLOCK_MS * 2 * p];
-                    row[2 * tau + 1] = self.lgq[tau + BLOCK_MS * (2 * p + 1)];
-                }
-            }
-            pairs
-        })
+    /// The station laid out for the AVX2 path's nested Karatsuba sums ([`karatsuba`]).
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(crate) fn karatsuba8(&self) -> &karatsuba::Layout8 {
+        self.karatsuba8.get_or_init(|| karatsuba::Layout8::new(self))
     }
 
-    /// The station laid out for the nested Karatsuba sums ([`karatsuba`]).
-    pub(crate) fn karatsuba(&self) -> &karatsuba::Layout {
-        self.karatsuba.get_or_init(|| karatsuba::Layout::new(self))
+    /// The same for the AVX-512 path, 16 entries to a vector.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+    pub(crate) fn karatsuba16(&self) -> &karatsuba::Layout16 {
+        self.karatsuba16.get_or_init(|| karatsuba::Layout16::new(self))
     }
 
     /// `inv_sy` as f32, for the FFT variant.
@@ -244,7 +236,7 @@ pub fn correlate_minute(station: &Prepared, watches: &[Watch], out: &mut [Match]
 /// f64 epilogue); they differ in speed only.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Path {
-    /// `vpdpwssd` tiles of 6 watches × 32 lags (`avx512`).
+    /// `vpdpwssd` tiles of 8 watches × 256 lags on the nested Karatsuba layout (`avx512`).
     Avx512Vnni,
     /// `vpmaddwd` tiles of 3 watches × 192 lags on the nested Karatsuba layout (`avx2`).
     Avx2,
@@ -253,6 +245,23 @@ pub enum Path {
 }
 
 impl Path {
+    /// Every path, fastest first.
+    const ALL: [Path; 3] = [Path::Avx512Vnni, Path::Avx2, Path::Portable];
+
+    /// The path's name on the command line (`bench-kernel --path`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Path::Avx512Vnni => "avx512-vnni",
+            Path::Avx2 => "avx2",
+            Path::Portable => "portable",
+        }
+    }
+
+    /// The path of that [`name`](Path::name), if any.
+    pub fn from_name(name: &str) -> Option<Path> {
+        Path::ALL.into_iter().find(|p| p.name() == name)
+    }
+
     /// The fastest path the CPU has: AVX-512 VNNI, else AVX2 (with FMA), else portable.
     pub fn detect() -> Path {
         Path::available().into_iter().next().unwrap_or(Path::Portable)
@@ -284,18 +293,18 @@ pub fn correlate_on(path: Path, station: &Prepared, watches: &[Watch], out: &mut
     assert!(Path::available().contains(&path), "this CPU cannot run the {path:?} kernel");
     // Flagged watches (not worn, or flat) are not correlated: their result is their flag.
     let valid: Vec<&Watch> = watches.iter().filter(|w| w.flags == 0).collect();
-    let tiles: Vec<Tile> = valid.chunks(TILE_WATCHES).map(pad_tile).collect();
-    let best: Vec<[(f64, u32); TILE_WATCHES]> = match path {
+    // (u, lag) per valid watch in order, then the padding's.
+    let best: Vec<(f64, u32)> = match path {
         // SAFETY: `Path::available()` (asserted above) listed Avx512Vnni only if
         // `avx512::available()` found avx512f, avx512bw and avx512vnni.
         #[cfg(target_arch = "x86_64")]
-        Path::Avx512Vnni => tiles.iter().map(|t| unsafe { avx512::correlate_tile(station, t) }).collect(),
+        Path::Avx512Vnni => unsafe { avx512::correlate(station, &valid) },
         // SAFETY: listed only if `avx2::available()` found avx2 and fma.
         #[cfg(target_arch = "x86_64")]
-        Path::Avx2 => unsafe { avx2::correlate_tiles(station, &tiles) },
-        _ => tiles.iter().map(|t| correlate_tile(station, t)).collect(),
+        Path::Avx2 => unsafe { avx2::correlate(station, &valid) },
+        _ => groups(&valid).iter().flat_map(|t| correlate_tile(station, t)).collect(),
     };
-    let mut best = best.iter().flatten();
+    let mut best = best.iter();
     for (r, w) in out.iter_mut().zip(watches) {
         *r = if w.flags != 0 {
             Match { r: 0.0, lag: 0, flags: w.flags }
@@ -306,16 +315,16 @@ pub fn correlate_on(path: Path, station: &Prepared, watches: &[Watch], out: &mut
     }
 }
 
-/// A tile of watches (references: a watch is 0.5 KB).
-pub(crate) type Tile<'a> = [&'a Watch; TILE_WATCHES];
+/// A tile of watches of the portable path (references: a watch is 0.5 KB).
+type Tile<'a> = [&'a Watch; TILE_WATCHES];
 
-/// The flagged watch that pads a partial tile.
+/// The flagged watch that pads a partial group.
 static BLANK: Watch =
     Watch { x: [0; WATCH_BLOCKS], mean: 0.0, xc: [0.0; WATCH_BLOCKS], inv_norm: 0.0, flags: FLAG_INVALID };
 
-/// Up to [`TILE_WATCHES`] watches, padded with flagged ones.
-pub(crate) fn pad_tile<'a>(group: &[&'a Watch]) -> Tile<'a> {
-    std::array::from_fn(|i| group.get(i).copied().unwrap_or(&BLANK))
+/// The watches in groups of N, the last one padded with flagged ones.
+pub(crate) fn groups<'a, const N: usize>(watches: &[&'a Watch]) -> Vec<[&'a Watch; N]> {
+    watches.chunks(N).map(|group| std::array::from_fn(|i| group.get(i).copied().unwrap_or(&BLANK))).collect()
 }
 
 /// The match from the best `u = (S − x̄·Sy)·inv_sy` and its lag.
@@ -504,6 +513,16 @@ mod tests {
             assert_eq!(paths.contains(&Path::Avx512Vnni), vnni);
         }
         assert_eq!(Path::detect(), paths[0]);
+    }
+
+    /// `bench-kernel --path` names every path, and only those.
+    #[test]
+    fn every_path_is_found_by_its_name() {
+        for path in Path::ALL {
+            assert_eq!(Path::from_name(path.name()), Some(path));
+        }
+        assert_eq!(Path::from_name("Avx2"), None);
+        assert_eq!(Path::from_name(""), None);
     }
 
     fn naive_at(q: &[u8; WATCH_BLOCKS], lg: &[f64], tau: u16) -> f64 {
