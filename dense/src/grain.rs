@@ -129,12 +129,59 @@ fn best(candidates: &[usize], seconds: impl Fn(usize) -> f64, fits: impl Fn(usiz
 /// smaller), and why, for the run's record.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Tiling {
-    /// Rows of a block of C (and of A's row strips).
+    /// Rows of a block of C (and of A's row strips), but for the first row strip.
     pub rows: usize,
+    /// Rows of the first row strip, whose jobs go to the worker on the master's rank: more
+    /// than `rows` when that worker, which receives nothing, gets the others' transfer time
+    /// in extra rows (see [`master_strip_rows`]).
+    pub first_rows: usize,
     /// Columns of a block of C (and of B's column strips).
     pub cols: usize,
     /// One line: the model's prediction for the chosen tiling and the next best ones.
     pub reason: String,
+}
+
+impl Tiling {
+    /// Blocks of `rows` × `cols`, all rows alike.
+    pub fn even(rows: usize, cols: usize, reason: impl Into<String>) -> Tiling {
+        Tiling { rows, first_rows: rows, cols, reason: reason.into() }
+    }
+
+    /// Rows of the tallest row strip.
+    pub fn tallest(&self) -> usize {
+        self.rows.max(self.first_rows)
+    }
+
+    /// The row strips of an n×n matrix.
+    pub fn row_strips(&self, n: usize) -> usize {
+        1 + n.saturating_sub(self.first_rows).div_ceil(self.rows)
+    }
+
+    /// The rows of row strip `i` (the last may be shorter).
+    pub fn row_span(&self, n: usize, i: usize) -> std::ops::Range<usize> {
+        let start = if i == 0 { 0 } else { self.first_rows + (i - 1) * self.rows };
+        let end = if i == 0 { self.first_rows } else { start + self.rows };
+        start.min(n)..end.min(n)
+    }
+}
+
+/// Rows of the master's strip when C is cut into one strip of whole rows per worker (one
+/// worker per rank, worker 0 on the master's rank), and of each other strip: the master's
+/// worker starts at once, while every other waits for its strip of A and the whole of B and
+/// spends its CPU receiving them, so the master's strip is taller by that transfer's time
+/// in rows (rounded to 8). Measured at n = 2048 on 2 ranks: 48 more rows made 0.88 of MKL's
+/// two-thread dgemm against 0.81 with even strips (docs/dense.md).
+pub fn master_strip_rows(m: &Machine, n: usize, workers: usize) -> (usize, usize) {
+    let even = n.div_ceil(workers.max(1));
+    if workers < 2 || even < 16 {
+        return (even, even);
+    }
+    let row_s = 2.0 * (n * n) as f64 / rate(m, even.min(n), m.half_rate_at.0);
+    let fill_s = ((even + n) * n * 8) as f64 / m.copy_bytes_per_s;
+    let p = workers as f64;
+    let first = (n as f64 + (p - 1.0) * fill_s / row_s) / p;
+    let first = ((first / 8.0).round() as usize * 8).clamp(even, n - (workers - 1) * 8);
+    (first, (n - first).div_ceil(workers - 1))
 }
 
 /// Block edges n/p for p in 1..=64 (at least 32 elements, or n if smaller), ascending.
@@ -183,7 +230,12 @@ pub fn matmul_tiling(m: &Machine, n: usize, ranks: usize, fits: impl Fn(usize, u
     if chosen.1 == n && chosen.0 < n {
         reason.push_str("; strips of whole rows: one dgemm of depth n per job, B shared whole");
     }
-    Tiling { rows: chosen.0, cols: chosen.1, reason }
+    if chosen.1 == n && n.div_ceil(chosen.0) == ranks && ranks > 1 {
+        let (first, rest) = master_strip_rows(m, n, ranks);
+        let _ = write!(reason, "; the master's strip {first} rows, the others {rest}: its worker receives nothing");
+        return Tiling { rows: rest, first_rows: first, cols: n, reason };
+    }
+    Tiling::even(chosen.0, chosen.1, reason)
 }
 
 /// The default panel width of `dps-lu` for order `n` on `ranks` ranks: 32 to 2048 in powers
@@ -213,10 +265,14 @@ mod tests {
     fn matmul_tiling_prefers_one_strip_of_whole_rows_per_worker() {
         // Measured on 2 ranks at n = 2048: square blocks of 1024 made 0.86 of two-thread
         // dgemm; strips of 1024 whole rows (one dgemm of depth n each, B shared whole) more.
-        for (n, ranks, rows) in [(2048, 2, 1024), (4096, 2, 2048), (1024, 2, 512)] {
+        for (n, ranks) in [(2048, 2), (4096, 2), (1024, 2)] {
             let t = matmul_tiling(&DEV_VM, n, ranks, |_, _| true);
-            assert_eq!((t.rows, t.cols), (rows, n), "n {n} ranks {ranks}: {t:?}");
+            assert_eq!((t.row_strips(n), t.cols), (ranks, n), "n {n} ranks {ranks}: {t:?}");
             assert!(t.reason.contains("(chosen)") && t.reason.contains("whole rows"), "{t:?}");
+            // The master's worker, which receives nothing, gets a taller strip.
+            assert!(t.first_rows > t.rows && t.first_rows % 8 == 0, "{t:?}");
+            assert_eq!(t.first_rows + t.rows, n, "{t:?}");
+            assert!(t.reason.contains(&format!("the master's strip {} rows", t.first_rows)), "{t:?}");
         }
         // One rank: one dgemm of the whole matrix, nothing to ship.
         let t = matmul_tiling(&DEV_VM, 2048, 1, |_, _| true);
@@ -229,6 +285,28 @@ mod tests {
         assert!(t.rows * t.cols <= 1024 * 1024 && t.reason.contains("(too big)"), "{t:?}");
         let t = matmul_tiling(&DEV_VM, 4096, 2, |_, _| false);
         assert_eq!((t.rows, t.cols), (64, 64), "the smallest edge, 4096/64");
+    }
+
+    #[test]
+    fn the_master_strip_balances_the_others_transfers() {
+        // 2 ranks at n = 2048: about the rows the others' transfer takes (72 with DEV_VM).
+        let (first, rest) = master_strip_rows(&DEV_VM, 2048, 2);
+        assert!((1040..=1120).contains(&first) && first + rest == 2048, "{first} {rest}");
+        // More workers: every other strip shares the master's extra rows.
+        let (first, rest) = master_strip_rows(&DEV_VM, 4096, 4);
+        assert!(first > 1024 && first + 3 * rest >= 4096 && first + 3 * (rest - 1) < 4096, "{first} {rest}");
+        // Slower transfers, taller master strip.
+        let slow = Machine { copy_bytes_per_s: DEV_VM.copy_bytes_per_s / 4.0, ..DEV_VM };
+        assert!(master_strip_rows(&slow, 2048, 2).0 > master_strip_rows(&DEV_VM, 2048, 2).0);
+        // One worker, or strips too thin to share: even.
+        assert_eq!(master_strip_rows(&DEV_VM, 2048, 1), (2048, 2048));
+        assert_eq!(master_strip_rows(&DEV_VM, 24, 2), (12, 12));
+        // The spans of a taller first strip cover n once.
+        let t = Tiling { rows: 952, first_rows: 1096, cols: 2048, reason: String::new() };
+        assert_eq!((t.row_strips(2048), t.row_span(2048, 0), t.row_span(2048, 1)), (2, 0..1096, 1096..2048));
+        assert_eq!(t.tallest(), 1096);
+        let even = Tiling::even(300, 300, "");
+        assert_eq!((even.row_strips(1000), even.row_span(1000, 3)), (4, 900..1000));
     }
 
     #[test]

@@ -111,10 +111,10 @@ impl Args {
         let tiling = match (self.block, self.s) {
             (Some(0), _) => bad_input!("--block 0: the block size must be between 1 and n = {n}"),
             (Some(b), _) if b > n => bad_input!("--block {b} must be between 1 and n = {n}"),
-            (Some(b), _) => Tiling { rows: b, cols: b, reason: "--block".into() },
+            (Some(b), _) => Tiling::even(b, b, "--block"),
             (None, Some(0)) => bad_input!("--s must be at least 1"),
             (None, Some(s)) if s > n => bad_input!("--s {s}: at most n = {n} blocks per dimension"),
-            (None, Some(s)) => Tiling { rows: n.div_ceil(s), cols: n.div_ceil(s), reason: format!("--s {s}") },
+            (None, Some(s)) => Tiling::even(n.div_ceil(s), n.div_ceil(s), format!("--s {s}")),
             (None, None) => self.default_tiling(),
         };
         if self.window == Some(0) {
@@ -150,7 +150,7 @@ impl Args {
         };
         if self.variant == Variant::Farm {
             let c = grain::matmul_block(&grain::DEV_VM, self.n, ranks, |b| fits(b, b));
-            return Tiling { rows: c.block, cols: c.block, reason: c.reason };
+            return Tiling::even(c.block, c.block, c.reason);
         }
         grain::matmul_tiling(&grain::DEV_VM, self.n, ranks, fits)
     }
@@ -159,7 +159,7 @@ impl Args {
 impl Plan {
     /// Bytes the run needs on rank 0 and on every other rank.
     pub fn memory_need(&self) -> (u64, u64) {
-        let (rank0, other) = self.sizes().memory_need(self.tiling.rows, self.tiling.cols);
+        let (rank0, other) = self.sizes().memory_need(self.tiling.tallest(), self.tiling.cols);
         let library = footprint::blas_library();
         (rank0.saturating_add(library), if other == 0 { 0 } else { other.saturating_add(library) })
     }
@@ -169,7 +169,7 @@ impl Plan {
     /// jobs in flight are the job's, however many ranks share them).
     pub fn simulated_memory_need(&self) -> u64 {
         let sizes = self.sizes();
-        sizes.master_need().saturating_add(sizes.held_by_workers(self.tiling.rows, self.tiling.cols))
+        sizes.master_need().saturating_add(sizes.held_by_workers(self.tiling.tallest(), self.tiling.cols))
     }
 
     fn sizes(&self) -> Sizes {

@@ -16,16 +16,16 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use dps::{route, Bulk, Collection, Graph, MaybeBulk, MergeFn, Node, Runtime};
+use dps_dense::grain::Tiling;
 use serde::{Deserialize, Serialize};
 
 use crate::kernel::{self, span, Kernel};
 
 /// The master's state (rank 0): the operands and the product, row-major n×n matrices kept
-/// as their strips of `bh` rows (A and C; concatenated they are the row-major matrix) and
-/// whole (B).
+/// as their row strips (A and C; concatenated they are the row-major matrix) and whole (B).
 pub struct Master {
     n: usize,
-    bh: usize,
+    tiling: Tiling,
     bw: usize,
     a_rows: Vec<Strip>,
     b: Strip,
@@ -34,20 +34,20 @@ pub struct Master {
 
 impl std::fmt::Debug for Master {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Master(n {}, blocks {}x{})", self.n, self.bh, self.bw)
+        write!(f, "Master(n {}, blocks {}x{})", self.n, self.tiling.rows, self.bw)
     }
 }
 
 impl Master {
-    /// Generates A and B from `seed`, for blocks of C of `bh` rows and `bw` columns (in a
-    /// NOALLOC simulation: only their sizes).
-    pub fn new(n: usize, bh: usize, bw: usize, seed: u64) -> Self {
+    /// Generates A and B from `seed`, for blocks of C cut by `tiling` (in a NOALLOC
+    /// simulation: only their sizes).
+    pub fn new(n: usize, tiling: &Tiling, seed: u64) -> Self {
         let (sa, sb) = kernel::seeds(seed);
-        let strips = 0..kernel::blocks(n, bh);
+        let strips = 0..tiling.row_strips(n);
         let a_rows = strips
             .clone()
             .map(|i| {
-                let rows = span(n, bh, i);
+                let rows = tiling.row_span(n, i);
                 Arc::new(MaybeBulk::from_fn(rows.len() * n, || kernel::rows(n, sa, rows)))
             })
             .collect();
@@ -55,12 +55,12 @@ impl Master {
         // first timed run.
         let c_rows = strips
             .map(|i| {
-                let len = span(n, bh, i).len() * n;
+                let len = tiling.row_span(n, i).len() * n;
                 MaybeBulk::from_fn(len, || vec![1.0; len])
             })
             .collect();
         let b = Arc::new(MaybeBulk::from_fn(n * n, || kernel::matrix(n, sb)));
-        Master { n, bh, bw, a_rows, b, c_rows }
+        Master { n, tiling: tiling.clone(), bw: tiling.cols, a_rows, b, c_rows }
     }
 
     /// C, row-major (a copy).
@@ -128,7 +128,7 @@ pub struct Graphs {
 }
 
 fn job_ids(m: &mut Master) -> impl Iterator<Item = (usize, usize, usize)> + Send + 'static {
-    let (pr, pc) = (kernel::blocks(m.n, m.bh), kernel::blocks(m.n, m.bw));
+    let (pr, pc) = (m.tiling.row_strips(m.n), kernel::blocks(m.n, m.bw));
     (0..pr * pc).map(move |index| (index, index / pc, index % pc))
 }
 
@@ -164,7 +164,7 @@ impl Master {
     /// strip as it is: no copy.
     fn place(&mut self, blk: Block, add: bool) {
         let (n, i) = (self.n, blk.i as usize);
-        let (h, cols) = (span(n, self.bh, i).len(), span(n, self.bw, blk.j as usize));
+        let (h, cols) = (self.tiling.row_span(n, i).len(), span(n, self.bw, blk.j as usize));
         let strip = &mut self.c_rows[i];
         if !add && cols.len() == n && blk.c.len() == strip.len() {
             *strip = blk.c;
@@ -239,12 +239,12 @@ impl Graphs {
                     strip.fill(0.0);
                 }
             }
-            let (a_rows, b, n, bh, bw) = (m.a_rows.clone(), m.b.clone(), m.n, m.bh, m.bw);
+            let (a_rows, b, n, tiling, bw) = (m.a_rows.clone(), m.b.clone(), m.n, m.tiling.clone(), m.bw);
             // The inner dimension is cut like the columns.
-            let (pr, pc) = (kernel::blocks(n, bh), kernel::blocks(n, bw));
+            let (pr, pc) = (tiling.row_strips(n), kernel::blocks(n, bw));
             (0..pr * pc * pc).map(move |x| {
                 let (i, j, k) = (x / (pc * pc), (x / pc) % pc, x % pc);
-                let (h, mid, cols) = (span(n, bh, i).len(), span(n, bw, k), span(n, bw, j));
+                let (h, mid, cols) = (tiling.row_span(n, i).len(), span(n, bw, k), span(n, bw, j));
                 let (kw, w) = (mid.len() as u32, cols.len() as u32);
                 Pair {
                     i: i as u32,
@@ -300,10 +300,13 @@ mod tests {
         let (n, seed) = (37, 5);
         let (sa, sb) = kernel::seeds(seed);
         let (a, b) = (kernel::matrix(n, sa), kernel::matrix(n, sb));
-        for (bh, bw) in [(37, 37), (19, 37), (8, 37), (8, 8), (10, 16), (37, 5)] {
-            let mut m = Master::new(n, bh, bw, seed);
+        let tilings = [(37, 37), (19, 37), (8, 37), (8, 8), (10, 16), (37, 5)].map(|(bh, bw)| Tiling::even(bh, bw, ""));
+        let taller_first = Tiling { rows: 12, first_rows: 25, cols: 37, reason: String::new() };
+        for tiling in tilings.into_iter().chain([taller_first]) {
+            let (bh, bw) = (tiling.rows, tiling.cols);
+            let mut m = Master::new(n, &tiling, seed);
             let jobs: Vec<Job> = cut_jobs(&mut m).collect();
-            assert_eq!(jobs.len(), n.div_ceil(bh) * n.div_ceil(bw));
+            assert_eq!(jobs.len(), tiling.row_strips(n) * n.div_ceil(bw));
             if bw == n {
                 assert!(jobs.iter().all(|job| Arc::ptr_eq(&job.b, &m.b)), "B is shared, not cut");
             }

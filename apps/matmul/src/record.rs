@@ -27,6 +27,9 @@ pub struct Record {
     pub block: usize,
     /// Columns of a block of C: `block` for square blocks, n for strips of whole rows.
     pub block_cols: usize,
+    /// Rows of the first row strip, the master's worker's: `block`, or more when the cost
+    /// model gives that worker, which receives nothing, a taller strip.
+    pub block_first_rows: usize,
     /// Why these blocks: `--block`, `--s K`, or the cost model's predictions (`dps_dense::grain`).
     pub block_reason: String,
     /// Blocks per column of C: row strips (not in the serial variant).
@@ -71,6 +74,7 @@ impl Record {
             n,
             block: block.rows,
             block_cols: block.cols,
+            block_first_rows: block.first_rows,
             block_reason: block.reason.clone(),
             s,
             reps,

@@ -44,7 +44,7 @@ pub fn execute(plan: &Plan) -> Result<()> {
     let standard = &plan.standard;
     let rt = standard.sim.start(&standard.runtime, &SIMULATION)?;
     let (n, tiling) = (plan.n, &plan.tiling);
-    let main = rt.collection("main", "0", |_| Master::new(n, tiling.rows, tiling.cols, plan.seed))?;
+    let main = rt.collection("main", "0", |_| Master::new(n, tiling, plan.seed))?;
     let workers = rt.collection("workers", &plan.map, |_| graph::worker(n, plan.kernel))?;
     let window = plan.window.unwrap_or(2 * workers.len());
     let graphs = Graphs::build(&rt, &main, &workers, window)?;
@@ -95,7 +95,7 @@ fn report(plan: &Plan, rt: &Runtime, g: &Graphs, threads: usize) -> Result<()> {
         seconds = phased.clone();
     }
     let common = Common::new("matmul", &plan.variant.name(), rt.ranks(), threads, median(&seconds), None).bound_by(rt);
-    let blocks = Some(kernel::blocks(n, plan.tiling.rows));
+    let blocks = Some(plan.tiling.row_strips(n));
     let mut record = Record::new(common, n, &plan.tiling, blocks, plan.repeat.reps, plan.kernel);
     record.first_call_s = first_call;
     if !ratios.is_empty() {
