@@ -29,6 +29,7 @@ type OpenFn = dyn Fn(&mut AnyState, AnyToken, usize) -> (usize, SplitIter) + Sen
 /// Encodes a token for another rank.
 pub(crate) type Encoder = fn(AnyToken) -> WireToken;
 type ErasedRoute = dyn Fn(&AnyState, &RouteCtx) -> usize + Send + Sync;
+type ErasedFirst = dyn Fn(&AnyState) -> bool + Send + Sync;
 
 /// The type-erased operation the engine runs.
 pub(crate) enum OpImpl {
@@ -98,6 +99,8 @@ pub(crate) struct NodeImpl {
     pub(crate) coll: Arc<CollInfo>,
     pub(crate) op: OpImpl,
     pub(crate) route: Option<Box<ErasedRoute>>,
+    /// Which tokens go ahead of the others queued on their thread ([`Node::first_if`]).
+    pub(crate) first: Option<Box<ErasedFirst>>,
     pub(crate) encode: Encoder,
     pub(crate) decode: fn(WireToken) -> AnyToken,
     pub(crate) window: Option<usize>,
@@ -180,6 +183,7 @@ impl<I: Token, O: Token> Node<I, O> {
             coll: coll.info.clone(),
             op,
             route,
+            first: None,
             encode: wire::encode::<I>,
             decode: wire::decode::<I>,
             window,
@@ -297,6 +301,19 @@ impl<I: Token, O: Token> Node<I, O> {
     /// one above [`MAX_WINDOW`], or a window on a leaf or merge, naming the node.
     pub fn window(self, window: usize) -> Self {
         self.edit(|n| n.window = Some(window));
+        self
+    }
+
+    /// Tokens for which `urgent` holds are queued on their thread ahead of the tokens
+    /// waiting there for which it does not (in their order among themselves; never ahead of
+    /// the runtime's own messages): for a pipeline's critical path, e.g. the LU block that
+    /// becomes the next panel, whose thread may still have the current step's other blocks
+    /// to update. A token already being handled is not interrupted.
+    pub fn first_if(self, urgent: impl Fn(&I) -> bool + Send + Sync + 'static) -> Self {
+        self.edit(|n| {
+            n.first =
+                Some(Box::new(move |t: &AnyState| urgent(t.downcast_ref::<I>().expect("dps: first_if token type"))));
+        });
         self
     }
 

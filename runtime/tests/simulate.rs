@@ -331,3 +331,37 @@ fn a_stopwatch_started_past_the_clock_reads_the_whole_range() {
     assert!(rt.simulation().unwrap().clock_saturated);
     rt.shutdown().unwrap();
 }
+
+/// The order in which one thread handled 0..10, posted at once by a split, the token
+/// `urgent` (if any) marked with `Node::first_if`; each handling charges 1 ms.
+fn handling_order(urgent: Option<u64>) -> Vec<u64> {
+    let rt = Runtime::simulate(1, costed(SimMode::Pdexec)).unwrap();
+    let main = rt.collection("main", "0", |_| ()).unwrap();
+    let work = rt.collection("work", "0", |_| 0u64).unwrap();
+    let split = Node::split("split", &main, route::fixed(0), |_: &mut (), n: u64| 0..n).unbounded();
+    let leaf = Node::leaf("handle", &work, route::fixed(0), |seq: &mut u64, x: u64| {
+        dps::skip_kernel("k", &[1], 1.0);
+        *seq += 1;
+        (*seq, x)
+    });
+    let leaf = match urgent {
+        Some(u) => leaf.first_if(move |x: &u64| *x == u),
+        None => leaf,
+    };
+    let collect = MergeFn::new(|_: &mut ()| Vec::new(), |_, acc: &mut Vec<(u64, u64)>, t| acc.push(t), |_, acc| acc);
+    let g = rt.graph("order", split >> leaf >> Node::merge("collect", &main, collect)).unwrap();
+    let mut handled = rt.call(&g, 10).unwrap();
+    rt.shutdown().unwrap();
+    handled.sort_unstable();
+    handled.into_iter().map(|(_, x)| x).collect()
+}
+
+#[test]
+fn a_first_if_token_overtakes_the_tokens_queued_on_its_thread() {
+    assert_eq!(handling_order(None), (0..10).collect::<Vec<_>>(), "plain tokens: in their order");
+    let order = handling_order(Some(7));
+    let at = order.iter().position(|&x| x == 7).unwrap();
+    assert!(at <= 1, "7 overtakes the tokens queued before it (at most the one already running): {order:?}");
+    let rest: Vec<u64> = order.iter().copied().filter(|&x| x != 7).collect();
+    assert_eq!(rest, [0, 1, 2, 3, 4, 5, 6, 8, 9], "the others keep their order");
+}

@@ -142,7 +142,8 @@ pub fn apply_panel_to(col: &mut [f64], n: usize, r: usize, w: usize, p: &Panel) 
     blas::trsm_unit_lower(p.w, w, &p.lu, p.m, &mut col[s..], n);
     if h > 0 {
         // U_kj, packed: the product reads it while writing other rows of the same columns.
-        let mut u = vec![0.0; p.w * w];
+        // A recycled buffer: a fresh one would fault in its pages at every update.
+        let mut u = dps::Bulk::<f64>::recycled(p.w * w);
         for c in 0..w {
             u[c * p.w..(c + 1) * p.w].copy_from_slice(&col[c * n + s..c * n + s + p.w]);
         }

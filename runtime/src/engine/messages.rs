@@ -50,12 +50,14 @@ impl Ctx {
 
 #[derive(Serialize, Deserialize, Debug)]
 pub(crate) enum Header {
-    /// A token for node `node` of graph `graph`, on thread `to`.
+    /// A token for node `node` of graph `graph`, on thread `to`; `first`: queued ahead of
+    /// the plain tokens waiting there (`Node::first_if`).
     Token {
         to: ThreadAddr,
         graph: u32,
         node: u32,
         ctx: Ctx,
+        first: bool,
     },
     /// The opener of `instance` produced `total` tokens; `ctx` is the context outside it.
     Close {

@@ -284,8 +284,14 @@ impl Engine {
                 } else {
                     Some(env)
                 };
-                if let Some(env) = env {
-                    self.scheduler.enqueue(&cell, env);
+                match env {
+                    Some(env) if matches!(env.header, Header::Token { first: true, .. }) => {
+                        // Behind the urgent tokens and every message of the runtime's own.
+                        let holds_back = |e: &Envelope| !matches!(e.header, Header::Token { first: false, .. });
+                        self.scheduler.enqueue_first(&cell, env, holds_back);
+                    }
+                    Some(env) => self.scheduler.enqueue(&cell, env),
+                    None => {}
                 }
             }
             Header::Reply { call, .. } => self.calls.reply(call, payload.expect("dps: reply without token")),

@@ -76,6 +76,22 @@ impl<M, B> Scheduler<M, B> {
     /// Queues `msg` for `cell`, scheduling the cell unless it already is.
     pub(super) fn enqueue(&self, cell: &Arc<Cell<M, B>>, msg: M) {
         cell.queue.lock().unwrap().push_back(msg);
+        self.schedule(cell);
+    }
+
+    /// Queues `msg` for `cell` just behind the last queued message that `holds_back`, ahead
+    /// of all the others (at the front if none holds back), scheduling the cell unless it
+    /// already is.
+    pub(super) fn enqueue_first(&self, cell: &Arc<Cell<M, B>>, msg: M, holds_back: impl Fn(&M) -> bool) {
+        {
+            let mut queue = cell.queue.lock().unwrap();
+            let at = queue.iter().rposition(holds_back).map_or(0, |i| i + 1);
+            queue.insert(at, msg);
+        }
+        self.schedule(cell);
+    }
+
+    fn schedule(&self, cell: &Arc<Cell<M, B>>) {
         between_steps();
         if !cell.scheduled.swap(true, Ordering::AcqRel) {
             let _ = self.tx.send(Some(cell.clone()));
@@ -367,6 +383,33 @@ mod tests {
     #[test]
     fn no_token_is_lost_or_run_twice_when_workers_hand_tokens_around() {
         run(500, 2);
+    }
+
+    #[test]
+    fn a_first_message_goes_behind_those_that_hold_it_back_and_ahead_of_the_rest() {
+        // Messages: (name, holds back). A queue of plain "p" messages, with runtime
+        // messages "r" and earlier urgent ones "u" that a new urgent one must not pass.
+        let scheduler: Scheduler<(&str, bool), ()> = Scheduler::new();
+        let queued = |cell: &Arc<Cell<(&'static str, bool), ()>>| -> Vec<&str> {
+            cell.queue.lock().unwrap().iter().map(|m| m.0).collect()
+        };
+        let cell = Arc::new(Cell::new(()));
+        scheduler.enqueue_first(&cell, ("u1", true), |m| m.1);
+        assert_eq!(queued(&cell), ["u1"], "an empty queue");
+        assert_eq!(scheduler.try_take().map(|c| Arc::ptr_eq(&c, &cell)), Some(true), "scheduled once");
+        for m in [("p1", false), ("r1", true), ("p2", false), ("p3", false)] {
+            scheduler.enqueue(&cell, m);
+        }
+        scheduler.enqueue_first(&cell, ("u2", true), |m| m.1);
+        scheduler.enqueue_first(&cell, ("u3", true), |m| m.1);
+        assert_eq!(queued(&cell), ["u1", "p1", "r1", "u2", "u3", "p2", "p3"]);
+        let plain = Arc::new(Cell::new(()));
+        for m in [("p1", false), ("p2", false)] {
+            scheduler.enqueue(&plain, m);
+        }
+        scheduler.enqueue_first(&plain, ("u1", true), |m| m.1);
+        assert_eq!(queued(&plain), ["u1", "p1", "p2"], "ahead of every plain message");
+        assert!(scheduler.try_take().is_some() && scheduler.try_take().is_none(), "each cell scheduled once");
     }
 
     #[test]

@@ -451,7 +451,8 @@ impl Engine {
                     return remote.call(token, Box::new(Resume { graph, node: *node, ctx }));
                 }
                 let to = ThreadAddr { coll: n.coll.id as u32, index: index as u32 };
-                let header = Header::Token { to, graph: g.id as u32, node: *node as u32, ctx };
+                let first = n.first.as_ref().is_some_and(|urgent| urgent(&*token));
+                let header = Header::Token { to, graph: g.id as u32, node: *node as u32, ctx, first };
                 self.post_from(rank, header, Some((token, n.encode)), here == Here::ShortLeaf);
             }
         }

@@ -88,32 +88,34 @@ fn update_leaf(name: &str, columns: &Collection<Columns>, lay: Layout, k: Option
         Work::Touch { j } | Work::Update { j, .. } => lay.owner(*j),
         Work::Store { k, .. } => lay.owner(*k),
     };
-    Node::leaf(name, columns, route, move |c: &mut Columns, w: Work| {
-        let next = k.map_or(0, |k| k + 1);
-        match w {
-            Work::Touch { j } if j != next => Done { j, next_panel: None },
-            Work::Touch { j } => {
-                let block = c.blocks.remove(&j).expect("the owner holds the block").into_inner();
-                Done { j, next_panel: Some(ship(block, c.n, c.r, j)) }
-            }
-            Work::Update { j, panel } => {
-                let panel = c.panel(panel);
-                let mut block = c.blocks.remove(&j).expect("the owner holds the block");
-                kernel::apply_panel_to(&mut block, c.n, c.r, span(c.n, c.r, j).len(), &panel);
-                if j == next {
-                    Done { j, next_panel: Some(ship(block.into_inner(), c.n, c.r, j)) }
-                } else {
-                    c.blocks.insert(j, block);
-                    Done { j, next_panel: None }
-                }
-            }
-            Work::Store { k, col, ipiv, info } => {
-                c.blocks.insert(k, Bulk(unship(col)));
-                c.pivots.insert(k, (ipiv, info));
-                Done { j: k, next_panel: None }
+    let next = k.map_or(0, |k| k + 1);
+    // The block that becomes the next panel is on the critical path: its update goes ahead
+    // of the previous step's updates still queued on its thread.
+    let critical = move |w: &Work| matches!(w, Work::Update { j, .. } if *j == next);
+    Node::leaf(name, columns, route, move |c: &mut Columns, w: Work| match w {
+        Work::Touch { j } if j != next => Done { j, next_panel: None },
+        Work::Touch { j } => {
+            let block = c.blocks.remove(&j).expect("the owner holds the block").into_inner();
+            Done { j, next_panel: Some(ship(block, c.n, c.r, j)) }
+        }
+        Work::Update { j, panel } => {
+            let panel = c.panel(panel);
+            let mut block = c.blocks.remove(&j).expect("the owner holds the block");
+            kernel::apply_panel_to(&mut block, c.n, c.r, span(c.n, c.r, j).len(), &panel);
+            if j == next {
+                Done { j, next_panel: Some(ship(block.into_inner(), c.n, c.r, j)) }
+            } else {
+                c.blocks.insert(j, block);
+                Done { j, next_panel: None }
             }
         }
+        Work::Store { k, col, ipiv, info } => {
+            c.blocks.insert(k, Bulk(unship(col)));
+            c.pivots.insert(k, (ipiv, info));
+            Done { j: k, next_panel: None }
+        }
     })
+    .first_if(critical)
 }
 
 /// Collects the notifications of step k (None: the start) and sends out step k+1.
