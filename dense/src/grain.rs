@@ -169,8 +169,9 @@ impl Tiling {
 /// worker per rank, worker 0 on the master's rank), and of each other strip: the master's
 /// worker starts at once, while every other waits for its strip of A and the whole of B and
 /// spends its CPU receiving them, so the master's strip is taller by that transfer's time
-/// in rows (rounded to 8). Measured at n = 2048 on 2 ranks: 48 more rows made 0.88 of MKL's
-/// two-thread dgemm against 0.81 with even strips (docs/dense.md).
+/// in rows (rounded to 8). Measured at n = 2048 on 2 ranks (medians of 4 alternating
+/// rounds): this model's 72 more rows made 0.855 of MKL's two-thread dgemm, 48 more 0.837,
+/// even strips 0.826 (docs/measurements/2026-11-28-matmul-master-strip-lu-first.md).
 pub fn master_strip_rows(m: &Machine, n: usize, workers: usize) -> (usize, usize) {
     let even = n.div_ceil(workers.max(1));
     if workers < 2 || even < 16 {
