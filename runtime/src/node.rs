@@ -304,11 +304,12 @@ impl<I: Token, O: Token> Node<I, O> {
         self
     }
 
-    /// Tokens for which `urgent` holds are queued on their thread ahead of the tokens
-    /// waiting there for which it does not (in their order among themselves; never ahead of
-    /// the runtime's own messages): for a pipeline's critical path, e.g. the LU block that
-    /// becomes the next panel, whose thread may still have the current step's other blocks
-    /// to update. A token already being handled is not interrupted.
+    /// Tokens for which `urgent` holds are queued on their thread ahead of the tokens of
+    /// other operations waiting there, but behind the earlier urgent ones, the tokens of
+    /// this operation (an operation's tokens keep their order) and the runtime's own
+    /// messages: for a pipeline's critical path, e.g. the LU block that becomes the next
+    /// panel, whose thread may still have the previous step's other blocks to update. A
+    /// token already being handled is not interrupted.
     pub fn first_if(self, urgent: impl Fn(&I) -> bool + Send + Sync + 'static) -> Self {
         self.edit(|n| {
             n.first =

@@ -332,36 +332,48 @@ fn a_stopwatch_started_past_the_clock_reads_the_whole_range() {
     rt.shutdown().unwrap();
 }
 
-/// The order in which one thread handled 0..10, posted at once by a split, the token
-/// `urgent` (if any) marked with `Node::first_if`; each handling charges 1 ms.
-fn handling_order(urgent: Option<u64>) -> Vec<u64> {
+/// One thread runs two operations in a row on each of 0..10, posted at once by a split:
+/// `first`, then `second`, whose tokens for the numbers `urgent` holds for are marked
+/// (`Node::first_if`). Returns, for each number, the turns (a count on the thread) of its
+/// two operations.
+fn turns(urgent: fn(u64) -> bool) -> Vec<(u64, u64)> {
     let rt = Runtime::simulate(1, costed(SimMode::Pdexec)).unwrap();
     let main = rt.collection("main", "0", |_| ()).unwrap();
     let work = rt.collection("work", "0", |_| 0u64).unwrap();
     let split = Node::split("split", &main, route::fixed(0), |_: &mut (), n: u64| 0..n).unbounded();
-    let leaf = Node::leaf("handle", &work, route::fixed(0), |seq: &mut u64, x: u64| {
+    let first = Node::leaf("first", &work, route::fixed(0), |turn: &mut u64, x: u64| {
         dps::skip_kernel("k", &[1], 1.0);
-        *seq += 1;
-        (*seq, x)
+        *turn += 1;
+        (x, *turn)
     });
-    let leaf = match urgent {
-        Some(u) => leaf.first_if(move |x: &u64| *x == u),
-        None => leaf,
-    };
-    let collect = MergeFn::new(|_: &mut ()| Vec::new(), |_, acc: &mut Vec<(u64, u64)>, t| acc.push(t), |_, acc| acc);
-    let g = rt.graph("order", split >> leaf >> Node::merge("collect", &main, collect)).unwrap();
-    let mut handled = rt.call(&g, 10).unwrap();
+    let second = Node::leaf("second", &work, route::fixed(0), |turn: &mut u64, (x, t1): (u64, u64)| {
+        dps::skip_kernel("k", &[1], 1.0);
+        *turn += 1;
+        (x, t1, *turn)
+    });
+    let second = second.first_if(move |t: &(u64, u64)| urgent(t.0));
+    let collect =
+        MergeFn::new(|_: &mut ()| Vec::new(), |_, acc: &mut Vec<(u64, u64, u64)>, t| acc.push(t), |_, acc| acc);
+    let g = rt.graph("order", split >> first >> second >> Node::merge("collect", &main, collect)).unwrap();
+    let mut done = rt.call(&g, 10).unwrap();
     rt.shutdown().unwrap();
-    handled.sort_unstable();
-    handled.into_iter().map(|(_, x)| x).collect()
+    done.sort_unstable();
+    done.into_iter().map(|(_, t1, t2)| (t1, t2)).collect()
 }
 
 #[test]
-fn a_first_if_token_overtakes_the_tokens_queued_on_its_thread() {
-    assert_eq!(handling_order(None), (0..10).collect::<Vec<_>>(), "plain tokens: in their order");
-    let order = handling_order(Some(7));
-    let at = order.iter().position(|&x| x == 7).unwrap();
-    assert!(at <= 1, "7 overtakes the tokens queued before it (at most the one already running): {order:?}");
-    let rest: Vec<u64> = order.iter().copied().filter(|&x| x != 7).collect();
-    assert_eq!(rest, [0, 1, 2, 3, 4, 5, 6, 8, 9], "the others keep their order");
+fn first_if_tokens_overtake_other_operations_but_keep_their_own_order() {
+    // Plain: the thread's queue is FIFO, so every `first` runs before any `second`.
+    let plain = turns(|_| false);
+    assert!(plain.iter().all(|&(t1, t2)| t1 <= 10 && t2 > 10), "{plain:?}");
+    // Urgent: each `second` overtakes the queued `first`s and runs right after its own
+    // `first` (no other `second` is queued then, so none holds it back), in order.
+    let urgent = turns(|_| true);
+    assert!(urgent.iter().all(|&(t1, t2)| t2 == t1 + 1), "{urgent:?}");
+    assert!(urgent.windows(2).all(|w| w[0].1 < w[1].1), "urgent tokens keep their order: {urgent:?}");
+    // Only 7 urgent: it does not pass the plain `second`s of 0-6 queued before it (it
+    // would run right after its `first` if it did).
+    let seven = turns(|x| x == 7);
+    assert_eq!(seven[7].1, seven[6].1 + 1, "behind the second of 6: {seven:?}");
+    assert_ne!(seven[7].1, seven[7].0 + 1, "{seven:?}");
 }

@@ -286,8 +286,14 @@ impl Engine {
                 };
                 match env {
                     Some(env) if matches!(env.header, Header::Token { first: true, .. }) => {
-                        // Behind the urgent tokens and every message of the runtime's own.
-                        let holds_back = |e: &Envelope| !matches!(e.header, Header::Token { first: false, .. });
+                        // Behind the urgent tokens, the tokens of its own operation (so
+                        // that each operation's tokens keep their order) and every message
+                        // of the runtime's own.
+                        let Header::Token { graph, node, .. } = env.header else { unreachable!() };
+                        let holds_back = |e: &Envelope| match e.header {
+                            Header::Token { first: false, graph: g, node: n, .. } => (g, n) == (graph, node),
+                            _ => true,
+                        };
                         self.scheduler.enqueue_first(&cell, env, holds_back);
                     }
                     Some(env) => self.scheduler.enqueue(&cell, env),
