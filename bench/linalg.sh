@@ -85,9 +85,15 @@ def first(rs, **kw):
     # is its warm-up run).
     return statistics.median(r["first_call_s"] / r["seconds"] for r in rs if all(r[k] == v for k, v in kw.items()))
 def block(rs, **kw):
-    # matmul: rows x columns of a block of C; LU: the panel width.
-    return ", ".join(sorted({f'{r["block"]}x{r["block_cols"]}' if "block_cols" in r else str(r["block"])
-                             for r in rs if all(r[k] == v for k, v in kw.items())}))
+    # matmul: rows x columns of a block of C (the master's strip first where it is taller);
+    # LU: the panel width.
+    def one(r):
+        if "block_cols" not in r:
+            return str(r["block"])
+        first = r.get("block_first_rows", r["block"])
+        rows = f'{first}/{r["block"]}' if first != r["block"] else str(r["block"])
+        return f'{rows}x{r["block_cols"]}'
+    return ", ".join(sorted({one(r) for r in rs if all(r[k] == v for k, v in kw.items())}))
 def describe(r): return f"{r['blas_library']} {r['blas_version']}, core {r['blas_core']} (chosen by {r['blas_core_chosen_by']})"
 dps, openblas = (next(r for r in mm if r["variant"] == v) for v in ("pipelined", "serial"))
 lines = [f"BLAS of the DPS runs: {describe(dps)}; the OpenBLAS reference: {describe(openblas)}; CPU vectors {dps['cpu_vectors']}; "
