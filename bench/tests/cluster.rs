@@ -113,6 +113,9 @@ fn ranks_run_on_the_nodes_and_host_names_map_threads() {
     lines.sort_unstable();
     let expected: Vec<String> = (1..=3).map(|k| format!("n{k} 1:cpu:/dps-cluster/n{k}")).collect();
     assert_eq!(lines, expected, "{}", done.stderr);
+    // The nodes weigh the most the kernel allows against the processes beside them.
+    let shares = std::fs::read_to_string("/sys/fs/cgroup/cpu/dps-cluster/cpu.shares").unwrap();
+    assert_eq!(shares.trim(), "262144");
 
     let uppercase = example("uppercase");
     let done = test_job(cluster.job(4, &uppercase).args(["--map", "n1*2 n2 n3", "hello cluster"]));
