@@ -170,7 +170,7 @@ up() {
   mkdir -p "$RUN/uts" "$CG"; echo "$dir" > "$RUN/dir"
   # The nodes ahead of everything else on the machine: at the default weight (that of one
   # process) a fixed loop on each of 8 nodes at 0.2, beside two busy processes, took 0.30-0.42 s
-  # instead of 0.20-0.24 s (measured 2026-11-28 beside a helper's build). The quotas
+  # instead of 0.20-0.24 s (docs/measurements/2026-11-28-cluster-repeatability.md). The quotas
   # still cap each node, and their sum fits the cores: the rest of the machine keeps the rest.
   echo 262144 > "$CG/cpu.shares"
   ip link add "$BRIDGE" type bridge
