@@ -26,7 +26,6 @@ use crate::kernel::{self, span, Kernel};
 pub struct Master {
     n: usize,
     tiling: Tiling,
-    bw: usize,
     a_rows: Vec<Strip>,
     b: Strip,
     c_rows: Vec<MaybeBulk<f64>>,
@@ -34,7 +33,7 @@ pub struct Master {
 
 impl std::fmt::Debug for Master {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Master(n {}, blocks {}x{})", self.n, self.tiling.rows, self.bw)
+        write!(f, "Master(n {}, blocks {}x{})", self.n, self.tiling.rows, self.tiling.cols)
     }
 }
 
@@ -60,7 +59,7 @@ impl Master {
             })
             .collect();
         let b = Arc::new(MaybeBulk::from_fn(n * n, || kernel::matrix(n, sb)));
-        Master { n, tiling: tiling.clone(), bw: tiling.cols, a_rows, b, c_rows }
+        Master { n, tiling: tiling.clone(), a_rows, b, c_rows }
     }
 
     /// C, row-major (a copy).
@@ -128,7 +127,7 @@ pub struct Graphs {
 }
 
 fn job_ids(m: &mut Master) -> impl Iterator<Item = (usize, usize, usize)> + Send + 'static {
-    let (pr, pc) = (m.tiling.row_strips(m.n), kernel::blocks(m.n, m.bw));
+    let (pr, pc) = (m.tiling.row_strips(m.n), kernel::blocks(m.n, m.tiling.cols));
     (0..pr * pc).map(move |index| (index, index / pc, index % pc))
 }
 
@@ -139,7 +138,7 @@ type Strip = Arc<MaybeBulk<f64>>;
 /// a job first needs one, so that the first jobs leave before the whole matrix is cut (with
 /// blocks of whole rows, B itself is the one column strip: nothing is cut).
 fn cut_jobs(m: &mut Master) -> impl Iterator<Item = Job> + Send + 'static {
-    let (a_rows, b, n, bw) = (m.a_rows.clone(), m.b.clone(), m.n, m.bw);
+    let (a_rows, b, n, bw) = (m.a_rows.clone(), m.b.clone(), m.n, m.tiling.cols);
     let pc = kernel::blocks(n, bw);
     let mut cols: Vec<Option<Strip>> = vec![None; pc];
     job_ids(m).map(move |(index, i, j)| {
@@ -164,7 +163,7 @@ impl Master {
     /// strip as it is: no copy.
     fn place(&mut self, blk: Block, add: bool) {
         let (n, i) = (self.n, blk.i as usize);
-        let (h, cols) = (self.tiling.row_span(n, i).len(), span(n, self.bw, blk.j as usize));
+        let (h, cols) = (self.tiling.row_span(n, i).len(), span(n, self.tiling.cols, blk.j as usize));
         let strip = &mut self.c_rows[i];
         if !add && cols.len() == n && blk.c.len() == strip.len() {
             *strip = blk.c;
@@ -239,7 +238,7 @@ impl Graphs {
                     strip.fill(0.0);
                 }
             }
-            let (a_rows, b, n, tiling, bw) = (m.a_rows.clone(), m.b.clone(), m.n, m.tiling.clone(), m.bw);
+            let (a_rows, b, n, tiling, bw) = (m.a_rows.clone(), m.b.clone(), m.n, m.tiling.clone(), m.tiling.cols);
             // The inner dimension is cut like the columns.
             let (pr, pc) = (tiling.row_strips(n), kernel::blocks(n, bw));
             (0..pr * pc * pc).map(move |x| {
