@@ -19,11 +19,15 @@ use crate::layout::{TileId, Tiling};
 use crate::raster::Raster;
 use crate::store::{self, DiskReader, DiskWriter, Generation, Meta};
 
+/// An input tile, shared by the requests that read it (and the disk's cache); its buffer
+/// returns to the runtime's pool when the last one is done with it.
+pub type Tile = Arc<Bulk<u8>>;
+
 /// Where a disk's tiles are.
 #[derive(Debug)]
 pub enum Tiles {
     /// Held in memory, by local index (the preloaded runs).
-    Memory(Vec<Arc<Vec<u8>>>),
+    Memory(Vec<Tile>),
     /// In `DIR/disk<k>/NAME.tiles`, opened on the first read.
     File {
         /// The store's directory.
@@ -112,7 +116,7 @@ pub struct Disk {
     /// Its output tiles.
     pub sink: Sink,
     /// Recently read tiles, most recent last (file-backed input only).
-    cache: VecDeque<(usize, Arc<Vec<u8>>)>,
+    cache: VecDeque<(usize, Tile)>,
     /// Capacity of the cache, tiles (0: no cache).
     cache_tiles: usize,
     /// The emulated disk's speed (file-backed tiles only).
@@ -126,10 +130,10 @@ impl Disk {
     pub fn preloaded(index: usize, meta: Meta, image: &Raster) -> Disk {
         let tiling = meta.tiling();
         // Row-major order is local-index order on each disk.
-        let tiles: Vec<Arc<Vec<u8>>> = tiling
+        let tiles: Vec<Tile> = tiling
             .tiles()
             .filter(|&id| tiling.disk(id) == index)
-            .map(|id| Arc::new(store::cut_tile(image, &tiling, id)))
+            .map(|id| Arc::new(Bulk(store::cut_tile(image, &tiling, id))))
             .collect();
         let outputs = vec![None; tiles.len()];
         Disk {
@@ -183,7 +187,7 @@ impl Disk {
     /// Input tile `id` (on this disk), from memory, the cache or the file (empty when the
     /// tiles are absent); a failed read is the file's name and the OS error, in one line,
     /// for the graph to carry to the client (the job does not panic).
-    pub fn tile(&mut self, id: TileId) -> Result<Arc<Vec<u8>>, String> {
+    pub fn tile(&mut self, id: TileId) -> Result<Tile, String> {
         self.try_tile(id).map(|(tile, _)| tile).map_err(|e| format!("{e:#}"))
     }
 
@@ -191,17 +195,17 @@ impl Disk {
     /// for [`commit`](Self::commit) to return (so the client reports one error, naming the
     /// file, and the output is not committed), and zeros stand in for it and for every
     /// tile after it, which are not read.
-    pub fn tile_or_remember(&mut self, id: TileId) -> (Arc<Vec<u8>>, ReadCost) {
+    pub fn tile_or_remember(&mut self, id: TileId) -> (Tile, ReadCost) {
         if self.read_failure.is_none() {
             match self.try_tile(id) {
                 Ok(tile) => return tile,
                 Err(e) => self.read_failure = Some(format!("{e:#}")),
             }
         }
-        (Arc::new(vec![0; self.meta.tile_bytes()]), ReadCost::default())
+        (Arc::new(Bulk(vec![0; self.meta.tile_bytes()])), ReadCost::default())
     }
 
-    fn try_tile(&mut self, id: TileId) -> Result<(Arc<Vec<u8>>, ReadCost)> {
+    fn try_tile(&mut self, id: TileId) -> Result<(Tile, ReadCost)> {
         let tiling = self.tiling();
         assert_eq!(tiling.disk(id), self.index, "tile {id:?} asked of the wrong disk");
         let local = tiling.local(id);
@@ -289,7 +293,10 @@ impl Disk {
             })),
             Sink::File { dir, name, generation, .. } => {
                 let meta = output_meta(&self.meta, *generation);
-                DiskReader::open(dir, name, &meta, self.index).and_then(|r| r.read(local)).map_err(|e| format!("{e:#}"))
+                DiskReader::open(dir, name, &meta, self.index)
+                    .and_then(|r| r.read(local))
+                    .map(Bulk::into_inner)
+                    .map_err(|e| format!("{e:#}"))
             }
             Sink::Absent { .. } => panic!("output tile {id:?} was left out (NOALLOC)"),
         }

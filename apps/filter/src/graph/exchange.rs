@@ -16,7 +16,7 @@ use dps::{route, Collection, MaybeBulk, MergeFn, Node};
 use serde::{Deserialize, Serialize};
 
 use super::Compute;
-use crate::disk::Disk;
+use crate::disk::{Disk, Tile};
 use crate::kernel::linear::Area;
 use crate::kernel::median::{self, RADIUS};
 use crate::layout::{TileId, Tiling};
@@ -85,7 +85,7 @@ enum Pixels {
     /// The tile itself: the disk thread's whole slot, shared, not copied (rows `tile`
     /// apart). A tile's compute thread is on its disk's rank (the allocation rule), so this
     /// one is moved, never encoded; copying it took a sixth of a 2-rank run's CPU time.
-    Slot(Arc<Vec<u8>>),
+    Slot(Tile),
 }
 
 impl Pixels {

@@ -7,6 +7,7 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use dps::Bulk;
 use dps_harness::OutputFile;
 
 use super::format::{Meta, TileHeader, HEADER};
@@ -36,8 +37,10 @@ impl DiskReader {
     ///
     /// # Errors
     /// If the read fails.
-    pub fn read(&self, local: usize) -> Result<Vec<u8>> {
-        let mut slot = vec![0u8; self.tile_bytes];
+    pub fn read(&self, local: usize) -> Result<Bulk<u8>> {
+        // A recycled buffer: a fresh one would be zeroed and page-faulted on every read,
+        // a fifth of a run's CPU time on tile files.
+        let mut slot = Bulk::recycled(self.tile_bytes);
         self.file
             .read_exact_at(&mut slot, (HEADER + local * self.tile_bytes) as u64)
             .with_context(|| format!("cannot read tile {local} of {}", self.path.display()))?;
