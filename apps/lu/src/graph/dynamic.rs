@@ -196,14 +196,14 @@ fn solve_leaf(columns: &Collection<Columns>, lay: Layout, k: usize) -> Node<ColW
     };
     Node::leaf(&format!("dyn_solve{k}"), columns, route, move |c: &mut Columns, w: ColWork| match w {
         ColWork::Store { k, col, ipiv, info } => {
-            c.blocks.insert(k, col);
+            c.blocks.put(k, &col);
             c.pivots.insert(k, (ipiv, info));
             Solved::Nothing
         }
         ColWork::Solve { j, panel } => {
             let p = c.panel(panel);
             let (n, s) = (c.n, p.k * c.r);
-            let block = c.blocks.get_mut(&j).expect("the owner holds the block");
+            let block = c.blocks.get_mut(j);
             let wj = block.len() / n;
             dps_dense::blas::swap_rows(block, n, wj, s, &p.ipiv);
             dps_dense::blas::trsm_unit_lower(p.w, wj, &p.lu, p.m, &mut block[s..], n);
@@ -292,11 +292,11 @@ fn subtract_leaf(columns: &Collection<Columns>, lay: Layout, k: Option<usize>) -
     };
     let name = format!("dyn_subtract{}", k.map_or("_start".into(), |k| k.to_string()));
     Node::leaf(&name, columns, route, move |c: &mut Columns, t: Tile| match t {
-        Tile::Fetch { j } => Ready { next_panel: Some(c.blocks.remove(&j).expect("the owner holds the block")) },
+        Tile::Fetch { j } => Ready { next_panel: Some(Bulk(c.blocks.take(j))) },
         Tile::Product { i, j, p } => {
             let n = c.n;
             let rows = span(n, c.r, i);
-            let block = c.blocks.get_mut(&j).expect("the owner holds the block");
+            let block = c.blocks.get_mut(j);
             for (col, prod) in p.chunks_exact(rows.len()).enumerate() {
                 for (x, y) in block[col * n + rows.start..col * n + rows.end].iter_mut().zip(prod) {
                     *x -= y;
@@ -307,7 +307,7 @@ fn subtract_leaf(columns: &Collection<Columns>, lay: Layout, k: Option<usize>) -
             let next = k.map_or(0, |k| k + 1);
             if *left == 0 && j == next {
                 c.tiles_left.remove(&j);
-                Ready { next_panel: Some(c.blocks.remove(&j).expect("the owner holds the block")) }
+                Ready { next_panel: Some(Bulk(c.blocks.take(j))) }
             } else {
                 Ready { next_panel: None }
             }

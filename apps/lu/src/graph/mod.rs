@@ -16,6 +16,7 @@
 //! `reload` puts the original matrix back between timed runs.
 
 pub mod dynamic;
+mod slab;
 pub mod staged;
 
 use std::collections::HashMap;
@@ -25,6 +26,7 @@ use dps::{route, Bulk, Collection, Graph, MergeFn, Node, RouteCtx, Runtime, SimM
 use serde::{Deserialize, Serialize};
 
 use crate::kernel::{self, span, Panel, Source};
+use slab::Slab;
 
 /// How the column blocks are dealt to the `columns` threads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,7 +67,9 @@ pub struct Columns {
     n: usize,
     r: usize,
     placement: Placement,
-    blocks: HashMap<usize, Bulk<f64>>,
+    blocks: Slab,
+    /// Block j → how many panels it has applied (`stream`, `merge-split`).
+    applied: HashMap<usize, usize>,
     pivots: HashMap<usize, (Vec<i32>, i32)>,
     /// Panels received once for several blocks, with the number of uses left.
     panels: HashMap<usize, (Arc<Panel>, usize)>,
@@ -80,7 +84,8 @@ impl Columns {
             n,
             r,
             placement,
-            blocks: HashMap::new(),
+            blocks: Slab::default(),
+            applied: HashMap::new(),
             pivots: HashMap::new(),
             panels: HashMap::new(),
             tiles_left: HashMap::new(),
@@ -92,9 +97,11 @@ impl Columns {
     fn reload(&mut self, source: &Source, t: usize, threads: usize) {
         let nb = self.n.div_ceil(self.r);
         // NOALLOC: the blocks are left out (empty); their sizes follow from n, r and j.
-        let block = |j| if noalloc() { Vec::new() } else { source.column_block(self.n, self.r, j) };
-        let placement = self.placement;
-        self.blocks = (0..nb).filter(|&j| placement.owner(j, threads) == t).map(|j| (j, Bulk(block(j)))).collect();
+        let (n, r, placement) = (self.n, self.r, self.placement);
+        let mine: Vec<usize> = (0..nb).filter(|&j| placement.owner(j, threads) == t).collect();
+        self.blocks = Slab::default(); // freed before the new one is made
+        self.blocks = Slab::new(n, &mine, |j| span(n, r, j).len(), !noalloc(), |j| source.column_block(n, r, j));
+        self.applied = mine.into_iter().map(|j| (j, 0)).collect();
         self.pivots.clear();
         self.panels.clear();
         self.tiles_left.clear();
@@ -243,7 +250,8 @@ impl<T> Graphs<T> {
             |t: &(usize, Arc<Vec<i32>>, i32), _: &RouteCtx| t.0,
             |c: &mut Columns, (_, ipiv, info): (usize, Arc<Vec<i32>>, i32)| {
                 let (n, r) = (c.n, c.r);
-                for (&j, block) in c.blocks.iter_mut() {
+                for j in c.blocks.blocks().collect::<Vec<_>>() {
+                    let block = c.blocks.get_mut(j);
                     let cols = span(n, r, j);
                     let (s, w) = (cols.end, cols.len());
                     // Charged, not made, under PDEXEC and NOALLOC (blocks empty in NOALLOC):
@@ -275,7 +283,7 @@ impl<T> Graphs<T> {
             "give_blocks",
             columns,
             |t: &usize, _: &RouteCtx| *t,
-            |c: &mut Columns, _t: usize| c.blocks.iter().map(|(j, b)| (*j, b.clone())).collect::<Vec<_>>(),
+            |c: &mut Columns, _t: usize| c.blocks.iter().map(|(j, b)| (j, Bulk(b.to_vec()))).collect::<Vec<_>>(),
         );
         let assemble = Node::merge(
             "assemble",
