@@ -1,7 +1,7 @@
 //! A `columns` thread's column blocks in one column-major allocation, in ascending order, so
 //! that a panel applied to several neighbouring blocks is one product: MKL's dgemm of 7680
 //! rows, 512 deep, makes 75-84 GFLOP/s on one core for one block's 512 columns, 91-94 for
-//! 2048-3584 (docs/dense.md).
+//! 2048-3584 (docs/measurements/2026-11-28-matmul-master-strip-lu-first.md).
 
 use std::collections::BTreeMap;
 use std::ops::Range;
