@@ -169,9 +169,9 @@ impl Columns {
         for (first, last) in self.blocks.runs(&batch) {
             let (cols, w) = self.blocks.run_mut(first, last);
             kernel::apply_panel_to(cols, n, r, w, panel);
-            for b in self.blocks.blocks().filter(|b| (first..=last).contains(b)).collect::<Vec<_>>() {
-                *self.applied.get_mut(&b).expect("a block of this thread") += 1;
-            }
+        }
+        for b in batch {
+            *self.applied.get_mut(&b).expect("a block of this thread") += 1;
         }
     }
 }
