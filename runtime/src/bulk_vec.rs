@@ -47,9 +47,18 @@ macro_rules! bulk_kinds {
                     _ => None,
                 }
             }
-            /// Size of the vector's elements in bytes.
-            pub(crate) fn byte_len(&self) -> usize {
-                match self { $(BulkVec::$variant(v) => std::mem::size_of_val(v.as_slice())),* }
+            /// The bytes of the vector's allocation (its capacity).
+            pub(crate) fn capacity_bytes(&self) -> usize {
+                match self { $(BulkVec::$variant(v) => v.capacity() * std::mem::size_of::<$t>()),* }
+            }
+            /// The number of elements the allocation holds.
+            pub(crate) fn capacity(&self) -> usize {
+                match self { $(BulkVec::$variant(v) => v.capacity()),* }
+            }
+            /// Sets the length to `count` (at most the capacity), for reuse: elements past the
+            /// old length are zeroed, the others keep whatever they held.
+            pub(crate) fn fit(&mut self, count: usize) {
+                match self { $(BulkVec::$variant(v) => v.resize(count, <$t as bytemuck::Zeroable>::zeroed())),* }
             }
             /// The tag of the vector's element type.
             pub(crate) fn kind(&self) -> u8 {
@@ -193,7 +202,7 @@ mod tests {
     #[test]
     fn incoming_bulks_are_taken_once_by_index() {
         let got = stage_incoming(vec![BulkVec::U8(vec![7]), BulkVec::F64(vec![1.5])], || {
-            (take_incoming(1).map(|v| v.byte_len()), take_incoming(1).is_none(), take_incoming(5).is_none())
+            (take_incoming(1).map(|v| v.as_bytes().len()), take_incoming(1).is_none(), take_incoming(5).is_none())
         });
         assert_eq!(got, (Some(8), true, true));
     }

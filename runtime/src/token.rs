@@ -74,10 +74,8 @@ impl<T: BulkElem> Bulk<T> {
 
 impl<T: BulkElem> Drop for Bulk<T> {
     fn drop(&mut self) {
-        let bytes = self.0.len() * std::mem::size_of::<T>();
-        if bytes >= pool::MIN_BYTES {
-            let len = self.0.len();
-            pool::put(T::KIND, len, bytes, T::into_any_vec(self.take_vec()));
+        if self.0.capacity() * std::mem::size_of::<T>() >= pool::MIN_BYTES {
+            pool::put(T::into_any_vec(self.take_vec()));
         }
     }
 }
