@@ -292,7 +292,7 @@ fn subtract_leaf(columns: &Collection<Columns>, lay: Layout, k: Option<usize>) -
     };
     let name = format!("dyn_subtract{}", k.map_or("_start".into(), |k| k.to_string()));
     Node::leaf(&name, columns, route, move |c: &mut Columns, t: Tile| match t {
-        Tile::Fetch { j } => Ready { next_panel: Some(Bulk(c.blocks.take(j))) },
+        Tile::Fetch { j } => Ready { next_panel: Some(c.blocks.take(j)) },
         Tile::Product { i, j, p } => {
             let n = c.n;
             let rows = span(n, c.r, i);
@@ -307,7 +307,7 @@ fn subtract_leaf(columns: &Collection<Columns>, lay: Layout, k: Option<usize>) -
             let next = k.map_or(0, |k| k + 1);
             if *left == 0 && j == next {
                 c.tiles_left.remove(&j);
-                Ready { next_panel: Some(Bulk(c.blocks.take(j))) }
+                Ready { next_panel: Some(c.blocks.take(j)) }
             } else {
                 Ready { next_panel: None }
             }

@@ -63,9 +63,13 @@ impl Slab {
         &mut self.data[range]
     }
 
-    /// A copy of block j, to ship.
-    pub(super) fn take(&self, j: usize) -> Vec<f64> {
-        self.get(j).to_vec()
+    /// A copy of block j, to ship: in a recycled buffer, whose pages are already mapped (a
+    /// fresh one faults them in, 8-13 ms for a block of 8192 × 512).
+    pub(super) fn take(&self, j: usize) -> Bulk<f64> {
+        let block = self.get(j);
+        let mut copy = Bulk::recycled(block.len());
+        copy.copy_from_slice(block);
+        copy
     }
 
     /// Puts block j back (a copy of `block`, n × its width, or empty under NOALLOC).

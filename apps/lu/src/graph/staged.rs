@@ -85,17 +85,17 @@ pub enum NextPanel {
 }
 
 /// Column block j (n × w) as a token: absent under NOALLOC, where the block is empty.
-fn ship(block: Vec<f64>, n: usize, r: usize, j: usize) -> MaybeBulk<f64> {
+fn ship(block: Bulk<f64>, n: usize, r: usize, j: usize) -> MaybeBulk<f64> {
     if noalloc() {
         MaybeBulk::Absent(n * span(n, r, j).len())
     } else {
-        MaybeBulk::Data(Bulk(block))
+        MaybeBulk::Data(block)
     }
 }
 
 /// The column block a token brought (empty when absent, under NOALLOC).
-fn unship(block: MaybeBulk<f64>) -> Vec<f64> {
-    block.into_data().map_or_else(Vec::new, Bulk::into_inner)
+fn unship(block: MaybeBulk<f64>) -> Bulk<f64> {
+    block.into_data().unwrap_or_else(|| Bulk(Vec::new()))
 }
 
 fn update_leaf(
