@@ -14,10 +14,14 @@
 # The DPS runs use the default blocks (the cost model's, dps_dense::grain); MM_BLOCK=2048 or
 # LU_BLOCK=512 pins one. Each row shows the block, and the first call against the median.
 # Sizes can be lowered for a quick run: MM_N=1024 LU_N=4096 bench/linalg.sh (the main job's
-# runs REPS=3 at these sizes; the LU floor applies from n = 8192).
+# runs REPS=3 at these sizes; the LU floor applies from n = 8192). Every run, DPS or
+# reference, reports the median of CALLS timed calls after an untimed one (default 5 for
+# matmul, whose calls take 0.1-0.8 s, and 3 for LU): a single 0.1 s call moved the n = 2048
+# ratio by 10 % from one main job to the next.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 MM_N=${MM_N:-"4096 2048"} MM_BLOCK=${MM_BLOCK:-} LU_N=${LU_N:-8192} LU_BLOCK=${LU_BLOCK:-} REPS=${REPS:-3}
+MM_CALLS=${MM_CALLS:-5} LU_CALLS=${LU_CALLS:-3}
 mm_block=(${MM_BLOCK:+--block "$MM_BLOCK"}) lu_block=(${LU_BLOCK:+--block "$LU_BLOCK"})
 out=results/linalg; mkdir -p "$out"
 bin=target/release
@@ -42,17 +46,17 @@ mkl_ref() { [[ -n $mkl ]] && MKL_NUM_THREADS=$1 OMP_NUM_THREADS=$1 "$mkl" "${@:2
 : > "$out/matmul.jsonl"; : > "$out/mkl.jsonl"
 for _ in $(seq "$REPS"); do
   for n in $MM_N; do
-    DPS_BLAS=openblas "$bin/dps-matmul" --variant serial --n "$n" --blas-threads 2 --warmup 1 --json >> "$out/matmul.jsonl"
-    mkl_ref 2 dgemm "$n" 1 >> "$out/mkl.jsonl"
-    run -n 2 "$bin/dps-matmul" --variant pipelined --n "$n" "${mm_block[@]}" --warmup 1 --json >> "$out/matmul.jsonl"
+    DPS_BLAS=openblas "$bin/dps-matmul" --variant serial --n "$n" --blas-threads 2 --warmup 1 --reps "$MM_CALLS" --json >> "$out/matmul.jsonl"
+    mkl_ref 2 dgemm "$n" "$MM_CALLS" >> "$out/mkl.jsonl"
+    run -n 2 "$bin/dps-matmul" --variant pipelined --n "$n" "${mm_block[@]}" --warmup 1 --reps "$MM_CALLS" --json >> "$out/matmul.jsonl"
   done
 done
 : > "$out/lu.jsonl"
 for _ in $(seq "$REPS"); do
-  DPS_BLAS=openblas "$bin/dps-lu" --variant serial --n "$LU_N" --blas-threads 2 --warmup 1 --json >> "$out/lu.jsonl"
-  mkl_ref 2 dgetrf "$LU_N" 1 >> "$out/mkl.jsonl"
-  run -n 2 "$bin/dps-lu" --variant stream --n "$LU_N" "${lu_block[@]}" --warmup 1 --json >> "$out/lu.jsonl"
-  run -n 2 "$bin/dps-lu" --variant merge-split --n "$LU_N" "${lu_block[@]}" --warmup 1 --json >> "$out/lu.jsonl"
+  DPS_BLAS=openblas "$bin/dps-lu" --variant serial --n "$LU_N" --blas-threads 2 --warmup 1 --reps "$LU_CALLS" --json >> "$out/lu.jsonl"
+  mkl_ref 2 dgetrf "$LU_N" "$LU_CALLS" >> "$out/mkl.jsonl"
+  run -n 2 "$bin/dps-lu" --variant stream --n "$LU_N" "${lu_block[@]}" --warmup 1 --reps "$LU_CALLS" --json >> "$out/lu.jsonl"
+  run -n 2 "$bin/dps-lu" --variant merge-split --n "$LU_N" "${lu_block[@]}" --warmup 1 --reps "$LU_CALLS" --json >> "$out/lu.jsonl"
 done
 # calibrate's gemm table (one thread; one rank: the kernels, not the links) at 256^3 against
 # MKL's, alternating.
