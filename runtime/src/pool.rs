@@ -6,7 +6,8 @@
 //! returns its vector here, and the transport (or [`Bulk::recycled`](crate::Bulk::recycled))
 //! takes vectors of the same type back out: the smallest free one that holds the length
 //! asked for, up to twice that, so that tokens that shrink from one step to the next (an LU
-//! factorization's panels) reuse each other's pages. The pool holds at most `MAX_BYTES`, and no buffer over `MAX_ONE`.
+//! factorization's panels) reuse each other's pages. The pool holds at most `MAX_BYTES`,
+//! and no buffer over `MAX_ONE`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
@@ -20,7 +21,7 @@ const MAX_BYTES: usize = 512 << 20;
 /// Larger buffers go back to the allocator: kept, one would push out everything else (a
 /// thread's whole matrix when it is reloaded, say, against the smaller tokens in flight).
 const MAX_ONE: usize = MAX_BYTES / 4;
-/// A free buffer serves a request at least this fraction of its capacity (1 / 2).
+/// A free buffer serves requests down to 1 / `MAX_WASTE` of its capacity.
 const MAX_WASTE: usize = 2;
 
 /// Free vectors by element type, then by capacity (elements).
