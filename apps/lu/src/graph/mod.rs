@@ -283,7 +283,7 @@ impl<T> Graphs<T> {
             "give_blocks",
             columns,
             |t: &usize, _: &RouteCtx| *t,
-            |c: &mut Columns, _t: usize| c.blocks.iter().map(|(j, b)| (j, Bulk(b.to_vec()))).collect::<Vec<_>>(),
+            |c: &mut Columns, _t: usize| c.blocks.blocks().map(|j| (j, c.blocks.take(j))).collect::<Vec<_>>(),
         );
         let assemble = Node::merge(
             "assemble",

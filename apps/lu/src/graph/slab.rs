@@ -79,11 +79,6 @@ impl Slab {
         place.copy_from_slice(block);
     }
 
-    /// The blocks and their data, ascending.
-    pub(super) fn iter(&self) -> impl Iterator<Item = (usize, &[f64])> {
-        self.cols.keys().map(|&j| (j, self.get(j)))
-    }
-
     /// The blocks' indices, ascending.
     pub(super) fn blocks(&self) -> impl Iterator<Item = usize> + '_ {
         self.cols.keys().copied()
@@ -92,13 +87,10 @@ impl Slab {
     /// `blocks` (ascending, all of this thread) as runs of neighbours here: (first, last) of
     /// each run.
     pub(super) fn runs(&self, blocks: &[usize]) -> Vec<(usize, usize)> {
-        let order: Vec<usize> = self.blocks().collect();
         let mut runs: Vec<(usize, usize)> = Vec::new();
         for &b in blocks {
-            let follows =
-                |last: usize| order.iter().position(|&x| x == last).and_then(|i| order.get(i + 1)) == Some(&b);
             match runs.last_mut() {
-                Some((_, last)) if follows(*last) => *last = b,
+                Some((_, last)) if self.cols[last].end == self.cols[&b].start => *last = b,
                 _ => runs.push((b, b)),
             }
         }
@@ -127,6 +119,8 @@ mod tests {
         let mut slab = Slab::new(n, &[1, 4, 7], width, true, |j| block(j, width(j)));
         assert_eq!(slab.get(4), &block(4, 2)[..]);
         assert_eq!(slab.blocks().collect::<Vec<_>>(), [1, 4, 7]);
+        assert_eq!(slab.runs(&[1, 4, 7]), [(1, 7)], "neighbours here, whatever their indices");
+        assert_eq!(slab.runs(&[1, 7]), [(1, 1), (7, 7)], "block 4 lies between them");
         let (run, w) = slab.run_mut(4, 7);
         assert_eq!((run.len(), w), (n * 3, 3));
         run[0] = -1.0;

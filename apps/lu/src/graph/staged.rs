@@ -147,8 +147,9 @@ impl Columns {
     }
 
     /// Applies `panel` (step k) to block j, unless a batch already did (its own update may
-    /// come late: behind a later step's batch that took the block too). Any block but the two on the critical path (`next`, the next panel's, and the
-    /// one after it) goes with every block of this thread that is ready for this panel too
+    /// come late: behind a later step's batch that took the block too). Any block but the two
+    /// on the critical path (`next`, the next panel's, and the one after it) goes with every
+    /// block of this thread that is ready for this panel too
     /// (has applied the panels before it), each run of neighbours in one product (`Slab`):
     /// MKL's dgemm makes 15-20 % more of 2048-3584 columns than of one block's 512. Their
     /// own updates then find them done. Not while one of the two critical blocks here still
