@@ -15,7 +15,7 @@ use dps_harness::options::{Repeat, Standard, Timed};
 use dps_harness::{bad_input, BadInput};
 
 use crate::alloc::{self, Alloc};
-use crate::kernel::Source;
+use crate::kernel::{Blocking, Source};
 use crate::scheduled::{Costs, WithdrawArg};
 
 /// Which schedule runs.
@@ -56,6 +56,11 @@ pub struct Args {
     /// Schedule.
     #[arg(long, value_enum, default_value = "stream")]
     pub variant: Variant,
+    /// `stream` and `merge-split`: blocks of r columns throughout, as in the paper [default:
+    /// from n = 4r on, the first and the last r columns in two blocks each, which halves the
+    /// wait for the first panel and the last steps' waits; the record's `blocking` says which].
+    #[arg(long)]
+    pub uniform_blocks: bool,
     /// A Matrix Market file (`array` or `coordinate`, `real general`, square) to factor.
     #[arg(long)]
     pub file: Option<PathBuf>,
@@ -91,6 +96,9 @@ pub struct Plan {
     pub n: usize,
     /// The block (panel) width, and why this one.
     pub block: Choice,
+    /// How the columns are cut into blocks of that width: graded in the staged variants
+    /// (unless `--uniform-blocks`), uniform in the others.
+    pub blocking: Blocking,
     /// The schedule.
     pub variant: Variant,
     /// The matrix: random (its seed) or read from `--file`.
@@ -118,7 +126,7 @@ pub struct Plan {
 impl Plan {
     /// Block columns, which is also the number of iterations.
     pub fn blocks(&self) -> usize {
-        self.n.div_ceil(self.block.block)
+        self.blocking.count()
     }
 }
 
@@ -161,9 +169,15 @@ impl Args {
             Some(file) => Source::Given(Arc::new(file.read().map_err(|e| BadInput::new(format!("--file {e}")))?)),
             None => Source::Random(self.run.seed.seed),
         };
+        let staged = matches!(self.variant, Variant::Stream | Variant::MergeSplit);
+        let blocking = match staged && !self.uniform_blocks {
+            true => Blocking::graded(n, block.block),
+            false => Blocking::uniform(n, block.block),
+        };
         let plan = Plan {
             n,
             block,
+            blocking,
             variant: self.variant,
             source,
             alloc: self.alloc.unwrap_or(if self.withdraw.is_some() { Alloc::Schedule } else { Alloc::All }),
@@ -218,6 +232,12 @@ impl Args {
             bad_input!("--block 0: the block width must be at least 1");
         }
         self.run.check()?;
+        if self.uniform_blocks && !matches!(self.variant, Variant::Stream | Variant::MergeSplit) {
+            bad_input!(
+                "--uniform-blocks needs --variant stream or merge-split (the {} variant's blocks are always uniform)",
+                self.variant.name()
+            );
+        }
         // --alloc and --per-iteration would be silently ignored by the other variants.
         if self.variant != Variant::Dynamic {
             if let Some(alloc) = self.alloc {

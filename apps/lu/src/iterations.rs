@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
-use crate::kernel::{self, Source};
+use crate::kernel::{self, Blocking, Source};
 
 /// One iteration of the factorization, as `--per-iteration` reports it.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
@@ -75,16 +75,16 @@ fn thread_cpu_seconds() -> f64 {
 /// The serial blocked reference, timed per iteration on `clock`: block k factors its panel,
 /// then every later block applies it (`kernel::apply_panel`, the stream and merge-split
 /// variants' kernel).
-pub fn serial_iterations(src: &Source, n: usize, r: usize, clock: SerialClock) -> Vec<f64> {
-    let nb = n.div_ceil(r);
-    let mut blocks: Vec<Vec<f64>> = (0..nb).map(|j| src.column_block(n, r, j)).collect();
+pub fn serial_iterations(src: &Source, blocking: Blocking, clock: SerialClock) -> Vec<f64> {
+    let nb = blocking.count();
+    let mut blocks: Vec<Vec<f64>> = (0..nb).map(|j| src.column_block(blocking, j)).collect();
     (0..nb)
         .map(|k| {
             let t = clock.origin();
             let (done, later) = blocks.split_at_mut(k + 1);
-            let panel = kernel::factor_panel(&mut done[k], n, r, k);
+            let panel = kernel::factor_panel(&mut done[k], blocking, k);
             for block in later {
-                kernel::apply_panel(block, n, r, &panel);
+                kernel::apply_panel(block, blocking.n, &panel);
             }
             clock.since(t)
         })
@@ -156,7 +156,7 @@ mod tests {
     #[test]
     fn the_serial_iterations_cover_every_block_column() {
         for clock in [SerialClock::Wall, SerialClock::ThreadCpu] {
-            let t = serial_iterations(&Source::Random(1), 50, 16, clock);
+            let t = serial_iterations(&Source::Random(1), Blocking::uniform(50, 16), clock);
             assert_eq!(t.len(), 4);
             assert!(t.iter().all(|s| s.is_finite() && *s >= 0.0), "{clock:?}: {t:?}");
         }

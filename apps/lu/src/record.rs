@@ -9,6 +9,7 @@ use dps_harness::{Common, FiniteOrText};
 use serde::{Deserialize, Serialize};
 
 use crate::iterations::Iteration;
+use crate::kernel::Blocking;
 use crate::scheduled::ScheduleReport;
 
 /// One run of `dps-lu`. The check's fields are absent without `--verify`.
@@ -26,6 +27,8 @@ pub struct Record {
     pub block: usize,
     /// Why this width: `--block`, or the cost model's predictions (`dps_dense::grain`).
     pub block_reason: String,
+    /// `graded` (half-width blocks at both ends, `kernel::Blocking`) or `uniform`.
+    pub blocking: String,
     /// Timed runs.
     pub reps: usize,
     /// The first factorisation's time, s, warm-up or not, to set against `seconds` (the
@@ -65,7 +68,8 @@ pub struct Record {
 
 impl Record {
     /// A record without the check: the caller adds it when it verifies.
-    pub fn new(common: Common, n: usize, block: &Choice, reps: usize) -> Record {
+    pub fn new(common: Common, blocking: Blocking, block: &Choice, reps: usize) -> Record {
+        let n = blocking.n;
         let gflops = 2.0 / 3.0 * (n as f64).powi(3) / 1e9 / common.seconds;
         Record {
             common,
@@ -73,6 +77,7 @@ impl Record {
             n,
             block: block.block,
             block_reason: block.reason.clone(),
+            blocking: if blocking.is_graded() { "graded" } else { "uniform" }.to_string(),
             reps,
             first_call_s: None,
             gflops,
@@ -93,8 +98,8 @@ impl fmt::Display for Record {
         let c = &self.common;
         write!(
             f,
-            "lu {} n={} block={} ranks={} threads={}: {:.3} s, {:.1} GFLOP/s",
-            c.variant, self.n, self.block, c.ranks, c.threads, c.seconds, self.gflops
+            "lu {} n={} block={} ({}) ranks={} threads={}: {:.3} s, {:.1} GFLOP/s",
+            c.variant, self.n, self.block, self.blocking, c.ranks, c.threads, c.seconds, self.gflops
         )?;
         if let Some(alloc) = &self.alloc {
             write!(f, ", alloc {alloc}")?;

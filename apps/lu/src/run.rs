@@ -77,21 +77,21 @@ fn run_serial(plan: &Plan) -> Result<()> {
     }
     let seconds = median(&times[plan.repeat.warmup..]);
     let common = Common::new("lu", &plan.variant.name(), 1, plan.blas_threads, seconds, None);
-    dps_harness::print_record(&Record::new(common, n, &plan.block, plan.repeat.reps), plan.standard.json())
+    dps_harness::print_record(&Record::new(common, plan.blocking, &plan.block, plan.repeat.reps), plan.standard.json())
 }
 
 /// The stream and merge-split variants: the staged pipeline, the column blocks on the
 /// threads of `--map`, a collector thread on every rank.
 fn run_staged(plan: &Plan, how: Pipelining) -> Result<()> {
-    let (n, r) = (plan.n, plan.block.block);
+    let blocking = plan.blocking;
     dps_dense::blas::one_thread_per_worker();
     let rt = plan.standard.sim.start(&plan.standard.runtime, &STAGED_SIMULATION)?;
     let main = rt.collection("main", "0", |_| ())?;
     let threads = rt.threads_in(&plan.map)?;
     let columns =
-        rt.collection("columns", &plan.map, |t| Columns::new(n, r, Placement::Snake, &plan.source, t, threads))?;
+        rt.collection("columns", &plan.map, |t| Columns::new(blocking, Placement::Snake, &plan.source, t, threads))?;
     let panels = rt.collection("panels", "all", |_| ())?;
-    let graphs = staged::build(&rt, (n, r), &plan.source, &main, &columns, &panels, how)?;
+    let graphs = staged::build(&rt, blocking, &plan.source, &main, &columns, &panels, how)?;
     let mut outcome = Ok(());
     if rt.is_root() {
         let factor = || Ok(rt.call(&graphs.factor, ())?);
@@ -136,14 +136,14 @@ fn run_dynamic(plan: &Plan) -> Result<()> {
     let holders = plan.column_ranks;
     let owners: Vec<String> = (0..holders).map(|rank| rank.to_string()).collect();
     let moves = withdraw.map_or_else(Vec::new, |w| ColumnMove::plan(w, rt.ranks(), holders, (n, r)));
-    let columns_state = |t| Columns::new(n, r, Placement::Cyclic, &plan.source, t, holders);
+    let columns_state = |t| Columns::new(plan.blocking, Placement::Cyclic, &plan.source, t, holders);
     let columns = match moves.is_empty() {
         true => rt.collection("columns", &owners.join(" "), columns_state)?,
         false => rt.movable_collection("columns", &owners.join(" "), columns_state)?,
     };
     let cut = withdraw.filter(|_| !moves.is_empty()).map(|w| w.iteration - 1);
     let (graphs, halves) =
-        dynamic::build(&rt, (n, r), &plan.source, &main, &coordinator, &columns, &mults, &allotment, cut)?;
+        dynamic::build(&rt, plan.blocking, &plan.source, &main, &coordinator, &columns, &mults, &allotment, cut)?;
     let mut outcome = Ok(());
     if rt.is_root() {
         let (mut parallel, mut serial) = (Vec::new(), Vec::new());
@@ -176,7 +176,7 @@ fn run_dynamic(plan: &Plan) -> Result<()> {
             }
             if plan.per_iteration && plan.repeat.is_timed(rep) {
                 parallel.push(iterations::durations(&stamps));
-                serial.push(iterations::serial_iterations(&plan.source, n, r, SerialClock::of_run(simulated)));
+                serial.push(iterations::serial_iterations(&plan.source, plan.blocking, SerialClock::of_run(simulated)));
             }
         })?;
         record.alloc = Some(alloc.to_string());
@@ -239,7 +239,7 @@ fn factorize<T, U>(
     }
     let seconds = median(&times[plan.repeat.warmup..]);
     let common = Common::new("lu", &plan.variant.name(), rt.ranks(), threads, seconds, None).bound_by(rt);
-    let mut record = Record::new(common, plan.n, &plan.block, plan.repeat.reps);
+    let mut record = Record::new(common, plan.blocking, &plan.block, plan.repeat.reps);
     record.first_call_s = times.first().copied();
     Ok((record, pivots))
 }

@@ -24,7 +24,7 @@ use dps_model::schedule::layered::{Layered, Scheduler};
 use dps_model::schedule::lookahead::{Config, Event, Lookahead};
 use serde::{Deserialize, Serialize};
 
-use crate::kernel::span;
+use crate::kernel::Blocking;
 
 /// A withdrawal: rank `rank` leaves before iteration `iteration` (from 1) starts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -194,11 +194,12 @@ impl ColumnMove {
         if w.rank >= column_ranks {
             return Vec::new();
         }
-        let nb = n.div_ceil(r);
+        let blocking = Blocking::uniform(n, r);
+        let nb = blocking.count();
         let on = |q: usize| (0..nb).filter(move |&j| j % column_ranks == q);
         let active = |q: usize| if q < column_ranks { on(q).filter(|&j| j + 1 >= w.iteration).count() } else { 0 };
         let to = (0..ranks).filter(|&q| q != w.rank).min_by_key(|&q| (active(q), q == 0, q)).expect("rank 0 stays");
-        let bytes = on(w.rank).map(|j| (n * span(n, r, j).len() * 8) as u64).sum();
+        let bytes = on(w.rank).map(|j| (n * blocking.span(j).len() * 8) as u64).sum();
         vec![ColumnMove { thread: w.rank, from: w.rank, to, blocks: on(w.rank).count(), bytes }]
     }
 

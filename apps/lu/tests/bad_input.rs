@@ -101,6 +101,11 @@ fn bad_input_is_refused_once_with_exit_2_and_failures_exit_1() {
                 2,
                 &["--per-iteration", "--variant dynamic"],
             ),
+            case(
+                &["--n", "64", "--variant", "dynamic", "--uniform-blocks"],
+                2,
+                &["--uniform-blocks", "stream or merge-split", "dynamic"],
+            ),
             // Files.
             case(&["--file", "/nonexistent/a.mtx"], 2, &["/nonexistent/a.mtx"]),
             case(&["--file", f("empty")], 2, &["empty.mtx:1", "empty file"]),

@@ -17,13 +17,25 @@ fn matrix_file(name: &str, text: &str) -> std::path::PathBuf {
 fn both_schedules_match_dgetrf_on_1_2_4_ranks() {
     for ranks in [1, 2, 4] {
         for variant in ["stream", "merge-split"] {
-            for (n, block, map) in [("37", "8", "all*2"), ("100", "30", "all"), ("64", "64", "all")] {
-                let args = ["--n", n, "--block", block, "--variant", variant, "--map", map, "--verify", "--json"];
+            // Graded blocks (n ≥ 4 blocks, the middle one partial at n = 37), uniform ones
+            // asked for, and uniform ones where n is under 4 blocks.
+            for (n, block, map, blocking) in [
+                ("37", "8", "all*2", "graded"),
+                ("37", "8", "all", "uniform"),
+                ("100", "30", "all", "uniform"),
+                ("64", "64", "all", "uniform"),
+            ] {
+                let mut args =
+                    vec!["--n", n, "--block", block, "--variant", variant, "--map", map, "--verify", "--json"];
+                if blocking == "uniform" && n == "37" {
+                    args.push("--uniform-blocks");
+                }
                 let job = mpirun(ranks, BIN.as_ref(), &args);
                 assert!(job.status.success(), "{ranks} ranks {variant} n {n}: {}", job.stderr);
                 let r = json(&job.stdout);
                 assert!(r["residual"].as_f64().unwrap() < 16.0, "{r}");
                 assert_eq!(r["pivots_match"], true, "{r}");
+                assert_eq!(r["blocking"], blocking, "{r}");
             }
         }
     }

@@ -30,7 +30,7 @@ use dps::{route, Bulk, Collection, Graph, MergeFn, Node, Path, Posted, RouteCtx,
 use serde::{Deserialize, Serialize};
 
 use super::{Columns, Graphs, Layout, PanelRef, Placement};
-use crate::kernel::{self, span, Panel, Source};
+use crate::kernel::{self, Blocking, Panel, Source};
 use crate::scheduled::Allotment;
 
 /// The clock the coordinator stamps iteration ends with, in seconds: real time in a real
@@ -179,7 +179,7 @@ pub struct Ready {
 fn factor_panel(lay: Layout, k: usize, c: &mut Coordinator, step: Step) -> Vec<ColWork> {
     c.allotment.begin(k);
     let mut block = step.block.into_inner();
-    let panel = Arc::new(kernel::factor_panel(&mut block, lay.n, lay.r, k));
+    let panel = Arc::new(kernel::factor_panel(&mut block, lay.blocking, k));
     let mut out = vec![ColWork::Store { k, col: Bulk(block), ipiv: panel.ipiv.clone(), info: panel.info }];
     let mut sent_to = vec![false; lay.owners];
     for j in k + 1..lay.nb {
@@ -202,7 +202,7 @@ fn solve_leaf(columns: &Collection<Columns>, lay: Layout, k: usize) -> Node<ColW
         }
         ColWork::Solve { j, panel } => {
             let p = c.panel(panel);
-            let (n, s) = (c.n, p.k * c.r);
+            let (n, s) = (c.blocking.n, c.blocking.span(p.k).start);
             let block = c.blocks.get_mut(j);
             let wj = block.len() / n;
             dps_dense::blas::swap_rows(block, n, wj, s, &p.ipiv);
@@ -275,8 +275,8 @@ fn mult_leaf(mults: &Collection<MultCache>, lay: Layout, k: usize, members: Arc<
         Mult::Tile { i, j } => {
             let panel = c.panel.as_ref().filter(|p| p.k == k).expect("the panel came before the tiles");
             let t = c.rows.get(&j).expect("T_kj came before its tiles");
-            let (w, rows) = (panel.w, span(lay.n, lay.r, i));
-            let (top, h, wj) = (rows.start - k * lay.r, rows.len(), t.len() / panel.w);
+            let (w, rows) = (panel.w, lay.blocking.span(i));
+            let (top, h, wj) = (rows.start - lay.blocking.span(k).start, rows.len(), t.len() / panel.w);
             let mut prod = Bulk::recycled(h * wj);
             dps_dense::blas::gemm_col(h, wj, w, 1.0, &panel.lu[top..], panel.m, t, w, 0.0, &mut prod, h);
             Tile::Product { i, j, p: prod }
@@ -294,8 +294,7 @@ fn subtract_leaf(columns: &Collection<Columns>, lay: Layout, k: Option<usize>) -
     Node::leaf(&name, columns, route, move |c: &mut Columns, t: Tile| match t {
         Tile::Fetch { j } => Ready { next_panel: Some(c.blocks.take(j)) },
         Tile::Product { i, j, p } => {
-            let n = c.n;
-            let rows = span(n, c.r, i);
+            let (n, rows) = (c.blocking.n, c.blocking.span(i));
             let block = c.blocks.get_mut(j);
             for (col, prod) in p.chunks_exact(rows.len()).enumerate() {
                 for (x, y) in block[col * n + rows.start..col * n + rows.end].iter_mut().zip(prod) {
@@ -424,7 +423,7 @@ impl Parts<'_> {
 #[allow(clippy::too_many_arguments)]
 pub fn build(
     rt: &Runtime,
-    (n, r): (usize, usize),
+    blocking: Blocking,
     source: &Source,
     main: &Collection<()>,
     coordinator: &Collection<Coordinator>,
@@ -433,7 +432,7 @@ pub fn build(
     allotment: &Arc<Allotment>,
     cut: Option<usize>,
 ) -> anyhow::Result<(Graphs<Vec<f64>>, Option<Halves>)> {
-    let lay = Layout::of(n, r, columns, Placement::Cyclic);
+    let lay = Layout::of(blocking, columns, Placement::Cyclic);
     let parts = Parts { lay, coordinator, columns, mults, allotment };
     let factor = rt.graph("lu_dynamic", parts.start() >> parts.rest(0))?;
     let halves = match cut {

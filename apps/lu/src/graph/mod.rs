@@ -1,5 +1,6 @@
 //! The DPS graphs of the block LU: what the two pipelines share. The matrix is split into
-//! column blocks of width r; column block j lives on thread `lay.owner(j)` of the `columns`
+//! column blocks ([`Blocking`]: graded in the staged pipeline, uniform in the dynamic one);
+//! column block j lives on thread `lay.owner(j)` of the `columns`
 //! collection (dealt back and forth in the staged pipeline, `j % T` in the dynamic one:
 //! [`Placement`]) ([`Columns`]), which keeps it, the pivots of its factored panels and
 //! the panels several of its blocks still need ([`PanelRef`]). Each pipeline builds its own
@@ -25,7 +26,7 @@ use std::sync::Arc;
 use dps::{route, Bulk, Collection, Graph, MergeFn, Node, RouteCtx, Runtime, SimMode};
 use serde::{Deserialize, Serialize};
 
-use crate::kernel::{self, span, Panel, Source};
+use crate::kernel::{self, Blocking, Panel, Source};
 use slab::Slab;
 
 /// How the column blocks are dealt to the `columns` threads.
@@ -64,8 +65,7 @@ impl Placement {
 /// to another rank when its rank is withdrawn (`Runtime::migrate_each`).
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Columns {
-    n: usize,
-    r: usize,
+    blocking: Blocking,
     placement: Placement,
     blocks: Slab,
     /// Block j → how many panels it has applied (`stream`, `merge-split`).
@@ -79,10 +79,9 @@ pub struct Columns {
 
 impl Columns {
     /// Thread `t` of `threads`: owns the blocks `placement` deals it.
-    pub fn new(n: usize, r: usize, placement: Placement, source: &Source, t: usize, threads: usize) -> Self {
+    pub fn new(blocking: Blocking, placement: Placement, source: &Source, t: usize, threads: usize) -> Self {
         let mut c = Columns {
-            n,
-            r,
+            blocking,
             placement,
             blocks: Slab::default(),
             applied: HashMap::new(),
@@ -95,12 +94,11 @@ impl Columns {
     }
 
     fn reload(&mut self, source: &Source, t: usize, threads: usize) {
-        let nb = self.n.div_ceil(self.r);
-        // NOALLOC: the blocks are left out (empty); their sizes follow from n, r and j.
-        let (n, r, placement) = (self.n, self.r, self.placement);
-        let mine: Vec<usize> = (0..nb).filter(|&j| placement.owner(j, threads) == t).collect();
+        // NOALLOC: the blocks are left out (empty); their sizes follow from the blocking.
+        let (b, placement) = (self.blocking, self.placement);
+        let mine: Vec<usize> = (0..b.count()).filter(|&j| placement.owner(j, threads) == t).collect();
         self.blocks = Slab::default(); // freed before the new one is made
-        self.blocks = Slab::new(n, &mine, |j| span(n, r, j).len(), !noalloc(), |j| source.column_block(n, r, j));
+        self.blocks = Slab::new(b.n, &mine, |j| b.span(j).len(), !noalloc(), |j| source.column_block(b, j));
         self.applied = mine.into_iter().map(|j| (j, 0)).collect();
         self.pivots.clear();
         self.panels.clear();
@@ -150,8 +148,7 @@ fn noalloc() -> bool {
 /// `columns` collection.
 #[derive(Clone, Copy, Debug)]
 struct Layout {
-    n: usize,
-    r: usize,
+    blocking: Blocking,
     /// Block columns (and steps).
     nb: usize,
     /// Threads of the `columns` collection.
@@ -160,9 +157,9 @@ struct Layout {
 }
 
 impl Layout {
-    /// Blocks of r columns of an n×n matrix on the threads of `columns`.
-    fn of(n: usize, r: usize, columns: &Collection<Columns>, placement: Placement) -> Self {
-        Layout { n, r, nb: n.div_ceil(r), owners: columns.len(), placement }
+    /// The blocks of `blocking` on the threads of `columns`.
+    fn of(blocking: Blocking, columns: &Collection<Columns>, placement: Placement) -> Self {
+        Layout { blocking, nb: blocking.count(), owners: columns.len(), placement }
     }
 
     /// The `columns` thread that owns block j.
@@ -209,7 +206,8 @@ impl<T> Graphs<T> {
         source: &Source,
         factor: Graph<(), T>,
     ) -> anyhow::Result<Self> {
-        let (n, r, threads) = (lay.n, lay.r, lay.owners);
+        let (blocking, threads) = (lay.blocking, lay.owners);
+        let n = blocking.n;
         let all_threads = move |_: &mut (), _: ()| 0..threads;
         let pivots = Node::split("ask_pivots", main, route::fixed(0), all_threads);
         let give = Node::leaf(
@@ -227,7 +225,7 @@ impl<T> Graphs<T> {
                 move |_: &mut ()| (vec![0i32; n], 0i32),
                 move |_, (ipiv, info): &mut (Vec<i32>, i32), panels: Vec<(usize, Vec<i32>, i32)>| {
                     for (k, p, inf) in panels {
-                        let s = k * r;
+                        let s = blocking.span(k).start;
                         for (i, v) in p.iter().enumerate() {
                             ipiv[s + i] = v + s as i32;
                         }
@@ -249,10 +247,10 @@ impl<T> Graphs<T> {
             columns,
             |t: &(usize, Arc<Vec<i32>>, i32), _: &RouteCtx| t.0,
             |c: &mut Columns, (_, ipiv, info): (usize, Arc<Vec<i32>>, i32)| {
-                let (n, r) = (c.n, c.r);
+                let (n, blocking) = (c.blocking.n, c.blocking);
                 for j in c.blocks.blocks().collect::<Vec<_>>() {
                     let block = c.blocks.get_mut(j);
-                    let cols = span(n, r, j);
+                    let cols = blocking.span(j);
                     let (s, w) = (cols.end, cols.len());
                     // Charged, not made, under PDEXEC and NOALLOC (blocks empty in NOALLOC):
                     // one read and one write of the rows below the block.
@@ -292,7 +290,8 @@ impl<T> Graphs<T> {
                 move |_: &mut ()| vec![0.0; n * n],
                 move |_, lu: &mut Vec<f64>, blocks: Vec<(usize, Bulk<f64>)>| {
                     for (j, b) in blocks {
-                        lu[span(n, r, j).start * n..span(n, r, j).end * n].copy_from_slice(&b);
+                        let cols = blocking.span(j);
+                        lu[cols.start * n..cols.end * n].copy_from_slice(&b);
                     }
                 },
                 |_, lu| Bulk(lu),

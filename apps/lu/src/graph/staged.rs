@@ -27,7 +27,7 @@ use dps::{route, Bulk, Collection, MaybeBulk, MergeFn, Node, Path, Posted, Route
 use serde::{Deserialize, Serialize};
 
 use super::{noalloc, Columns, Graphs, Layout, PanelRef, Placement};
-use crate::kernel::{self, span, Panel, Source};
+use crate::kernel::{self, Blocking, Panel, Source};
 
 /// Which collector the stages use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,9 +85,9 @@ pub enum NextPanel {
 }
 
 /// Column block j (n × w) as a token: absent under NOALLOC, where the block is empty.
-fn ship(block: Bulk<f64>, n: usize, r: usize, j: usize) -> MaybeBulk<f64> {
+fn ship(block: Bulk<f64>, blocking: Blocking, j: usize) -> MaybeBulk<f64> {
     if noalloc() {
-        MaybeBulk::Absent(n * span(n, r, j).len())
+        MaybeBulk::Absent(blocking.n * blocking.span(j).len())
     } else {
         MaybeBulk::Data(block)
     }
@@ -135,14 +135,14 @@ impl Columns {
     /// Block k, which has applied every panel before it, as the next panel: factored here
     /// (its pivots kept) or handed over whole.
     fn next_panel(&mut self, k: usize, how: Pipelining) -> NextPanel {
-        let (n, r) = (self.n, self.r);
+        let blocking = self.blocking;
         match how {
             Pipelining::Stream => {
-                let panel = kernel::factor_panel(self.blocks.get_mut(k), n, r, k);
+                let panel = kernel::factor_panel(self.blocks.get_mut(k), blocking, k);
                 self.pivots.insert(k, (panel.ipiv.clone(), panel.info));
                 NextPanel::Factored(Arc::new(panel))
             }
-            Pipelining::MergeSplit => NextPanel::Block(ship(self.blocks.take(k), n, r, k)),
+            Pipelining::MergeSplit => NextPanel::Block(ship(self.blocks.take(k), blocking, k)),
         }
     }
 
@@ -166,10 +166,9 @@ impl Columns {
         } else {
             self.blocks.blocks().filter(|b| *b > next + 1 && self.applied[b] == k).collect()
         };
-        let (n, r) = (self.n, self.r);
         for (first, last) in self.blocks.runs(&batch) {
             let (cols, w) = self.blocks.run_mut(first, last);
-            kernel::apply_panel_to(cols, n, r, w, panel);
+            kernel::apply_panel_to(cols, self.blocking.n, w, panel);
         }
         for b in batch {
             *self.applied.get_mut(&b).expect("a block of this thread") += 1;
@@ -205,10 +204,10 @@ impl Collector {
             NextPanel::Factored(panel) => panel,
             NextPanel::Block(block) => {
                 let mut block = unship(block);
-                let (n, r) = (self.lay.n, self.lay.r);
-                let panel = Arc::new(kernel::factor_panel(&mut block, n, r, self.next));
+                let blocking = self.lay.blocking;
+                let panel = Arc::new(kernel::factor_panel(&mut block, blocking, self.next));
                 let (ipiv, info) = (panel.ipiv.clone(), panel.info);
-                out.push(Work::Store { k: self.next, col: ship(block, n, r, self.next), ipiv, info });
+                out.push(Work::Store { k: self.next, col: ship(block, blocking, self.next), ipiv, info });
                 panel
             }
         };
@@ -330,14 +329,14 @@ fn collector(
 /// The runtime refuses a graph.
 pub fn build(
     rt: &Runtime,
-    (n, r): (usize, usize),
+    blocking: Blocking,
     source: &Source,
     main: &Collection<()>,
     columns: &Collection<Columns>,
     panels: &Collection<()>,
     how: Pipelining,
 ) -> anyhow::Result<Graphs<u64>> {
-    let lay = Layout::of(n, r, columns, Placement::Snake);
+    let lay = Layout::of(blocking, columns, Placement::Snake);
     let columns_rank: Arc<Vec<usize>> = Arc::new((0..columns.len()).map(|t| columns.rank_of(t)).collect());
     let first = columns_rank[lay.owner(0)];
     let start =
@@ -367,10 +366,10 @@ mod tests {
     /// block must apply each panel once, in order, as a one-by-one factorization does.
     #[test]
     fn a_late_update_finds_its_block_done_by_a_later_batch() {
-        let (n, r) = (12, 2); // blocks 0..6, all on one thread
+        let blocking = Blocking::uniform(12, 2); // blocks 0..6, all on one thread
         let source = Source::Random(7);
-        let mut batched = Columns::new(n, r, Placement::Snake, &source, 0, 1);
-        let mut single = Columns::new(n, r, Placement::Snake, &source, 0, 1);
+        let mut batched = Columns::new(blocking, Placement::Snake, &source, 0, 1);
+        let mut single = Columns::new(blocking, Placement::Snake, &source, 0, 1);
         let p0 = single.next_panel(0, Pipelining::Stream);
         let NextPanel::Factored(p0) = p0 else { unreachable!() };
         batched.next_panel(0, Pipelining::Stream);
