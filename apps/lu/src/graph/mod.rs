@@ -105,6 +105,13 @@ impl Columns {
         self.tiles_left.clear();
     }
 
+    /// Keeps a panel for the updates that will refer to it.
+    fn keep(&mut self, p: PanelRef) {
+        if let PanelRef::Here(panel, uses) = p {
+            self.panels.insert(panel.k, (panel, uses));
+        }
+    }
+
     /// The panel an update refers to.
     fn panel(&mut self, p: PanelRef) -> Arc<Panel> {
         match p {

@@ -11,9 +11,11 @@
 //!   thread (`first_if`), and its owner factors panel k+1 in place as soon as it has applied
 //!   panel k: on the thread that updates the rank's other blocks, so that the panel, on the
 //!   critical path, never shares the core with them (on the `panels` thread it did, and took
-//!   2-5 times its own time at the end of the factorization). The collector posts panel
-//!   k+1's updates to every block that already applied panel k; the others get theirs as
-//!   their notifications arrive. Panel k+1 so overlaps the rest of step k, and a block always
+//!   2-5 times its own time at the end of the factorization). The collector sends panel k+1
+//!   at once to every column thread that will need it (`Work::Panel`: its transfer overlaps
+//!   the thread's work instead of following the thread's notifications), posts panel k+1's
+//!   updates to every block that already applied panel k, and the others' as their
+//!   notifications arrive. Panel k+1 so overlaps the rest of step k, and a block always
 //!   applies panels in order.
 //! * `merge-split` variant: the collector is a merge (every block applies panel k) followed
 //!   by a split that factors panel k+1 and sends its updates: no overlap between steps. The
@@ -53,6 +55,15 @@ pub enum Work {
         /// The factored panel.
         panel: PanelRef,
     },
+    /// A factored panel for column thread t, sent as soon as it is factored: the thread's
+    /// updates refer to it (their notifications and the panel's transfer no longer make
+    /// one round trip).
+    Panel {
+        /// Column thread.
+        t: usize,
+        /// The panel and how many of the thread's updates will use it.
+        panel: PanelRef,
+    },
     /// Block k, factored, returns to its owner with its pivots.
     Store {
         /// Block.
@@ -65,6 +76,9 @@ pub enum Work {
         info: i32,
     },
 }
+
+/// The `j` of a [`Done`] that notifies no block (a [`Work::Panel`] delivered).
+const NO_BLOCK: usize = usize::MAX;
 
 /// Block j has applied the current panel; the next panel's block also carries that panel.
 #[derive(Debug, Serialize, Deserialize)]
@@ -107,12 +121,13 @@ fn update_leaf(
 ) -> Node<Work, Done> {
     let route = move |w: &Work, _: &RouteCtx| match w {
         Work::Touch { j } | Work::Update { j, .. } => lay.owner(*j),
+        Work::Panel { t, .. } => *t,
         Work::Store { k, .. } => lay.owner(*k),
     };
     let next = k.map_or(0, |k| k + 1);
     // The block that becomes the next panel is on the critical path: its update goes ahead
     // of the previous step's updates still queued on its thread.
-    let critical = move |w: &Work| matches!(w, Work::Update { j, .. } if *j == next);
+    let critical = move |w: &Work| matches!(w, Work::Update { j, .. } if *j == next) || matches!(w, Work::Panel { .. });
     Node::leaf(name, columns, route, move |c: &mut Columns, w: Work| match w {
         Work::Touch { j } if j != next => Done { j, next_panel: None },
         Work::Touch { j } => Done { j, next_panel: Some(c.next_panel(j, how)) },
@@ -121,6 +136,10 @@ fn update_leaf(
             c.apply(&panel, j, next);
             let next_panel = (j == next).then(|| c.next_panel(j, how));
             Done { j, next_panel }
+        }
+        Work::Panel { panel, .. } => {
+            c.keep(panel);
+            Done { j: NO_BLOCK, next_panel: None }
         }
         Work::Store { k, col, ipiv, info } => {
             c.blocks.put(k, &unship(col));
@@ -222,6 +241,20 @@ impl Collector {
         }
     }
 
+    /// `stream`: every thread that will need the panel and does not have it yet gets it
+    /// now, ahead of its updates, which wait for the thread's notifications.
+    fn panel_ahead(&self, acc: &mut StepState, out: &mut Vec<Work>) {
+        let panel = acc.panel.clone().expect("factored");
+        for t in 0..self.lay.owners {
+            if acc.sent_to[t] {
+                continue;
+            }
+            if let Some(j) = (self.next + 1..self.lay.nb).find(|&b| self.lay.owner(b) == t) {
+                out.push(Work::Panel { t, panel: self.lay.panel_ref(&panel, j, &mut acc.sent_to) });
+            }
+        }
+    }
+
     /// The update of block j: with the panel if its thread does not have it yet.
     fn update(&self, j: usize, acc: &mut StepState) -> Work {
         let panel = acc.panel.as_ref().expect("factored");
@@ -229,8 +262,14 @@ impl Collector {
     }
 
     fn notified(&self, done: Done, acc: &mut StepState, out: &mut Vec<Work>) {
+        if done.j == NO_BLOCK {
+            return; // a panel delivered
+        }
         match done.next_panel {
-            Some(next_panel) => self.panel_arrived(next_panel, acc, out),
+            Some(next_panel) => {
+                self.panel_arrived(next_panel, acc, out);
+                self.panel_ahead(acc, out);
+            }
             None if done.j > self.next => match &acc.panel {
                 Some(_) => out.push(self.update(done.j, acc)),
                 None => acc.waiting.push(done.j),
