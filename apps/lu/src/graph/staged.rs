@@ -126,7 +126,8 @@ fn update_leaf(
     };
     let next = k.map_or(0, |k| k + 1);
     // The block that becomes the next panel is on the critical path: its update goes ahead
-    // of the previous step's updates still queued on its thread.
+    // of the previous step's updates still queued on its thread. So does a panel sent
+    // ahead: this operation's updates, which refer to it, stay behind it.
     let critical = move |w: &Work| matches!(w, Work::Update { j, .. } if *j == next) || matches!(w, Work::Panel { .. });
     Node::leaf(name, columns, route, move |c: &mut Columns, w: Work| match w {
         Work::Touch { j } if j != next => Done { j, next_panel: None },
