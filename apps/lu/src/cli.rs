@@ -37,6 +37,11 @@ impl Variant {
     pub fn name(self) -> String {
         self.to_possible_value().expect("every variant has a name").get_name().to_string()
     }
+
+    /// Whether it runs the staged pipeline (graded blocks by default).
+    pub fn is_staged(self) -> bool {
+        matches!(self, Variant::Stream | Variant::MergeSplit)
+    }
 }
 
 /// `dps-lu`: P·A = L·U with partial pivoting, by blocks of columns.
@@ -169,8 +174,7 @@ impl Args {
             Some(file) => Source::Given(Arc::new(file.read().map_err(|e| BadInput::new(format!("--file {e}")))?)),
             None => Source::Random(self.run.seed.seed),
         };
-        let staged = matches!(self.variant, Variant::Stream | Variant::MergeSplit);
-        let blocking = match staged && !self.uniform_blocks {
+        let blocking = match self.variant.is_staged() && !self.uniform_blocks {
             true => Blocking::graded(n, block.block),
             false => Blocking::uniform(n, block.block),
         };
@@ -232,7 +236,7 @@ impl Args {
             bad_input!("--block 0: the block width must be at least 1");
         }
         self.run.check()?;
-        if self.uniform_blocks && !matches!(self.variant, Variant::Stream | Variant::MergeSplit) {
+        if self.uniform_blocks && !self.variant.is_staged() {
             bad_input!(
                 "--uniform-blocks needs --variant stream or merge-split (the {} variant's blocks are always uniform)",
                 self.variant.name()
