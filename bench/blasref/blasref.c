@@ -5,10 +5,13 @@
  *                                      untimed call; threads from MKL_NUM_THREADS and the like.
  *
  * Column-major N x N matrices of uniform values in [-0.5, 0.5), the Fortran interface (every
- * BLAS/LAPACK has it), dgetrf on a fresh copy each call. */
+ * BLAS/LAPACK has it), dgetrf on a fresh copy each call. The matrices ask for transparent huge
+ * pages, as the DPS apps' operands do (dense/src/huge.rs): the library is compared on the
+ * memory the apps give their own calls. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 void dgemm_(const char*, const char*, const int*, const int*, const int*, const double*, const double*,
@@ -19,6 +22,14 @@ static double now(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* n doubles on transparent huge pages where the kernel offers them, or NULL. */
+static double* huge_matrix(size_t n) {
+  void* p = NULL;
+  if (posix_memalign(&p, 2u << 20, n * sizeof(double))) return NULL;
+  madvise(p, n * sizeof(double), MADV_HUGEPAGE); /* refused where there are none: no harm */
+  return p;
 }
 
 static int by_value(const void* a, const void* b) {
@@ -33,7 +44,7 @@ int main(int argc, char** argv) {
   }
   const int gemm = !strcmp(argv[1], "dgemm"), n = atoi(argv[2]), reps = atoi(argv[3]);
   const size_t nn = (size_t)n * (size_t)n;
-  double *a = malloc(nn * sizeof(double)), *b = malloc(nn * sizeof(double)), *c = calloc(nn, sizeof(double));
+  double *a = huge_matrix(nn), *b = huge_matrix(nn), *c = huge_matrix(nn);
   double* t = malloc((size_t)(reps + 1) * sizeof(double));
   int* ipiv = malloc((size_t)n * sizeof(int));
   if (!a || !b || !c || !t || !ipiv) {

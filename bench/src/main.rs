@@ -236,6 +236,11 @@ fn run(command: Command) -> Result<()> {
     }
 }
 
+/// Large operands on huge pages, as in the dense apps: the kernel tables measure what they run
+/// (`dps_dense::huge`).
+#[global_allocator]
+static ALLOC: dps_dense::huge::HugePages = dps_dense::huge::HugePages;
+
 fn main() -> ExitCode {
     dps_dense::kernel_choice::use_the_best_core(); // before MPI: it may start the program again
     let cli = dps_harness::parse_args::<Cli>();

@@ -153,6 +153,11 @@ pub struct BlasInfo {
     pub cpu_vectors: String,
     /// The threads one BLAS call may use in this process now.
     pub blas_threads: usize,
+    /// The kernel's transparent huge pages mode (`madvise`, `always`, `never`, or
+    /// `unavailable`): under the first two the large operands of the programs that install
+    /// [`crate::huge::HugePages`] are on huge pages.
+    #[serde(default)]
+    pub huge_pages: String,
 }
 
 fn c_text(p: *const c_char) -> String {
@@ -180,6 +185,7 @@ impl BlasInfo {
                 blas_core_chosen_by: "library".into(),
                 cpu_vectors: format!("{:?}", cpu_vectors()).to_ascii_lowercase(),
                 blas_threads: mkl.threads(),
+                huge_pages: crate::huge::mode(),
             },
             crate::library::Library::OpenBlas => BlasInfo::of_openblas(),
         }
@@ -208,20 +214,22 @@ impl BlasInfo {
             blas_core_chosen_by: chosen_by,
             cpu_vectors: format!("{:?}", cpu_vectors()).to_ascii_lowercase(),
             blas_threads: threads,
+            huge_pages: crate::huge::mode(),
         }
     }
 
     /// One line: `OpenBLAS 0.3.21, core Zen (chosen by library; the CPU has avx2), 2 threads`.
     pub fn describe(&self) -> String {
         format!(
-            "{} {}, core {} (chosen by {}; the CPU has {}), {} thread{}",
+            "{} {}, core {} (chosen by {}; the CPU has {}), {} thread{}, huge pages {}",
             self.blas_library,
             self.blas_version,
             self.blas_core,
             self.blas_core_chosen_by,
             self.cpu_vectors,
             self.blas_threads,
-            if self.blas_threads == 1 { "" } else { "s" }
+            if self.blas_threads == 1 { "" } else { "s" },
+            self.huge_pages
         )
     }
 

@@ -12,6 +12,7 @@ extern crate openblas_src;
 pub mod blas;
 pub mod footprint;
 pub mod gen;
+pub mod huge;
 pub mod grain;
 pub mod kernel_choice;
 pub mod library;

@@ -34,6 +34,7 @@ fn the_core_in_use_is_as_wide_as_the_cpu() {
             // scripts/setup.sh installs MKL, and `auto` takes it where it is installed.
             assert_eq!(r["blas_library"], library, "{CHOICE}={choice}: {r}");
             assert!(r["blas_threads"].as_u64().unwrap() >= 1, "{r}");
+            assert_eq!(r["huge_pages"], dps_dense::huge::mode().as_str(), "{r}");
         }
     }
 }
