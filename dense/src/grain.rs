@@ -137,6 +137,10 @@ pub struct Tiling {
     pub first_rows: usize,
     /// Columns of a block of C (and of B's column strips).
     pub cols: usize,
+    /// Depth chunks of a job (see [`Tiling::depth_span`]): 1, or more when a job's product
+    /// is sent in pieces, C_ij = Σ_k A_i[:, k]·B_j[k, :], so that a worker that receives its
+    /// strips starts on the first piece instead of waiting for all of them.
+    pub depth_chunks: usize,
     /// One line: the model's prediction for the chosen tiling and the next best ones.
     pub reason: String,
 }
@@ -144,7 +148,19 @@ pub struct Tiling {
 impl Tiling {
     /// Blocks of `rows` × `cols`, all rows alike.
     pub fn even(rows: usize, cols: usize, reason: impl Into<String>) -> Tiling {
-        Tiling { rows, first_rows: rows, cols, reason: reason.into() }
+        Tiling { rows, first_rows: rows, cols, depth_chunks: 1, reason: reason.into() }
+    }
+
+    /// The inner indices of depth chunk `k` of an order-n product (n split evenly: none empty
+    /// while there are at most n chunks).
+    pub fn depth_span(&self, n: usize, k: usize) -> std::ops::Range<usize> {
+        let chunks = self.depth_pieces(n);
+        n * k / chunks..n * (k + 1) / chunks
+    }
+
+    /// The depth chunks of an order-n product: `depth_chunks`, at most n, at least 1.
+    pub fn depth_pieces(&self, n: usize) -> usize {
+        self.depth_chunks.clamp(1, n.max(1))
     }
 
     /// Rows of the tallest row strip.
@@ -185,6 +201,20 @@ pub fn master_strip_rows(m: &Machine, n: usize, workers: usize) -> (usize, usize
     (first, (n - first).div_ceil(workers - 1))
 }
 
+/// Depth chunks of a job of whole rows of order n when jobs travel in pieces: up to n = 2048,
+/// 8, none shallower than 256 (a piece's dgemm then runs at the whole product's rate); above,
+/// whole jobs. Measured on 2 ranks (6 alternating rounds against MKL's two-thread dgemm,
+/// docs/measurements/2026-11-29-matmul-2048-depth-pieces.md): at n = 2048, 8 pieces 0.869
+/// against whole jobs 0.832 (4 pieces did worse); at n = 4096, where the wait for the first
+/// job is a smaller share of the run and each piece sweeps a 66 MiB block of C, 8 pieces 0.870
+/// against 0.900.
+pub fn matmul_depth_chunks(n: usize) -> usize {
+    if n > 2048 {
+        return 1;
+    }
+    (n / 256).clamp(1, 8)
+}
+
 /// Block edges n/p for p in 1..=64 (at least 32 elements, or n if smaller), ascending.
 fn matmul_edges(n: usize) -> Vec<usize> {
     let parts = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64];
@@ -206,8 +236,10 @@ pub fn matmul_block(m: &Machine, n: usize, ranks: usize, fits: impl Fn(usize) ->
 /// `ranks` ranks: every pair of block heights and widths from [`matmul_edges`], judged by
 /// [`matmul_seconds`]. Strips of whole rows (one product of depth n per worker, B shared
 /// whole) usually win: nothing is cut and each worker gets one large dgemm. `fits(rows,
-/// cols)` says whether a tiling's memory fits; if none does, the smallest blocks.
-pub fn matmul_tiling(m: &Machine, n: usize, ranks: usize, fits: impl Fn(usize, usize) -> bool) -> Tiling {
+/// cols)` says whether a tiling's memory fits; if none does, the smallest blocks. With
+/// `pieces` (the pipelined variant), one strip per rank sends each job in depth pieces
+/// ([`matmul_depth_chunks`]), so the other ranks start on their first piece.
+pub fn matmul_tiling(m: &Machine, n: usize, ranks: usize, pieces: bool, fits: impl Fn(usize, usize) -> bool) -> Tiling {
     let edges = matmul_edges(n);
     let mut scored: Vec<(f64, usize, usize)> = edges
         .iter()
@@ -234,7 +266,11 @@ pub fn matmul_tiling(m: &Machine, n: usize, ranks: usize, fits: impl Fn(usize, u
     if chosen.1 == n && n.div_ceil(chosen.0) == ranks && ranks > 1 {
         let (first, rest) = master_strip_rows(m, n, ranks);
         let _ = write!(reason, "; the master's strip {first} rows, the others {rest}: its worker receives nothing");
-        return Tiling { rows: rest, first_rows: first, cols: n, reason };
+        let depth_chunks = if pieces { matmul_depth_chunks(n) } else { 1 };
+        if depth_chunks > 1 {
+            let _ = write!(reason, "; jobs in {depth_chunks} depth pieces: a worker starts on its first");
+        }
+        return Tiling { rows: rest, first_rows: first, cols: n, depth_chunks, reason };
     }
     Tiling::even(chosen.0, chosen.1, reason)
 }
@@ -267,24 +303,35 @@ mod tests {
         // Measured on 2 ranks at n = 2048: square blocks of 1024 made 0.86 of two-thread
         // dgemm; strips of 1024 whole rows (one dgemm of depth n each, B shared whole) more.
         for (n, ranks) in [(2048, 2), (4096, 2), (1024, 2)] {
-            let t = matmul_tiling(&DEV_VM, n, ranks, |_, _| true);
+            let t = matmul_tiling(&DEV_VM, n, ranks, true, |_, _| true);
             assert_eq!((t.row_strips(n), t.cols), (ranks, n), "n {n} ranks {ranks}: {t:?}");
             assert!(t.reason.contains("(chosen)") && t.reason.contains("whole rows"), "{t:?}");
             // The master's worker, which receives nothing, gets a taller strip.
             assert!(t.first_rows > t.rows && t.first_rows % 8 == 0, "{t:?}");
             assert_eq!(t.first_rows + t.rows, n, "{t:?}");
             assert!(t.reason.contains(&format!("the master's strip {} rows", t.first_rows)), "{t:?}");
+            // Pipelined: up to n = 2048, jobs in pieces of depth 256 or more, 8 at most; above,
+            // whole; phased: whole.
+            let d = t.depth_chunks;
+            if n <= 2048 {
+                assert!((2..=8).contains(&d) && n / d >= 256 && t.reason.contains("depth pieces"), "{t:?}");
+            } else {
+                assert!(d == 1 && !t.reason.contains("depth pieces"), "{t:?}");
+            }
+            let phased = matmul_tiling(&DEV_VM, n, ranks, false, |_, _| true);
+            assert_eq!(phased, Tiling { depth_chunks: 1, reason: phased.reason.clone(), ..t.clone() });
+            assert!(!phased.reason.contains("depth pieces"), "{phased:?}");
         }
         // One rank: one dgemm of the whole matrix, nothing to ship.
-        let t = matmul_tiling(&DEV_VM, 2048, 1, |_, _| true);
+        let t = matmul_tiling(&DEV_VM, 2048, 1, true, |_, _| true);
         assert_eq!((t.rows, t.cols), (2048, 2048), "{t:?}");
         // Whole rows cost more than square blocks once B no longer pays for itself: the model
         // charges a whole B per remote job.
         assert!(matmul_seconds(&DEV_VM, 2048, 1024, 2048, 2) < matmul_seconds(&DEV_VM, 2048, 1024, 1024, 2));
         // Memory: the best tiling that fits, flagged in the reason when a better one does not.
-        let t = matmul_tiling(&DEV_VM, 4096, 2, |r, c| r * c <= 1024 * 1024);
+        let t = matmul_tiling(&DEV_VM, 4096, 2, true, |r, c| r * c <= 1024 * 1024);
         assert!(t.rows * t.cols <= 1024 * 1024 && t.reason.contains("(too big)"), "{t:?}");
-        let t = matmul_tiling(&DEV_VM, 4096, 2, |_, _| false);
+        let t = matmul_tiling(&DEV_VM, 4096, 2, true, |_, _| false);
         assert_eq!((t.rows, t.cols), (64, 64), "the smallest edge, 4096/64");
     }
 
@@ -303,9 +350,14 @@ mod tests {
         assert_eq!(master_strip_rows(&DEV_VM, 2048, 1), (2048, 2048));
         assert_eq!(master_strip_rows(&DEV_VM, 24, 2), (12, 12));
         // The spans of a taller first strip cover n once.
-        let t = Tiling { rows: 952, first_rows: 1096, cols: 2048, reason: String::new() };
+        let t = Tiling { rows: 952, first_rows: 1096, cols: 2048, depth_chunks: 8, reason: String::new() };
         assert_eq!((t.row_strips(2048), t.row_span(2048, 0), t.row_span(2048, 1)), (2, 0..1096, 1096..2048));
         assert_eq!(t.tallest(), 1096);
+        // Depth chunks split n evenly, none empty, at most n of them.
+        assert_eq!((t.depth_pieces(2048), t.depth_span(2048, 0), t.depth_span(2048, 7)), (8, 0..256, 1792..2048));
+        let t = Tiling { depth_chunks: 4, ..Tiling::even(3, 3, "") };
+        assert_eq!((t.depth_pieces(3), t.depth_span(3, 0), t.depth_span(3, 2)), (3, 0..1, 2..3));
+        assert_eq!(Tiling::even(3, 3, "").depth_span(3, 0), 0..3);
         let even = Tiling::even(300, 300, "");
         assert_eq!((even.row_strips(1000), even.row_span(1000, 3)), (4, 900..1000));
     }
@@ -324,7 +376,8 @@ mod tests {
     fn choices_stay_within_n_and_respect_memory() {
         for n in [1, 2, 31, 32, 33, 100, 1000, 5000] {
             for ranks in [1, 2, 3, 4] {
-                let t = matmul_tiling(&DEV_VM, n, ranks, |_, _| true);
+                let t = matmul_tiling(&DEV_VM, n, ranks, true, |_, _| true);
+                assert!((1..=t.depth_pieces(n)).all(|k| !t.depth_span(n, k - 1).is_empty()), "{t:?}");
                 assert!((1..=n).contains(&t.rows) && (1..=n).contains(&t.cols), "tiling n={n} ranks={ranks}: {t:?}");
                 let c = matmul_block(&DEV_VM, n, ranks, |_| true);
                 assert!((1..=n).contains(&c.block), "matmul n={n} ranks={ranks}: {c:?}");

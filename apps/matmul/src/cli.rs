@@ -152,7 +152,10 @@ impl Args {
             let c = grain::matmul_block(&grain::DEV_VM, self.n, ranks, |b| fits(b, b));
             return Tiling::even(c.block, c.block, c.reason);
         }
-        grain::matmul_tiling(&grain::DEV_VM, self.n, ranks, fits)
+        // Only the pipelined variant sends jobs in depth pieces: `phased` (and so `compare`,
+        // Table 1) ships whole jobs, since nothing starts before its phase anyway.
+        let pieces = self.variant == Variant::Pipelined;
+        grain::matmul_tiling(&grain::DEV_VM, self.n, ranks, pieces, fits)
     }
 }
 

@@ -5,7 +5,12 @@
 //!   usually one strip of whole rows per worker); job (i, j) carries row strip i of A and
 //!   column strip j of B to a worker, which returns C_ij = A_i·B_j. Strips flow as soon as
 //!   they are cut, so transfers overlap products. A is kept as its row strips and B whole, so
-//!   a row strip costs no copy, nor does B when blocks span whole rows.
+//!   a row strip costs no copy, nor does B when blocks span whole rows. With more than one
+//!   depth chunk (the default tiling's, on more than one rank), a job travels as that many
+//!   pieces, piece k carrying A_i's column panel k and B_j's row panel k (both kept so by
+//!   the master: no copy); the worker adds each piece's product into C_ij as it arrives and
+//!   returns the block with the last one, so a remote worker starts after its first piece
+//!   rather than after all of its strips.
 //! * `phased`: the same jobs, same workers, but in three graphs run one after the other: ship
 //!   every job's strips (stored on the worker), compute every product (kept on the worker),
 //!   gather the blocks. No overlap: the baseline Table 1 compares against.
@@ -21,13 +26,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::kernel::{self, span, Kernel};
 
-/// The master's state (rank 0): the operands and the product, row-major n×n matrices kept
-/// as their row strips (A and C; concatenated they are the row-major matrix) and whole (B).
+/// The master's state (rank 0): the operands and the product, row-major n×n matrices. C is
+/// kept as its row strips (concatenated they are the row-major matrix); A as its row strips,
+/// each cut into column panels, one per depth chunk; B as its row panels, one per depth
+/// chunk. With one depth chunk (`Tiling::depth_chunks`), A's strips and B are whole.
 pub struct Master {
     n: usize,
     tiling: Tiling,
-    a_rows: Vec<Strip>,
-    b: Strip,
+    a_rows: Vec<Vec<Strip>>,
+    b: Vec<Strip>,
     c_rows: Vec<MaybeBulk<f64>>,
 }
 
@@ -43,11 +50,16 @@ impl Master {
     pub fn new(n: usize, tiling: &Tiling, seed: u64) -> Self {
         let (sa, sb) = kernel::seeds(seed);
         let strips = 0..tiling.row_strips(n);
+        let depth = 0..tiling.depth_pieces(n);
         let a_rows = strips
             .clone()
             .map(|i| {
                 let rows = tiling.row_span(n, i);
-                Arc::new(MaybeBulk::from_fn(rows.len() * n, || kernel::rows(n, sa, rows)))
+                let panel = |k| {
+                    let cols = tiling.depth_span(n, k);
+                    Arc::new(MaybeBulk::from_fn(rows.len() * cols.len(), || kernel::block(sa, rows.clone(), cols)))
+                };
+                depth.clone().map(panel).collect()
             })
             .collect();
         // C is written with ones, not zeroes: calloc'd pages would be faulted in during the
@@ -58,7 +70,12 @@ impl Master {
                 MaybeBulk::from_fn(len, || vec![1.0; len])
             })
             .collect();
-        let b = Arc::new(MaybeBulk::from_fn(n * n, || kernel::matrix(n, sb)));
+        let b = depth
+            .map(|k| {
+                let rows = tiling.depth_span(n, k);
+                Arc::new(MaybeBulk::from_fn(rows.len() * n, || kernel::rows(n, sb, rows)))
+            })
+            .collect();
         Master { n, tiling: tiling.clone(), a_rows, b, c_rows }
     }
 
@@ -68,25 +85,45 @@ impl Master {
     }
 }
 
-/// A worker's state: jobs and results kept between the phases of `phased`.
+/// A worker's state: the blocks of C it is adding pieces into, and the jobs and results kept
+/// between the phases of `phased`.
 #[derive(Debug, Default)]
 pub struct Worker {
-    n: usize,
     kernel: Kernel,
-    jobs: HashMap<usize, Job>,
+    partial: HashMap<usize, Partial>,
+    jobs: HashMap<usize, Vec<Job>>,
     results: HashMap<usize, Block>,
 }
 
-/// Job `index` = (i, j): row strip i of A and column strip j of B. The strips are shared:
-/// the jobs of one row (or column) on the same rank refer to one copy, and a strip crosses
-/// to another rank straight from that copy.
+/// A block of C whose job has pieces still to come.
+#[derive(Debug)]
+struct Partial {
+    c: MaybeBulk<f64>,
+    added: u32,
+}
+
+/// Piece `k` of job `index` = (i, j), of `pieces`: depth chunk k of row strip i of A (its
+/// column panel, h × `depth`) and of column strip j of B (its row panel, `depth` × w). The
+/// panels are shared: the jobs of one row (or column) on the same rank refer to one copy, and
+/// a panel crosses to another rank straight from that copy.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Job {
     index: usize,
     i: u32,
     j: u32,
+    k: u32,
+    pieces: u32,
+    depth: u32,
     a: Strip,
     b: Strip,
+}
+
+impl Job {
+    /// The product's dimensions: rows, depth and columns.
+    fn dims(&self) -> (usize, usize, usize) {
+        let depth = self.depth as usize;
+        (self.a.len() / depth, depth, self.b.len() / depth)
+    }
 }
 
 /// A block of C (or a partial product, in `farm`).
@@ -134,28 +171,42 @@ fn job_ids(m: &mut Master) -> impl Iterator<Item = (usize, usize, usize)> + Send
 /// A strip shared by the jobs that need it.
 type Strip = Arc<MaybeBulk<f64>>;
 
-/// Yields the jobs. A's row strips are the master's own; B's column strips are cut once, when
-/// a job first needs one, so that the first jobs leave before the whole matrix is cut (with
-/// blocks of whole rows, B itself is the one column strip: nothing is cut).
+/// Yields the jobs' pieces: the first piece of every job, then the second of every job, and
+/// so on, so that each worker gets its first piece before any worker gets its second (the
+/// split's window lets only so many pieces travel at once). A's panels are the master's own;
+/// B's column strips are cut once (panel by panel), when a job first needs one, so that the
+/// first jobs leave before the whole matrix is cut (with blocks of whole rows, B's panels are
+/// the column strip: nothing is cut).
 fn cut_jobs(m: &mut Master) -> impl Iterator<Item = Job> + Send + 'static {
     let (a_rows, b, n, bw) = (m.a_rows.clone(), m.b.clone(), m.n, m.tiling.cols);
-    let pc = kernel::blocks(n, bw);
-    let mut cols: Vec<Option<Strip>> = vec![None; pc];
-    job_ids(m).map(move |(index, i, j)| {
-        let a = a_rows[i].clone();
+    let (pc, pieces) = (kernel::blocks(n, bw), b.len());
+    let mut cols: Vec<Option<Vec<Strip>>> = vec![None; pc];
+    let jobs: Vec<_> = job_ids(m).collect();
+    (0..pieces).flat_map(move |k| jobs.clone().into_iter().map(move |job| (k, job))).map(move |(k, (index, i, j))| {
         let b = if pc == 1 {
-            b.clone()
+            b[k].clone()
         } else {
-            cols[j].get_or_insert_with(|| Arc::new(kernel::col_strip(&b, n, bw, j))).clone()
+            let cut = |panel: &Strip| Arc::new(kernel::sub_block(panel, n, 0..panel.len() / n, span(n, bw, j)));
+            cols[j].get_or_insert_with(|| b.iter().map(cut).collect())[k].clone()
         };
-        Job { index, i: i as u32, j: j as u32, a, b }
+        let depth = (b.len() / span(n, bw, j).len()) as u32;
+        Job { index, i: i as u32, j: j as u32, k: k as u32, pieces: pieces as u32, depth, a: a_rows[i][k].clone(), b }
     })
 }
 
-fn multiply(job: &Job, worker: &Worker) -> Block {
-    let n = worker.n;
-    let (h, w) = (job.a.len() / n, job.b.len() / n);
-    Block { i: job.i, j: job.j, c: kernel::product(&job.a, &job.b, h, n, w, worker.kernel) }
+/// Adds a piece's product into its job's block of C; the block once the job's last piece is
+/// in (a job of one piece: its product).
+fn multiply(job: &Job, worker: &mut Worker) -> Option<Block> {
+    let (h, _, w) = job.dims();
+    let partial =
+        worker.partial.entry(job.index).or_insert_with(|| Partial { c: MaybeBulk::recycled(h * w), added: 0 });
+    kernel::multiply_into(&mut partial.c, &job.a, &job.b, job.dims(), worker.kernel, partial.added > 0);
+    partial.added += 1;
+    if partial.added < job.pieces {
+        return None;
+    }
+    let c = worker.partial.remove(&job.index).expect("added above").c;
+    Some(Block { i: job.i, j: job.j, c })
 }
 
 impl Master {
@@ -176,10 +227,13 @@ impl Master {
     }
 }
 
-fn assemble(main: &Collection<Master>) -> Node<Block, u64> {
-    let place = |m: &mut Master, count: &mut u64, blk: Block| {
-        m.place(blk, false);
-        *count += 1;
+/// Places the blocks of C; the pieces that only added into a worker's block bring nothing.
+fn assemble(main: &Collection<Master>) -> Node<Option<Block>, u64> {
+    let place = |m: &mut Master, count: &mut u64, blk: Option<Block>| {
+        if let Some(blk) = blk {
+            m.place(blk, false);
+            *count += 1;
+        }
     };
     Node::merge("assemble", main, MergeFn::new(|_: &mut Master| 0u64, place, |_, count| count))
 }
@@ -208,7 +262,7 @@ impl Graphs {
         let split =
             Node::split("cut_strips", main, route::fixed(0), |m: &mut Master, _: ()| cut_jobs(m)).window(window);
         let store = Node::leaf("store_job", workers, route_job, |w: &mut Worker, job: Job| {
-            w.jobs.insert(job.index, job);
+            w.jobs.entry(job.index).or_default().push(job);
             1u64
         });
         let distribute = rt.graph("phase1_distribute", split >> store >> count("stored", main))?;
@@ -217,9 +271,9 @@ impl Graphs {
             job_ids(m).map(|(index, _, _)| index)
         });
         let compute = Node::leaf("multiply_stored", workers, route_id, |w: &mut Worker, index: usize| {
-            let job = w.jobs.remove(&index).expect("phase 1 stored this job here");
-            let block = multiply(&job, w);
-            w.results.insert(index, block);
+            let pieces = w.jobs.remove(&index).expect("phase 1 stored this job here");
+            let block = pieces.iter().filter_map(|job| multiply(job, w)).next_back();
+            w.results.insert(index, block.expect("phase 1 stored every piece of the job"));
             1u64
         });
         let compute = rt.graph("phase2_compute", split >> compute >> count("computed", main))?;
@@ -228,7 +282,7 @@ impl Graphs {
             job_ids(m).map(|(index, _, _)| index)
         });
         let take = Node::leaf("take_block", workers, route_id, |w: &mut Worker, index: usize| {
-            w.results.remove(&index).expect("phase 2 computed this block here")
+            Some(w.results.remove(&index).expect("phase 2 computed this block here"))
         });
         let gather = rt.graph("phase3_gather", split >> take >> assemble(main))?;
 
@@ -238,7 +292,12 @@ impl Graphs {
                     strip.fill(0.0);
                 }
             }
-            let (a_rows, b, n, tiling, bw) = (m.a_rows.clone(), m.b.clone(), m.n, m.tiling.clone(), m.tiling.cols);
+            // The farm's blocks are square and its jobs whole (one depth chunk, `cli`): A's
+            // strips and B are whole.
+            let whole =
+                |panels: &[Strip]| panels.first().filter(|_| panels.len() == 1).expect("one depth chunk").clone();
+            let a_rows: Vec<Strip> = m.a_rows.iter().map(|a| whole(a)).collect();
+            let (b, n, tiling, bw) = (whole(&m.b), m.n, m.tiling.clone(), m.tiling.cols);
             // The inner dimension is cut like the columns.
             let (pr, pc) = (tiling.row_strips(n), kernel::blocks(n, bw));
             (0..pr * pc * pc).map(move |x| {
@@ -282,9 +341,9 @@ impl Graphs {
     }
 }
 
-/// The worker state of a thread for matrices of order n, multiplying with `kernel`.
-pub fn worker(n: usize, kernel: Kernel) -> Worker {
-    Worker { n, kernel, ..Worker::default() }
+/// The worker state of a thread, multiplying with `kernel`.
+pub fn worker(kernel: Kernel) -> Worker {
+    Worker { kernel, ..Worker::default() }
 }
 
 #[cfg(test)]
@@ -293,28 +352,38 @@ mod tests {
 
     /// Every job of a tiling, multiplied and placed as the pipelined graph does, rebuilds the
     /// serial product: strips of whole rows (B shared, blocks moved into C), square and
-    /// ragged blocks (B cut, blocks copied into C).
+    /// ragged blocks (B cut, blocks copied into C), a taller first strip, and jobs in depth
+    /// pieces (B's panels shared; the pieces of all jobs in any order, the block returned with
+    /// the last one in).
     #[test]
     fn jobs_of_any_tiling_rebuild_the_product() {
         let (n, seed) = (37, 5);
         let (sa, sb) = kernel::seeds(seed);
         let (a, b) = (kernel::matrix(n, sa), kernel::matrix(n, sb));
         let tilings = [(37, 37), (19, 37), (8, 37), (8, 8), (10, 16), (37, 5)].map(|(bh, bw)| Tiling::even(bh, bw, ""));
-        let taller_first = Tiling { rows: 12, first_rows: 25, cols: 37, reason: String::new() };
-        for tiling in tilings.into_iter().chain([taller_first]) {
-            let (bh, bw) = (tiling.rows, tiling.cols);
+        let taller_first = Tiling { rows: 12, first_rows: 25, cols: 37, depth_chunks: 1, reason: String::new() };
+        let in_pieces = |t: &Tiling, depth_chunks| Tiling { depth_chunks, ..t.clone() };
+        let all: Vec<Tiling> = tilings.into_iter().chain([taller_first]).collect();
+        let pieced = all.iter().flat_map(|t| [in_pieces(t, 3), in_pieces(t, 37), in_pieces(t, 99)]);
+        for tiling in all.clone().into_iter().chain(pieced) {
+            let (bh, bw, pieces) = (tiling.rows, tiling.cols, tiling.depth_chunks.min(n));
             let mut m = Master::new(n, &tiling, seed);
-            let jobs: Vec<Job> = cut_jobs(&mut m).collect();
-            assert_eq!(jobs.len(), tiling.row_strips(n) * n.div_ceil(bw));
+            let mut jobs: Vec<Job> = cut_jobs(&mut m).collect();
+            assert_eq!(jobs.len(), tiling.row_strips(n) * n.div_ceil(bw) * pieces, "{tiling:?}");
             if bw == n {
-                assert!(jobs.iter().all(|job| Arc::ptr_eq(&job.b, &m.b)), "B is shared, not cut");
+                assert!(jobs.iter().all(|job| Arc::ptr_eq(&job.b, &m.b[job.k as usize])), "B is shared, not cut");
             }
-            for job in jobs {
-                let block = multiply(&job, &worker(n, Kernel::Blas));
+            // The pieces of all jobs interleaved, each job's last piece first.
+            jobs.reverse();
+            let mut w = worker(Kernel::Blas);
+            let blocks: Vec<Block> = jobs.iter().filter_map(|job| multiply(job, &mut w)).collect();
+            assert_eq!(blocks.len(), tiling.row_strips(n) * n.div_ceil(bw), "{tiling:?}");
+            assert!(w.partial.is_empty(), "every block returned");
+            for block in blocks {
                 m.place(block, false);
             }
             let (err, ok) = kernel::error_against_serial(&m.product(), &a, &b, n);
-            assert!(ok && err < 1e-14, "{bh}x{bw}: error {err}");
+            assert!(ok && err < 1e-14, "{bh}x{bw} in {pieces} pieces: error {err}");
         }
     }
 }

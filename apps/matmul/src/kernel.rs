@@ -31,6 +31,12 @@ pub fn rows(n: usize, seed: u64, rows: std::ops::Range<usize>) -> Vec<f64> {
     gen::rows_major(seed, rows, 0..n)
 }
 
+/// Rows `rows` × columns `cols` of the random n×n matrix `seed`, row-major: the same values
+/// as that block of [`matrix`].
+pub fn block(seed: u64, rows: std::ops::Range<usize>, cols: std::ops::Range<usize>) -> Vec<f64> {
+    gen::rows_major(seed, rows, cols)
+}
+
 /// Rows of block `i` of A (h×n, row-major): a contiguous copy.
 pub fn row_strip(a: &[f64], n: usize, bs: usize, i: usize) -> MaybeBulk<f64> {
     let rows = span(n, bs, i);
@@ -100,18 +106,34 @@ impl Kernel {
 /// under NOALLOC the operands and the block are absent. (`Kernel::Loops` is refused there.)
 pub fn product(a: &MaybeBulk<f64>, b: &MaybeBulk<f64>, h: usize, k: usize, w: usize, kernel: Kernel) -> MaybeBulk<f64> {
     let mut c = MaybeBulk::recycled(h * w);
+    multiply_into(&mut c, a, b, (h, k, w), kernel, false);
+    c
+}
+
+/// C = A·B, or with `add` C += A·B, for an h×k A, a k×w B and an h×w C, row-major (one
+/// dgemm, or the loops; simulated as [`product`] is).
+pub fn multiply_into(
+    c: &mut MaybeBulk<f64>,
+    a: &MaybeBulk<f64>,
+    b: &MaybeBulk<f64>,
+    (h, k, w): (usize, usize, usize),
+    kernel: Kernel,
+    add: bool,
+) {
     match kernel {
         Kernel::Loops => {
-            c.fill(0.0);
-            loops(h, w, k, (a, k), (b, w), (&mut c, w));
+            if !add {
+                c.fill(0.0);
+            }
+            loops(h, w, k, (a, k), (b, w), (c, w));
         }
         Kernel::Blas => {
             if !dps::skip_kernel("gemm", &[h as u64, w as u64, k as u64], 2.0 * h as f64 * w as f64 * k as f64) {
-                blas::gemm_row(h, w, k, a, b, &mut c);
+                // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ.
+                blas::gemm_col(w, h, k, 1.0, b, w, a, k, if add { 1.0 } else { 0.0 }, c, w);
             }
         }
     }
-    c
 }
 
 /// C += A·B for an h×k A and a k×w B, row-major, each given with its row stride: the

@@ -30,6 +30,10 @@ pub struct Record {
     /// Rows of the first row strip, the master's worker's: `block`, or more when the cost
     /// model gives that worker, which receives nothing, a taller strip.
     pub block_first_rows: usize,
+    /// Pieces a job travels in, one per depth chunk: 1, or more in the cost model's
+    /// pipelined tiling (the worker starts on the first piece; `dps_dense::grain`).
+    #[serde(default = "one")]
+    pub block_depth_chunks: usize,
     /// Why these blocks: `--block`, `--s K`, or the cost model's predictions (`dps_dense::grain`).
     pub block_reason: String,
     /// Blocks per column of C: row strips (not in the serial variant).
@@ -63,6 +67,11 @@ pub struct Record {
     pub error: Option<FiniteOrText>,
 }
 
+/// Records written before depth chunks existed had whole jobs.
+fn one() -> usize {
+    1
+}
+
 impl Record {
     /// A record without the phase fields and the error: the caller adds those it has.
     pub fn new(common: Common, n: usize, block: &Tiling, s: Option<usize>, reps: usize, kernel: Kernel) -> Record {
@@ -75,6 +84,7 @@ impl Record {
             block: block.rows,
             block_cols: block.cols,
             block_first_rows: block.first_rows,
+            block_depth_chunks: block.depth_chunks,
             block_reason: block.reason.clone(),
             s,
             reps,

@@ -45,7 +45,7 @@ pub fn execute(plan: &Plan) -> Result<()> {
     let rt = standard.sim.start(&standard.runtime, &SIMULATION)?;
     let (n, tiling) = (plan.n, &plan.tiling);
     let main = rt.collection("main", "0", |_| Master::new(n, tiling, plan.seed))?;
-    let workers = rt.collection("workers", &plan.map, |_| graph::worker(n, plan.kernel))?;
+    let workers = rt.collection("workers", &plan.map, |_| graph::worker(plan.kernel))?;
     let window = plan.window.unwrap_or(2 * workers.len());
     let graphs = Graphs::build(&rt, &main, &workers, window)?;
     if rt.is_root() {
