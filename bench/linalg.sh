@@ -101,7 +101,8 @@ def block(rs, **kw):
 def describe(r): return f"{r['blas_library']} {r['blas_version']}, core {r['blas_core']} (chosen by {r['blas_core_chosen_by']})"
 dps, openblas = (next(r for r in mm if r["variant"] == v) for v in ("pipelined", "serial"))
 lines = [f"BLAS of the DPS runs: {describe(dps)}; the OpenBLAS reference: {describe(openblas)}; CPU vectors {dps['cpu_vectors']}; "
-         f"measured peak {machine_peak:.1f} GFLOP/s on {peak['cores']} cores ({core_peak:.1f} on one, {peak['vectors']} FMA)",
+         f"measured peak {machine_peak:.1f} GFLOP/s on {peak['cores']} cores ({core_peak:.1f} on one, {peak['vectors']} FMA); "
+         f"transparent huge pages {dps.get('huge_pages', 'n/a')} (the DPS programs and the MKL driver ask for them for their matrices)",
          "Rates: medians of the runs; ratios: medians of the per-round ratios (runs of a round are adjacent).", "",
          "| benchmark | block | DPS GFLOP/s | OpenBLAS GFLOP/s | MKL GFLOP/s | DPS / MKL | floor | DPS / OpenBLAS | DPS / peak | first call / median |",
          "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
