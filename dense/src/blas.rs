@@ -107,10 +107,11 @@ pub fn gemm_col(
     }
 }
 
-/// C = A·B for row-major A (m×k), B (k×n) and C (m×n), all densely packed.
-pub fn gemm_row(m: usize, n: usize, k: usize, a: &[f64], b: &[f64], c: &mut [f64]) {
+/// C = A·B + beta·C for row-major A (m×k), B (k×n) and C (m×n), all densely packed (beta
+/// 0: C is only written).
+pub fn gemm_row(m: usize, n: usize, k: usize, a: &[f64], b: &[f64], beta: f64, c: &mut [f64]) {
     // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ.
-    gemm_col(n, m, k, 1.0, b, n, a, k, 0.0, c, n);
+    gemm_col(n, m, k, 1.0, b, n, a, k, beta, c, n);
 }
 
 /// B = L⁻¹·B, column-major, L the unit lower triangle of the m×m matrix `l` (ldl), B m×n (ldb).
@@ -221,7 +222,7 @@ mod tests {
         let a = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]; // 2x3
         let b = [7.0, 8.0, 9.0, 10.0, 11.0, 12.0]; // 3x2
         let mut c = [0.0; 4];
-        gemm_row(2, 2, 3, &a, &b, &mut c);
+        gemm_row(2, 2, 3, &a, &b, 0.0, &mut c);
         assert_eq!(c, [58.0, 64.0, 139.0, 154.0]);
     }
 

@@ -129,8 +129,7 @@ pub fn multiply_into(
         }
         Kernel::Blas => {
             if !dps::skip_kernel("gemm", &[h as u64, w as u64, k as u64], 2.0 * h as f64 * w as f64 * k as f64) {
-                // Row-major C = A·B is column-major Cᵀ = Bᵀ·Aᵀ.
-                blas::gemm_col(w, h, k, 1.0, b, w, a, k, if add { 1.0 } else { 0.0 }, c, w);
+                blas::gemm_row(h, w, k, a, b, if add { 1.0 } else { 0.0 }, c);
             }
         }
     }
@@ -182,7 +181,7 @@ pub fn put_block(
 /// The serial reference: C = A·B with one dgemm.
 pub fn serial(a: &[f64], b: &[f64], n: usize) -> Vec<f64> {
     let mut c = vec![0.0; n * n];
-    blas::gemm_row(n, n, n, a, b, &mut c);
+    blas::gemm_row(n, n, n, a, b, 0.0, &mut c);
     c
 }
 

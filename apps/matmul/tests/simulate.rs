@@ -65,7 +65,7 @@ fn measured_platform(dir: &std::path::Path) -> String {
     let (h, k) = (BLOCK, N);
     let (a, b, mut c) = (vec![0.5; h * k], vec![0.25; k * h], vec![0.0; h * h]);
     let flop = 2.0 * (h * h * k) as f64;
-    let gemm_rate = flop / typical(|| dps_dense::blas::gemm_row(h, h, k, &a, &b, &mut c));
+    let gemm_rate = flop / typical(|| dps_dense::blas::gemm_row(h, h, k, &a, &b, 0.0, &mut c));
     let (src, mut dst) = (vec![1.5f64; 1 << 17], vec![0.0f64; 1 << 17]);
     let copy_rate = (8 << 17) as f64 / typical(|| dst.copy_from_slice(std::hint::black_box(&src)));
     platform_with_rates(dir, &[("gemm", gemm_rate), ("copy", copy_rate)])
