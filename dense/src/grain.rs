@@ -71,14 +71,16 @@ fn rate(m: &Machine, edge: usize, half: f64) -> f64 {
 /// `bw` columns on `ranks` ranks with one worker each: the jobs in waves over the workers,
 /// plus the CPU time of shipping the remote jobs' strips and results, plus the master's
 /// cutting of B's column strips (A's row strips are its storage, and a whole B is shared, not
-/// cut), plus the wait of the last worker for its first job's strips.
-pub fn matmul_seconds(m: &Machine, n: usize, bh: usize, bw: usize, ranks: usize) -> f64 {
+/// cut), plus the wait of the last worker for its first job's strips. With `lent` (the
+/// strips are node-shared memory the other ranks map, `dps::Shared`), shipping a strip costs
+/// nothing; the results are still copied.
+pub fn matmul_seconds(m: &Machine, n: usize, bh: usize, bw: usize, ranks: usize, lent: bool) -> f64 {
     let (pr, pc) = (n.div_ceil(bh), n.div_ceil(bw));
     let jobs = pr * pc;
     let workers = ranks.max(1);
     let job = 2.0 * (bh * bw) as f64 * n as f64 / rate(m, bh.min(bw), m.half_rate_at.0);
     let waves = jobs.div_ceil(workers) as f64;
-    let strips = (bh + bw) as f64 * n as f64 * 8.0;
+    let strips = if lent { 0.0 } else { (bh + bw) as f64 * n as f64 * 8.0 };
     let result = (bh * bw) as f64 * 8.0;
     // Job k goes to worker k mod workers; worker 0 is the master's rank.
     let remote = (jobs - jobs.div_ceil(workers)) as f64;
@@ -187,10 +189,11 @@ impl Tiling {
 /// spends its CPU receiving them, so the master's strip is taller by that transfer's time
 /// in rows (rounded to 8). Measured at n = 2048 on 2 ranks (medians of 4 alternating
 /// rounds): this model's 72 more rows made 0.855 of MKL's two-thread dgemm, 48 more 0.837,
-/// even strips 0.826 (docs/measurements/2026-11-28-matmul-master-strip-lu-first.md).
-pub fn master_strip_rows(m: &Machine, n: usize, workers: usize) -> (usize, usize) {
+/// even strips 0.826 (docs/measurements/2026-11-28-matmul-master-strip-lu-first.md). With
+/// `lent` strips (mapped, not received), even strips.
+pub fn master_strip_rows(m: &Machine, n: usize, workers: usize, lent: bool) -> (usize, usize) {
     let even = n.div_ceil(workers.max(1));
-    if workers < 2 || even < 16 {
+    if workers < 2 || even < 16 || lent {
         return (even, even);
     }
     let row_s = 2.0 * (n * n) as f64 / rate(m, even.min(n), m.half_rate_at.0);
@@ -229,7 +232,8 @@ fn matmul_edges(n: usize) -> Vec<usize> {
 /// whether a block's memory fits.
 pub fn matmul_block(m: &Machine, n: usize, ranks: usize, fits: impl Fn(usize) -> bool) -> Choice {
     let candidates = matmul_edges(n);
-    best(&candidates, |b| matmul_seconds(m, n, b, b, ranks), fits, &format!("cost model, {ranks} workers"))
+    // The farm's blocks are cut from the strips: copies, never lent.
+    best(&candidates, |b| matmul_seconds(m, n, b, b, ranks, false), fits, &format!("cost model, {ranks} workers"))
 }
 
 /// The default tiling of C for `dps-matmul`'s pipelined and phased variants, order `n` on
@@ -238,13 +242,22 @@ pub fn matmul_block(m: &Machine, n: usize, ranks: usize, fits: impl Fn(usize) ->
 /// whole) usually win: nothing is cut and each worker gets one large dgemm. `fits(rows,
 /// cols)` says whether a tiling's memory fits; if none does, the smallest blocks. With
 /// `pieces` (the pipelined variant), one strip per rank sends each job in depth pieces
-/// ([`matmul_depth_chunks`]), so the other ranks start on their first piece.
-pub fn matmul_tiling(m: &Machine, n: usize, ranks: usize, pieces: bool, fits: impl Fn(usize, usize) -> bool) -> Tiling {
+/// ([`matmul_depth_chunks`]), so the other ranks start on their first piece. With `lent`
+/// (every rank on the master's node, operands in node-shared memory), whole rows cost no
+/// transfer: even strips, whole jobs (a worker maps its strips at once).
+pub fn matmul_tiling(
+    m: &Machine,
+    n: usize,
+    ranks: usize,
+    pieces: bool,
+    lent: bool,
+    fits: impl Fn(usize, usize) -> bool,
+) -> Tiling {
     let edges = matmul_edges(n);
     let mut scored: Vec<(f64, usize, usize)> = edges
         .iter()
         .flat_map(|&bh| edges.iter().map(move |&bw| (bh, bw)))
-        .map(|(bh, bw)| (matmul_seconds(m, n, bh, bw, ranks), bh, bw))
+        .map(|(bh, bw)| (matmul_seconds(m, n, bh, bw, ranks, lent && bw == n), bh, bw))
         .collect();
     // Ties go to fewer, larger jobs (the candidates' order), then to whole rows.
     scored.sort_by(|x, y| x.0.total_cmp(&y.0).then(y.1.cmp(&x.1)).then(y.2.cmp(&x.2)));
@@ -264,9 +277,13 @@ pub fn matmul_tiling(m: &Machine, n: usize, ranks: usize, pieces: bool, fits: im
         reason.push_str("; strips of whole rows: one dgemm of depth n per job, B shared whole");
     }
     if chosen.1 == n && n.div_ceil(chosen.0) == ranks && ranks > 1 {
-        let (first, rest) = master_strip_rows(m, n, ranks);
-        let _ = write!(reason, "; the master's strip {first} rows, the others {rest}: its worker receives nothing");
-        let depth_chunks = if pieces { matmul_depth_chunks(n) } else { 1 };
+        let (first, rest) = master_strip_rows(m, n, ranks, lent);
+        if lent {
+            reason.push_str("; A's and B's strips lent to the other ranks of this node (mapped, not copied)");
+        } else {
+            let _ = write!(reason, "; the master's strip {first} rows, the others {rest}: its worker receives nothing");
+        }
+        let depth_chunks = if pieces && !lent { matmul_depth_chunks(n) } else { 1 };
         if depth_chunks > 1 {
             let _ = write!(reason, "; jobs in {depth_chunks} depth pieces: a worker starts on its first");
         }
@@ -303,7 +320,7 @@ mod tests {
         // Measured on 2 ranks at n = 2048: square blocks of 1024 made 0.86 of two-thread
         // dgemm; strips of 1024 whole rows (one dgemm of depth n each, B shared whole) more.
         for (n, ranks) in [(2048, 2), (4096, 2), (1024, 2)] {
-            let t = matmul_tiling(&DEV_VM, n, ranks, true, |_, _| true);
+            let t = matmul_tiling(&DEV_VM, n, ranks, true, false, |_, _| true);
             assert_eq!((t.row_strips(n), t.cols), (ranks, n), "n {n} ranks {ranks}: {t:?}");
             assert!(t.reason.contains("(chosen)") && t.reason.contains("whole rows"), "{t:?}");
             // The master's worker, which receives nothing, gets a taller strip.
@@ -318,37 +335,46 @@ mod tests {
             } else {
                 assert!(d == 1 && !t.reason.contains("depth pieces"), "{t:?}");
             }
-            let phased = matmul_tiling(&DEV_VM, n, ranks, false, |_, _| true);
+            let phased = matmul_tiling(&DEV_VM, n, ranks, false, false, |_, _| true);
             assert_eq!(phased, Tiling { depth_chunks: 1, reason: phased.reason.clone(), ..t.clone() });
             assert!(!phased.reason.contains("depth pieces"), "{phased:?}");
         }
         // One rank: one dgemm of the whole matrix, nothing to ship.
-        let t = matmul_tiling(&DEV_VM, 2048, 1, true, |_, _| true);
+        let t = matmul_tiling(&DEV_VM, 2048, 1, true, false, |_, _| true);
         assert_eq!((t.rows, t.cols), (2048, 2048), "{t:?}");
         // Whole rows cost more than square blocks once B no longer pays for itself: the model
         // charges a whole B per remote job.
-        assert!(matmul_seconds(&DEV_VM, 2048, 1024, 2048, 2) < matmul_seconds(&DEV_VM, 2048, 1024, 1024, 2));
+        assert!(
+            matmul_seconds(&DEV_VM, 2048, 1024, 2048, 2, false) < matmul_seconds(&DEV_VM, 2048, 1024, 1024, 2, false)
+        );
         // Memory: the best tiling that fits, flagged in the reason when a better one does not.
-        let t = matmul_tiling(&DEV_VM, 4096, 2, true, |r, c| r * c <= 1024 * 1024);
+        let t = matmul_tiling(&DEV_VM, 4096, 2, true, false, |r, c| r * c <= 1024 * 1024);
         assert!(t.rows * t.cols <= 1024 * 1024 && t.reason.contains("(too big)"), "{t:?}");
-        let t = matmul_tiling(&DEV_VM, 4096, 2, true, |_, _| false);
+        let t = matmul_tiling(&DEV_VM, 4096, 2, true, false, |_, _| false);
         assert_eq!((t.rows, t.cols), (64, 64), "the smallest edge, 4096/64");
+        // Strips lent on one node: even strips of whole rows, whole jobs.
+        for n in [2048, 4096] {
+            let t = matmul_tiling(&DEV_VM, n, 2, true, true, |_, _| true);
+            assert_eq!((t.first_rows, t.rows, t.cols, t.depth_chunks), (n / 2, n / 2, n, 1), "{t:?}");
+            assert!(t.reason.contains("lent"), "{t:?}");
+        }
     }
 
     #[test]
     fn the_master_strip_balances_the_others_transfers() {
         // 2 ranks at n = 2048: about the rows the others' transfer takes (72 with DEV_VM).
-        let (first, rest) = master_strip_rows(&DEV_VM, 2048, 2);
+        let (first, rest) = master_strip_rows(&DEV_VM, 2048, 2, false);
         assert!((1040..=1120).contains(&first) && first + rest == 2048, "{first} {rest}");
         // More workers: every other strip shares the master's extra rows.
-        let (first, rest) = master_strip_rows(&DEV_VM, 4096, 4);
+        let (first, rest) = master_strip_rows(&DEV_VM, 4096, 4, false);
         assert!(first > 1024 && first + 3 * rest >= 4096 && first + 3 * (rest - 1) < 4096, "{first} {rest}");
         // Slower transfers, taller master strip.
         let slow = Machine { copy_bytes_per_s: DEV_VM.copy_bytes_per_s / 4.0, ..DEV_VM };
-        assert!(master_strip_rows(&slow, 2048, 2).0 > master_strip_rows(&DEV_VM, 2048, 2).0);
+        assert!(master_strip_rows(&slow, 2048, 2, false).0 > master_strip_rows(&DEV_VM, 2048, 2, false).0);
         // One worker, or strips too thin to share: even.
-        assert_eq!(master_strip_rows(&DEV_VM, 2048, 1), (2048, 2048));
-        assert_eq!(master_strip_rows(&DEV_VM, 24, 2), (12, 12));
+        assert_eq!(master_strip_rows(&DEV_VM, 2048, 1, false), (2048, 2048));
+        assert_eq!(master_strip_rows(&DEV_VM, 2048, 2, true), (1024, 1024), "lent strips: even");
+        assert_eq!(master_strip_rows(&DEV_VM, 24, 2, false), (12, 12));
         // The spans of a taller first strip cover n once.
         let t = Tiling { rows: 952, first_rows: 1096, cols: 2048, depth_chunks: 8, reason: String::new() };
         assert_eq!((t.row_strips(2048), t.row_span(2048, 0), t.row_span(2048, 1)), (2, 0..1096, 1096..2048));
@@ -376,7 +402,7 @@ mod tests {
     fn choices_stay_within_n_and_respect_memory() {
         for n in [1, 2, 31, 32, 33, 100, 1000, 5000] {
             for ranks in [1, 2, 3, 4] {
-                let t = matmul_tiling(&DEV_VM, n, ranks, true, |_, _| true);
+                let t = matmul_tiling(&DEV_VM, n, ranks, true, false, |_, _| true);
                 assert!((1..=t.depth_pieces(n)).all(|k| !t.depth_span(n, k - 1).is_empty()), "{t:?}");
                 assert!((1..=n).contains(&t.rows) && (1..=n).contains(&t.cols), "tiling n={n} ranks={ranks}: {t:?}");
                 let c = matmul_block(&DEV_VM, n, ranks, |_| true);

@@ -103,7 +103,18 @@ pub(crate) struct BulkRef {
     pub(crate) count: usize,
 }
 
+/// How an encoding sends the node-shared bulks ([`Shared`](crate::Shared)) of its token.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// As bytes, like every bulk (the receiver is on another node, or not known).
+    Bytes,
+    /// Lent: the receiver maps the sender's segment (it is on the same node).
+    Lend,
+}
+
 thread_local! {
+    /// The route of the encoding running on this thread.
+    static ROUTE: std::cell::Cell<Route> = const { std::cell::Cell::new(Route::Bytes) };
     /// `Some` while `stage_outgoing` runs: the bulks registered so far.
     static OUTGOING: RefCell<Option<Vec<BulkRef>>> = const { RefCell::new(None) };
     /// `Some` while `stage_incoming` runs: the received bulks not taken yet.
@@ -126,6 +137,25 @@ pub(crate) fn stage_outgoing<R>(encode: impl FnOnce() -> R) -> (R, Vec<BulkRef>)
     let bulks = OUTGOING.with(|o| o.borrow_mut().take()).unwrap_or_default();
     drop(off);
     (result, bulks)
+}
+
+/// Runs `encode` with node-shared bulks sent by `route` (else as bytes).
+pub(crate) fn routed<R>(route: Route, encode: impl FnOnce() -> R) -> R {
+    /// Restores the default even if `encode` panics.
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            ROUTE.with(|r| r.set(Route::Bytes));
+        }
+    }
+    ROUTE.with(|r| r.set(route));
+    let _reset = Reset;
+    encode()
+}
+
+/// The route of the encoding running on this thread.
+pub(crate) fn route() -> Route {
+    ROUTE.with(|r| r.get())
 }
 
 /// Runs `decode` with `bulks` (a received token's vectors, in order) staged for it.

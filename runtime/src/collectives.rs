@@ -29,9 +29,13 @@ const TRACE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Every rank's host name, gathered on all ranks (before the progress thread starts).
 pub(crate) fn gather_host_names(world: &SimpleCommunicator) -> Vec<String> {
+    gather_strings(world, &host_name())
+}
+
+/// Every rank's `name` (up to 256 bytes), by rank.
+pub(crate) fn gather_strings(world: &SimpleCommunicator, name: &str) -> Vec<String> {
     const LEN: usize = 256;
     let mut mine = [0u8; LEN];
-    let name = host_name();
     let n = name.len().min(LEN);
     mine[..n].copy_from_slice(&name.as_bytes()[..n]);
     let mut all = vec![0u8; LEN * world.size() as usize];

@@ -149,11 +149,14 @@ impl Runtime {
         let world = universe.world();
         let (rank, ranks) = (world.rank() as usize, world.size() as usize);
         let hosts = collectives::gather_host_names(&world);
+        crate::shm::remove_names_of_the_dead();
+        let memory_domains = collectives::gather_strings(&world, &crate::shm::memory_domain());
         let node = world.split_shared(0);
         let ranks_on_node = node.size() as usize;
         let binding = Arc::new(Binding::new(bind, node.rank() as usize, ranks_on_node)?);
         failure::install_hook(rank, ranks > 1);
         let mut rt = Runtime::start_engine(rank, ranks, hosts);
+        rt.engine.share_memory_by(&memory_domains);
         rt.binding = binding;
         // A one-rank job has nobody to talk to.
         let transport = (ranks > 1).then(|| {
@@ -687,6 +690,7 @@ impl Runtime {
         collectives::shut_down_together(&self.engine, timeout)?;
         self.services.end_imports();
         self.finished = true;
+        crate::shm::remove_lent_names();
         let trace_result = self.collect_trace();
         self.stop_workers();
         // Nothing of the run is left to drive: what remains of the runtime only waits to be

@@ -105,20 +105,27 @@ const INLINE_BYTES: usize = 4096;
 /// The index that marks an inline bulk.
 const INLINE: u32 = u32::MAX;
 
+/// The marker of a lent node-shared bulk ([`Shared`](crate::Shared)).
+pub(crate) const LENT: u32 = u32::MAX - 1;
+
 impl<T: BulkElem> Serialize for Bulk<T> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        // Inside the transport a large bulk goes out of band and only its index is encoded;
-        // anywhere else (JSON, a file) the vector is encoded normally.
-        if !bulk_vec::encoding_with_bulks() {
-            return self.0.serialize(s);
-        }
-        let bytes: &[u8] = bytemuck::cast_slice(&self.0);
-        if bytes.len() < INLINE_BYTES {
-            return (INLINE, RawBytes(bytes)).serialize(s);
-        }
-        let index = bulk_vec::register_outgoing(bytes, T::KIND, self.0.len()).expect("encoding with bulks");
-        (index, RawBytes(&[])).serialize(s)
+        serialize_elems(&self.0, s)
     }
+}
+
+/// Encodes elements as a bulk: inside the transport a large bulk goes out of band and only
+/// its index is encoded; anywhere else (JSON, a file) the elements are encoded normally.
+pub(crate) fn serialize_elems<T: BulkElem, S: Serializer>(elems: &[T], s: S) -> Result<S::Ok, S::Error> {
+    if !bulk_vec::encoding_with_bulks() {
+        return elems.serialize(s);
+    }
+    let bytes: &[u8] = bytemuck::cast_slice(elems);
+    if bytes.len() < INLINE_BYTES {
+        return (INLINE, RawBytes(bytes)).serialize(s);
+    }
+    let index = bulk_vec::register_outgoing(bytes, T::KIND, elems.len()).expect("encoding with bulks");
+    (index, RawBytes(&[])).serialize(s)
 }
 
 impl<'de, T: BulkElem> Deserialize<'de> for Bulk<T> {
@@ -127,19 +134,23 @@ impl<'de, T: BulkElem> Deserialize<'de> for Bulk<T> {
             return Vec::<T>::deserialize(d).map(Bulk);
         }
         let (index, inline) = <(u32, ByteBuf)>::deserialize(d)?;
-        if index == INLINE {
-            let size = std::mem::size_of::<T>();
-            if inline.0.len() % size != 0 {
-                return Err(serde::de::Error::custom("inline bulk length is not a multiple of its element size"));
-            }
-            let mut v = vec![T::zeroed(); inline.0.len() / size];
-            bytemuck::cast_slice_mut::<T, u8>(&mut v).copy_from_slice(&inline.0);
-            return Ok(Bulk(v));
-        }
-        let any = bulk_vec::take_incoming(index)
-            .ok_or_else(|| serde::de::Error::custom(format!("bulk payload #{index} missing from message")))?;
-        T::from_any(any).map(Bulk).ok_or_else(|| serde::de::Error::custom("bulk payload has another element type"))
+        received_elems(index, inline.0).map(Bulk).map_err(serde::de::Error::custom)
     }
+}
+
+/// The elements of a bulk decoded inside the transport as `(index, inline bytes)`.
+pub(crate) fn received_elems<T: BulkElem>(index: u32, inline: Vec<u8>) -> Result<Vec<T>, String> {
+    if index == INLINE {
+        let size = std::mem::size_of::<T>();
+        if !inline.len().is_multiple_of(size) {
+            return Err("inline bulk length is not a multiple of its element size".into());
+        }
+        let mut v = vec![T::zeroed(); inline.len() / size];
+        bytemuck::cast_slice_mut::<T, u8>(&mut v).copy_from_slice(&inline);
+        return Ok(v);
+    }
+    let any = bulk_vec::take_incoming(index).ok_or_else(|| format!("bulk payload #{index} missing from message"))?;
+    T::from_any(any).ok_or_else(|| "bulk payload has another element type".into())
 }
 
 /// A [`Bulk`], or in a NOALLOC simulation only its length (the simulator paper's NOALLOC: when only
@@ -167,7 +178,7 @@ pub enum MaybeBulk<T: BulkElem> {
 }
 
 /// Whether this thread runs a NOALLOC simulation.
-fn noalloc() -> bool {
+pub(crate) fn noalloc() -> bool {
     crate::simclock::simulated() == Some(crate::simclock::SimMode::Noalloc)
 }
 
@@ -279,21 +290,23 @@ impl<T: BulkElem> DerefMut for MaybeBulk<T> {
 
 impl<T: BulkElem> Serialize for MaybeBulk<T> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::Error;
         let len = match self {
             MaybeBulk::Data(b) => return b.serialize(s),
             MaybeBulk::Absent(len) => *len,
         };
-        // Counted as an out-of-band bulk of its full size; only the simulator's encoder
-        // (which measures tokens and never sends them) may see one.
-        let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| S::Error::custom("bulk too large"))?;
-        let index = noalloc().then(|| bulk_vec::register_absent(bytes, T::KIND, len)).flatten();
-        match index {
-            Some(index) => (index, RawBytes(&[])).serialize(s),
-            None => {
-                Err(S::Error::custom("an absent bulk (NOALLOC) has no data to encode outside a NOALLOC simulation"))
-            }
-        }
+        serialize_absent::<T, S>(len, s)
+    }
+}
+
+/// Encodes an absent bulk of `len` elements, counted as an out-of-band bulk of its full size:
+/// only the simulator's encoder (which measures tokens and never sends them) may see one.
+pub(crate) fn serialize_absent<T: BulkElem, S: Serializer>(len: usize, s: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::Error;
+    let bytes = len.checked_mul(std::mem::size_of::<T>()).ok_or_else(|| S::Error::custom("bulk too large"))?;
+    let index = noalloc().then(|| bulk_vec::register_absent(bytes, T::KIND, len)).flatten();
+    match index {
+        Some(index) => (index, RawBytes(&[])).serialize(s),
+        None => Err(S::Error::custom("an absent bulk (NOALLOC) has no data to encode outside a NOALLOC simulation")),
     }
 }
 
@@ -304,7 +317,7 @@ impl<'de, T: BulkElem> Deserialize<'de> for MaybeBulk<T> {
 }
 
 /// Bytes encoded as one block (`serialize_bytes`), not element by element.
-struct RawBytes<'a>(&'a [u8]);
+pub(crate) struct RawBytes<'a>(pub(crate) &'a [u8]);
 
 impl Serialize for RawBytes<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -313,7 +326,7 @@ impl Serialize for RawBytes<'_> {
 }
 
 /// The decoding side of [`RawBytes`].
-struct ByteBuf(Vec<u8>);
+pub(crate) struct ByteBuf(pub(crate) Vec<u8>);
 
 impl<'de> Deserialize<'de> for ByteBuf {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

@@ -167,6 +167,63 @@ fn scenario_branch() {
     rt.shutdown().unwrap();
 }
 
+// ---------------------------------------------------------------- node-shared bulks
+
+#[test]
+fn shared_bulks_are_lent_between_ranks_of_a_node() {
+    passes_on_1_2_4("scenario_shared");
+}
+
+#[test]
+fn shared_bulks_travel_as_bytes_with_shared_memory_off() {
+    let exe = std::env::current_exe().unwrap();
+    let job = common::mpirun_env(2, &[("DPS_SHARED_MEMORY", "off")], &exe, &only("scenario_shared"));
+    assert!(job.status.success() && job.stdout.contains("1 passed"), "{}\n{}", job.stdout, job.stderr);
+}
+
+/// The root sends one `Shared` strip to a thread on every rank, which sends it back: every
+/// rank reads the root's values, and where the root's strip is in node memory (a usable
+/// `/dev/shm`) the other ranks of this one node map it (not a copy), and so does the root
+/// when it comes back (lent on by the mapping rank).
+#[test]
+#[ignore]
+fn scenario_shared() {
+    let rt = Runtime::init().unwrap();
+    let main = rt.collection("main", "0", |_| ()).unwrap();
+    let all = rt.collection("all", "all*2", |_| ()).unwrap();
+    let strip = dps::Shared::<f64>::from_fn(1 << 16, |x| x.iter_mut().enumerate().for_each(|(i, v)| *v = i as f64));
+    let lent = strip.in_node_memory();
+    let split = Node::split("send", &main, route::fixed(0), move |_: &mut (), n: usize| {
+        let strip = strip.clone();
+        (0..n).map(move |i| (i, strip.clone()))
+    });
+    let here = rt.rank();
+    let check =
+        Node::leaf("check", &all, route::round_robin(), move |_: &mut (), (i, s): (usize, dps::Shared<f64>)| {
+            assert_eq!(s[..3], [0.0, 1.0, 2.0]);
+            assert_eq!(s[(1 << 16) - 1], 65535.0);
+            assert_eq!(s.in_node_memory(), lent, "rank {here}: lent strips map, others are bytes");
+            (i, s)
+        });
+    let back = Node::merge(
+        "back",
+        &main,
+        MergeFn::new(
+            |_: &mut ()| 0usize,
+            move |_: &mut (), n: &mut usize, (_, s): (usize, dps::Shared<f64>)| {
+                assert_eq!((s.len(), s[12345], s.in_node_memory()), (1 << 16, 12345.0, lent));
+                *n += 1;
+            },
+            |_, n| n,
+        ),
+    );
+    let g = rt.graph("shared", split >> check >> back).unwrap();
+    if rt.is_root() {
+        assert_eq!(rt.call(&g, 4 * rt.ranks()).unwrap(), 4 * rt.ranks());
+    }
+    rt.shutdown().unwrap();
+}
+
 // ---------------------------------------------------------------- load balancing
 
 #[test]

@@ -155,7 +155,10 @@ impl Args {
         // Only the pipelined variant sends jobs in depth pieces: `phased` (and so `compare`,
         // Table 1) ships whole jobs, since nothing starts before its phase anyway.
         let pieces = self.variant == Variant::Pipelined;
-        grain::matmul_tiling(&grain::DEV_VM, self.n, ranks, pieces, fits)
+        // Every rank on this node, where strips are node-shared memory: the workers map them.
+        let lent =
+            self.run.standard.simulated_ranks().is_none() && on_node == ranks as u64 && dps::Shared::<f64>::available();
+        grain::matmul_tiling(&grain::DEV_VM, self.n, ranks, pieces, lent, fits)
     }
 }
 

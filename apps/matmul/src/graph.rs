@@ -18,9 +18,8 @@
 //!   partial product into C_ij. Load-balanced routing with a flow-control window.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
-use dps::{route, Bulk, Collection, Graph, MaybeBulk, MergeFn, Node, Runtime};
+use dps::{route, Bulk, Collection, Graph, MaybeBulk, MergeFn, Node, Runtime, Shared};
 use dps_dense::grain::Tiling;
 use serde::{Deserialize, Serialize};
 
@@ -35,6 +34,10 @@ pub struct Master {
     tiling: Tiling,
     a_rows: Vec<Vec<Strip>>,
     b: Vec<Strip>,
+    /// B on the heap as well, for the jobs of the master's rank, when B is in node memory
+    /// for the others.
+    b_here: Option<Vec<Strip>>,
+    remote: Vec<bool>,
     c_rows: Vec<MaybeBulk<f64>>,
 }
 
@@ -44,20 +47,35 @@ impl std::fmt::Debug for Master {
     }
 }
 
+/// An operand strip: in node memory if other ranks read it (a worker on another rank of
+/// this node then maps it instead of receiving a copy), else on the heap, where large
+/// allocations get huge pages (`dps_dense::huge`), which the master's own products read a
+/// few per cent faster.
+fn strip(len: usize, remote: bool, make: impl FnOnce() -> Vec<f64>) -> Strip {
+    if remote {
+        Shared::from_fn(len, |x| x.copy_from_slice(&make()))
+    } else {
+        Strip::from(MaybeBulk::from_fn(len, make))
+    }
+}
+
 impl Master {
     /// Generates A and B from `seed`, for blocks of C cut by `tiling` (in a NOALLOC
-    /// simulation: only their sizes).
-    pub fn new(n: usize, tiling: &Tiling, seed: u64) -> Self {
+    /// simulation: only their sizes). `remote(index)`: job `index` goes to another rank.
+    pub fn new(n: usize, tiling: &Tiling, seed: u64, remote: impl Fn(usize) -> bool) -> Self {
         let (sa, sb) = kernel::seeds(seed);
         let strips = 0..tiling.row_strips(n);
         let depth = 0..tiling.depth_pieces(n);
+        let pc = kernel::blocks(n, tiling.cols);
+        let remote: Vec<bool> = (0..strips.len() * pc).map(remote).collect();
         let a_rows = strips
             .clone()
             .map(|i| {
                 let rows = tiling.row_span(n, i);
+                let shared = remote[i * pc..(i + 1) * pc].iter().any(|&r| r);
                 let panel = |k| {
                     let cols = tiling.depth_span(n, k);
-                    Arc::new(MaybeBulk::from_fn(rows.len() * cols.len(), || kernel::block(sa, rows.clone(), cols)))
+                    strip(rows.len() * cols.len(), shared, || kernel::block(sa, rows.clone(), cols))
                 };
                 depth.clone().map(panel).collect()
             })
@@ -70,13 +88,19 @@ impl Master {
                 MaybeBulk::from_fn(len, || vec![1.0; len])
             })
             .collect();
-        let b = depth
-            .map(|k| {
-                let rows = tiling.depth_span(n, k);
-                Arc::new(MaybeBulk::from_fn(rows.len() * n, || kernel::rows(n, sb, rows)))
-            })
-            .collect();
-        Master { n, tiling: tiling.clone(), a_rows, b, c_rows }
+        let b_panels = |shared| -> Vec<Strip> {
+            depth
+                .clone()
+                .map(|k| {
+                    let rows = tiling.depth_span(n, k);
+                    strip(rows.len() * n, shared, || kernel::rows(n, sb, rows))
+                })
+                .collect()
+        };
+        let (here, away) = (remote.iter().any(|&r| !r), remote.iter().any(|&r| r));
+        let b = b_panels(away);
+        let b_here = (here && b.iter().any(Shared::in_node_memory)).then(|| b_panels(false));
+        Master { n, tiling: tiling.clone(), a_rows, b, b_here, remote, c_rows }
     }
 
     /// C, row-major (a copy).
@@ -168,8 +192,9 @@ fn job_ids(m: &mut Master) -> impl Iterator<Item = (usize, usize, usize)> + Send
     (0..pr * pc).map(move |index| (index, index / pc, index % pc))
 }
 
-/// A strip shared by the jobs that need it.
-type Strip = Arc<MaybeBulk<f64>>;
+/// A strip shared by the jobs that need it, in node memory: a worker on another rank of the
+/// master's node maps it rather than receiving a copy.
+type Strip = Shared<f64>;
 
 /// Yields the jobs' pieces: the first piece of every job, then the second of every job, and
 /// so on, so that each worker gets its first piece before any worker gets its second (the
@@ -179,14 +204,18 @@ type Strip = Arc<MaybeBulk<f64>>;
 /// the column strip: nothing is cut).
 fn cut_jobs(m: &mut Master) -> impl Iterator<Item = Job> + Send + 'static {
     let (a_rows, b, n, bw) = (m.a_rows.clone(), m.b.clone(), m.n, m.tiling.cols);
+    let (b_here, remote) = (m.b_here.clone(), m.remote.clone());
     let (pc, pieces) = (kernel::blocks(n, bw), b.len());
     let mut cols: Vec<Option<Vec<Strip>>> = vec![None; pc];
     let jobs: Vec<_> = job_ids(m).collect();
     (0..pieces).flat_map(move |k| jobs.clone().into_iter().map(move |job| (k, job))).map(move |(k, (index, i, j))| {
         let b = if pc == 1 {
-            b[k].clone()
+            match &b_here {
+                Some(b_here) if !remote[index] => b_here[k].clone(),
+                _ => b[k].clone(),
+            }
         } else {
-            let cut = |panel: &Strip| Arc::new(kernel::sub_block(panel, n, 0..panel.len() / n, span(n, bw, j)));
+            let cut = |panel: &Strip| Strip::from(kernel::sub_block(panel, n, 0..panel.len() / n, span(n, bw, j)));
             cols[j].get_or_insert_with(|| b.iter().map(cut).collect())[k].clone()
         };
         let depth = (b.len() / span(n, bw, j).len()) as u32;
@@ -367,11 +396,11 @@ mod tests {
         let pieced = all.iter().flat_map(|t| [in_pieces(t, 3), in_pieces(t, 37), in_pieces(t, 99)]);
         for tiling in all.clone().into_iter().chain(pieced) {
             let (bh, bw, pieces) = (tiling.rows, tiling.cols, tiling.depth_chunks.min(n));
-            let mut m = Master::new(n, &tiling, seed);
+            let mut m = Master::new(n, &tiling, seed, |index| index % 2 == 1);
             let mut jobs: Vec<Job> = cut_jobs(&mut m).collect();
             assert_eq!(jobs.len(), tiling.row_strips(n) * n.div_ceil(bw) * pieces, "{tiling:?}");
             if bw == n {
-                assert!(jobs.iter().all(|job| Arc::ptr_eq(&job.b, &m.b[job.k as usize])), "B is shared, not cut");
+                assert!(jobs.iter().all(|job| job.b.as_ptr() == m.b[job.k as usize].as_ptr()), "B is shared, not cut");
             }
             // The pieces of all jobs interleaved, each job's last piece first.
             jobs.reverse();

@@ -63,7 +63,7 @@ pub fn skip_copy(elems: usize) -> bool {
 /// recycled buffer (tokens are cut by the thousand: fresh pages each time would cost more
 /// than the copy). Under PDEXEC the copy is charged, not made (NOALLOC: nothing allocated).
 pub fn sub_block(
-    m: &MaybeBulk<f64>,
+    m: &impl std::ops::Deref<Target = [f64]>,
     n: usize,
     rows: std::ops::Range<usize>,
     cols: std::ops::Range<usize>,
@@ -114,8 +114,8 @@ pub fn product(a: &MaybeBulk<f64>, b: &MaybeBulk<f64>, h: usize, k: usize, w: us
 /// dgemm, or the loops; simulated as [`product`] is).
 pub fn multiply_into(
     c: &mut MaybeBulk<f64>,
-    a: &MaybeBulk<f64>,
-    b: &MaybeBulk<f64>,
+    a: &impl std::ops::Deref<Target = [f64]>,
+    b: &impl std::ops::Deref<Target = [f64]>,
     (h, k, w): (usize, usize, usize),
     kernel: Kernel,
     add: bool,
@@ -125,7 +125,7 @@ pub fn multiply_into(
             if !add {
                 c.fill(0.0);
             }
-            loops(h, w, k, (a, k), (b, w), (c, w));
+            loops(h, w, k, (&**a, k), (&**b, w), (c, w));
         }
         Kernel::Blas => {
             if !dps::skip_kernel("gemm", &[h as u64, w as u64, k as u64], 2.0 * h as f64 * w as f64 * k as f64) {

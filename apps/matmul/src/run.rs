@@ -44,8 +44,10 @@ pub fn execute(plan: &Plan) -> Result<()> {
     let standard = &plan.standard;
     let rt = standard.sim.start(&standard.runtime, &SIMULATION)?;
     let (n, tiling) = (plan.n, &plan.tiling);
-    let main = rt.collection("main", "0", |_| Master::new(n, tiling, plan.seed))?;
     let workers = rt.collection("workers", &plan.map, |_| graph::worker(plan.kernel))?;
+    // Job `index` goes to worker `index % workers` (`Graphs::build`); the master is rank 0.
+    let remote = |index: usize| workers.rank_of(index % workers.len()) != 0;
+    let main = rt.collection("main", "0", |_| Master::new(n, tiling, plan.seed, remote))?;
     let window = plan.window.unwrap_or(2 * workers.len());
     let graphs = Graphs::build(&rt, &main, &workers, window)?;
     if rt.is_root() {

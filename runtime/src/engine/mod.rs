@@ -40,6 +40,7 @@ use schedule::{Cell, Scheduler};
 use thread::ThreadBody;
 
 use crate::activity::Activity;
+use crate::bulk_vec::{self, Route};
 use crate::failure;
 use crate::node::{AnyToken, Encoder, Kind, OpImpl};
 use crate::trace::Tracer;
@@ -66,6 +67,8 @@ pub(crate) struct Engine {
     rank: usize,
     ranks: usize,
     hosts: Vec<String>,
+    /// By rank: whether it can map this rank's node-shared memory (`shm`).
+    memory_peers: OnceLock<Vec<bool>>,
     registry: Registry,
     calls: Calls,
     control: ControlQueue,
@@ -105,6 +108,7 @@ impl Engine {
             rank,
             ranks,
             hosts,
+            memory_peers: OnceLock::new(),
             registry: Registry::default(),
             calls: Calls::new(rank),
             control: ControlQueue::default(),
@@ -143,6 +147,23 @@ impl Engine {
     /// Every rank's host name, by rank.
     pub(crate) fn hosts(&self) -> &[String] {
         &self.hosts
+    }
+
+    /// Records, from every rank's memory domain (`shm::memory_domain`, by rank), which ranks
+    /// share this one's node memory; once, before any message. None if shared memory is off.
+    pub(crate) fn share_memory_by(&self, domains: &[String]) {
+        let mine = &domains[self.rank];
+        let on = crate::shared::enabled() && !mine.is_empty();
+        let peers = domains.iter().map(|d| on && d == mine).collect();
+        assert!(self.memory_peers.set(peers).is_ok(), "dps: memory peers are set once");
+    }
+
+    /// How node-shared bulks go to `rank`: lent where it maps this rank's memory.
+    fn route_to(&self, rank: usize) -> Route {
+        match self.memory_peers.get().and_then(|p| p.get(rank)) {
+            Some(true) => Route::Lend,
+            _ => Route::Bytes,
+        }
     }
 
     /// The collections, the threads this rank hosts, the graphs.
@@ -201,7 +222,8 @@ impl Engine {
             self.dispatch(header, payload.map(|(t, _)| Payload::Local(t)), may_run_here);
             return;
         }
-        let token = payload.map(|(t, encode)| encode(t));
+        let route = self.route_to(rank);
+        let token = payload.map(|(t, encode)| bulk_vec::routed(route, || encode(t)));
         let bytes = bincode::serialize(&header).expect("dps: header encoding");
         self.tracer.message(
             rank,
