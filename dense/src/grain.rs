@@ -190,7 +190,9 @@ impl Tiling {
 /// in rows (rounded to 8). Measured at n = 2048 on 2 ranks (medians of 4 alternating
 /// rounds): this model's 72 more rows made 0.855 of MKL's two-thread dgemm, 48 more 0.837,
 /// even strips 0.826 (docs/measurements/2026-11-28-matmul-master-strip-lu-first.md). With
-/// `lent` strips (mapped, not received), even strips.
+/// `lent` strips (mapped, not received), even strips: taller master strips for the others'
+/// mapping and their 4 KiB pages (1056 of 2048, 2104 of 4096) did no better (faster in 5 of
+/// 8 rounds at 2048, slower in 6 of 8 at 4096; docs/measurements/2026-11-29-matmul-node-shared-strips.md).
 pub fn master_strip_rows(m: &Machine, n: usize, workers: usize, lent: bool) -> (usize, usize) {
     let even = n.div_ceil(workers.max(1));
     if workers < 2 || even < 16 || lent {

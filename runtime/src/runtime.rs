@@ -105,10 +105,13 @@ impl Runtime {
     /// On more than one rank, a rank that stops answering for `DPS_STALL_TIMEOUT` seconds
     /// (default 60; 0 disables) ends the job with a message naming it. `DPS_BIND=cores` pins
     /// each rank's threads to its share of the node's cores (see [`Runtime::binding`]).
+    /// `DPS_SHARED_MEMORY=off` sends [`Shared`](crate::Shared) bulks as bytes between ranks
+    /// of one node too.
     ///
     /// # Errors
     /// If `DPS_STALL_TIMEOUT` is not a number of seconds, `DPS_BIND` is neither `cores` nor
-    /// `none`, `DPS_WORKERS` is not a number from 1 to 1024, or MPI cannot be initialised with a threading level that allows a progress
+    /// `none`, `DPS_WORKERS` is not a number from 1 to 1024, `DPS_SHARED_MEMORY` is neither
+    /// `on` nor `off`, or MPI cannot be initialised with a threading level that allows a progress
     /// thread.
     pub fn init() -> Result<Runtime, Error> {
         Runtime::init_watching(watchdog::stall_timeout_from_env()?, Bind::from_env()?)
@@ -117,6 +120,7 @@ impl Runtime {
     /// As [`Runtime::init`], with the stall timeout (`None`: no watchdog) and binding given.
     pub(crate) fn init_watching(stall_timeout: Option<Duration>, bind: Bind) -> Result<Runtime, Error> {
         workers_from_env()?;
+        crate::shared::setting()?;
         let (universe, _) = mpi::initialize_with_threading(mpi::Threading::Multiple)
             .ok_or_else(|| Error::new(ErrorKind::Mpi, "dps: MPI was already initialised in this process"))?;
         Runtime::start_on(universe, stall_timeout, bind)
@@ -127,10 +131,11 @@ impl Runtime {
     ///
     /// # Errors
     /// If the threading level is too low, `DPS_STALL_TIMEOUT` is not a number of seconds,
-    /// `DPS_BIND` is neither `cores` nor `none`, or `DPS_WORKERS` is not a number from 1 to
-    /// 1024.
+    /// `DPS_BIND` is neither `cores` nor `none`, `DPS_WORKERS` is not a number from 1 to
+    /// 1024, or `DPS_SHARED_MEMORY` is neither `on` nor `off`.
     pub fn from_universe(universe: mpi::environment::Universe) -> Result<Runtime, Error> {
         workers_from_env()?;
+        crate::shared::setting()?;
         Runtime::start_on(universe, watchdog::stall_timeout_from_env()?, Bind::from_env()?)
     }
 

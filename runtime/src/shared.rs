@@ -117,10 +117,23 @@ impl<T: BulkElem> From<MaybeBulk<T>> for Shared<T> {
     }
 }
 
-/// Whether segments may be used: not where `DPS_SHARED_MEMORY` is `off` (or `0`).
+/// Whether segments may be used: `DPS_SHARED_MEMORY` unset, `on` or `1` (the default), not
+/// `off` or `0`. Any other value is refused by `Runtime::init` (and is `on` until then).
 pub(crate) fn enabled() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| !matches!(std::env::var("DPS_SHARED_MEMORY").as_deref(), Ok("off" | "0")))
+    *ON.get_or_init(|| setting().unwrap_or(true))
+}
+
+/// `DPS_SHARED_MEMORY`, checked.
+pub(crate) fn setting() -> Result<bool, crate::Error> {
+    match std::env::var("DPS_SHARED_MEMORY").as_deref() {
+        Err(_) | Ok("on" | "1") => Ok(true),
+        Ok("off" | "0") => Ok(false),
+        Ok(other) => Err(crate::Error::new(
+            crate::ErrorKind::Usage,
+            format!("DPS_SHARED_MEMORY=\"{other}\": lending node-shared memory must be on or off"),
+        )),
+    }
 }
 
 impl<T: BulkElem> Deref for Shared<T> {

@@ -19,8 +19,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Where segments live. A node whose ranks see one tmpfs here can share them.
 const DIR: &str = "/dev/shm";
-/// The names this process lends begin with this, then its pid.
+/// Lent names begin with this, then the pid namespace and the pid of the process that made
+/// them (pids are only unique, and only checked for life, in their namespace).
 const PREFIX: &str = "dps-";
+
+/// `dps-<pid namespace>-`: the start of the names this process's namespace makes.
+fn namespace_prefix() -> &'static str {
+    static NS: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    NS.get_or_init(|| {
+        let ns = std::fs::read_link("/proc/self/ns/pid").map(|l| l.to_string_lossy().into_owned()).unwrap_or_default();
+        let id: String = ns.chars().filter(char::is_ascii_digit).collect();
+        format!("{PREFIX}{}-", if id.is_empty() { "0" } else { &id })
+    })
+}
 
 /// A mapped segment: `len` bytes at `ptr`, shared with the file `file`.
 #[derive(Debug)]
@@ -128,9 +139,9 @@ impl Segment {
     }
 }
 
-/// `dps-<pid>-<n>`, unique in this process.
+/// `dps-<pid namespace>-<pid>-<n>`, unique on this node.
 fn fresh_name() -> String {
-    format!("{PREFIX}{}-{}", std::process::id(), NEXT_NAME.fetch_add(1, Ordering::Relaxed))
+    format!("{}{}-{}", namespace_prefix(), std::process::id(), NEXT_NAME.fetch_add(1, Ordering::Relaxed))
 }
 
 /// `linkat(2)` from `from` to `to`, both absolute paths.
@@ -185,7 +196,7 @@ pub(crate) fn remove_lent_names() {
     remove_names(|pid| pid == mine);
 }
 
-/// Removes the names left by processes of this machine that are gone (killed with segments
+/// Removes the names left by processes of this machine (and pid namespace) that are gone (killed with segments
 /// or transfers in flight), whose pages would otherwise stay in memory until a reboot.
 pub(crate) fn remove_names_of_the_dead() {
     remove_names(|pid| !std::path::Path::new(&format!("/proc/{pid}")).exists());
@@ -195,7 +206,7 @@ fn remove_names(of: impl Fn(u32) -> bool) {
     let Ok(entries) = std::fs::read_dir(DIR) else { return };
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        let pid = name.strip_prefix(PREFIX).and_then(|rest| rest.split('-').next()?.parse::<u32>().ok());
+        let pid = name.strip_prefix(namespace_prefix()).and_then(|rest| rest.split('-').next()?.parse::<u32>().ok());
         if pid.is_some_and(&of) {
             let _ = std::fs::remove_file(entry.path());
         }
@@ -230,10 +241,14 @@ mod tests {
         remove_lent_names();
         assert!(!std::path::Path::new(&format!("{DIR}/{left}")).exists());
         // A name of a process that is gone (pid 2^22 + 1 is above Linux's pid_max).
-        let dead = format!("{DIR}/{PREFIX}4194305-0");
+        let dead = format!("{DIR}/{}4194305-0", namespace_prefix());
+        let other_namespace = format!("{DIR}/{PREFIX}1-4194305-0");
+        std::fs::write(&other_namespace, b"not ours").unwrap();
         std::fs::write(&dead, b"left").unwrap();
         remove_names_of_the_dead();
         assert!(!std::path::Path::new(&dead).exists());
+        assert!(std::path::Path::new(&other_namespace).exists(), "another pid namespace's names are left alone");
+        std::fs::remove_file(other_namespace).unwrap();
         assert!(!memory_domain().is_empty());
     }
 }

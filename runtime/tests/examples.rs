@@ -155,3 +155,14 @@ fn a_bad_dps_workers_is_refused_before_any_work() {
     let job = mpirun_env(2, &[("DPS_WORKERS", "1")], &example("uppercase"), &["--map", "all*2", "hello"]);
     assert!(job.status.success() && job.stdout.trim() == "HELLO", "{}\n{}", job.stdout, job.stderr);
 }
+
+#[test]
+fn a_bad_dps_shared_memory_is_refused_before_any_work() {
+    let job = mpirun_env(2, &[("DPS_SHARED_MEMORY", "of")], &example("uppercase"), &["hello"]);
+    assert!(!job.status.success() && !job.stdout.contains("HELLO"), "{}", job.stdout);
+    assert!(job.stderr.contains("DPS_SHARED_MEMORY=\"of\"") && job.stderr.contains("on or off"), "{}", job.stderr);
+    for good in ["on", "off", "1", "0"] {
+        let job = mpirun_env(2, &[("DPS_SHARED_MEMORY", good)], &example("uppercase"), &["hello"]);
+        assert!(job.status.success() && job.stdout.trim() == "HELLO", "{good}: {}\n{}", job.stdout, job.stderr);
+    }
+}
