@@ -3,10 +3,10 @@
 //! A segment is created nameless (`O_TMPFILE`): one that is never lent leaves nothing behind.
 //! The first time it is lent, its owner gives it a home name (an `O_TMPFILE` file can be
 //! linked once, while it has no name); for each transfer it links a fresh name to the home
-//! name, and the receiver opens that name, removes it and maps the file read-only. The pages
-//! then belong to both mappings, and live until the last one goes: the owner may drop its
-//! segment (which removes the home name) while the receiver still reads it, and nothing has
-//! to be acknowledged. Names are left over only when a process dies: [`remove_lent_names`]
+//! name, and the receiver opens that name, takes it over as its own home name and maps the
+//! file read-only. The pages then belong to both mappings, and live until the last one goes:
+//! the owner may drop its segment (which removes its home name) while the receiver still
+//! reads it, and nothing has to be acknowledged. Names are left over only when a process dies: [`remove_lent_names`]
 //! clears this process's at shutdown, [`remove_names_of_the_dead`] those of processes gone.
 //!
 //! This is a leaf module: it imports nothing from the crate.
@@ -110,8 +110,9 @@ impl Segment {
     }
 
     /// Links a fresh name to the segment and returns it, for one receiver to open; `None`
-    /// if the link fails (the caller then sends the bytes). The segment is read-only from
-    /// now on, so that the receiver sees it as it was lent.
+    /// if the link fails (the caller then sends the bytes). The owner must not write the
+    /// segment any more, so that the receiver sees it as it was lent (`Shared` writes only
+    /// while it builds one).
     pub(crate) fn lend(&self) -> Option<String> {
         let mut home = self.home.lock().unwrap_or_else(|p| p.into_inner());
         if home.is_none() {
