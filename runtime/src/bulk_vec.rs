@@ -113,6 +113,8 @@ pub(crate) enum Route {
 }
 
 thread_local! {
+    /// Whether the encoding running on this thread has lent a segment.
+    static LENT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// The route of the encoding running on this thread.
     static ROUTE: std::cell::Cell<Route> = const { std::cell::Cell::new(Route::Bytes) };
     /// `Some` while `stage_outgoing` runs: the bulks registered so far.
@@ -121,8 +123,9 @@ thread_local! {
     static INCOMING: RefCell<Option<Vec<Option<BulkVec>>>> = const { RefCell::new(None) };
 }
 
-/// Runs `encode` with outgoing staging on; returns its result and the bulks it registered.
-pub(crate) fn stage_outgoing<R>(encode: impl FnOnce() -> R) -> (R, Vec<BulkRef>) {
+/// Runs `encode` with outgoing staging on; returns its result, the bulks it registered and
+/// whether it lent node memory ([`note_lent`]).
+pub(crate) fn stage_outgoing<R>(encode: impl FnOnce() -> R) -> (R, Vec<BulkRef>, bool) {
     /// Turns staging off even if `encode` panics (a user `Serialize` may), so that a later
     /// encoding on this thread (JSON, a file) is not taken for the transport's.
     struct Off;
@@ -132,11 +135,12 @@ pub(crate) fn stage_outgoing<R>(encode: impl FnOnce() -> R) -> (R, Vec<BulkRef>)
         }
     }
     OUTGOING.with(|o| *o.borrow_mut() = Some(Vec::new()));
+    LENT.with(|l| l.set(false));
     let off = Off;
     let result = encode();
     let bulks = OUTGOING.with(|o| o.borrow_mut().take()).unwrap_or_default();
     drop(off);
-    (result, bulks)
+    (result, bulks, LENT.with(|l| l.replace(false)))
 }
 
 /// Runs `encode` with node-shared bulks sent by `route` (else as bytes).
@@ -151,6 +155,11 @@ pub(crate) fn routed<R>(route: Route, encode: impl FnOnce() -> R) -> R {
     ROUTE.with(|r| r.set(route));
     let _reset = Reset;
     encode()
+}
+
+/// Records that the encoding running on this thread lent node memory.
+pub(crate) fn note_lent() {
+    LENT.with(|l| l.set(true));
 }
 
 /// The route of the encoding running on this thread.
@@ -218,7 +227,7 @@ mod tests {
     #[test]
     fn staging_is_on_only_inside_the_call_and_off_after_a_panic() {
         assert!(!encoding_with_bulks());
-        let (index, bulks) = stage_outgoing(|| {
+        let (index, bulks, _) = stage_outgoing(|| {
             assert!(encoding_with_bulks());
             register_outgoing(&[1, 2, 3], u8::KIND, 3)
         });

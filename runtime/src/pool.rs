@@ -91,8 +91,12 @@ pub(crate) fn alloc(kind: u8, count: usize) -> Option<BulkVec> {
 mod tests {
     use super::*;
 
+    /// Held by the tests that fill the pool: filling it evicts the other tests' buffers.
+    static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     #[test]
     fn recycles_by_type_and_length_and_evicts_other_sizes_when_full() {
+        let _alone = ALONE.lock().unwrap_or_else(|p| p.into_inner());
         let mb = 1 << 20;
         put(BulkVec::U8(vec![7; mb]));
         assert!(take(8, mb / 8, mb).is_none(), "another element type is not a match");
@@ -109,6 +113,7 @@ mod tests {
 
     #[test]
     fn a_shorter_request_takes_the_smallest_buffer_that_holds_it_up_to_twice_its_length() {
+        let _alone = ALONE.lock().unwrap_or_else(|p| p.into_inner());
         let mb = 1 << 20; // i32 elements: this test's own kind (5), untouched by the others
         put(BulkVec::I32(vec![3; 3 * mb]));
         put(BulkVec::I32(vec![2; 2 * mb]));

@@ -177,6 +177,7 @@ impl<T: BulkElem> Serialize for Shared<T> {
         if let (Store::Segment(segment, _), true) = (&self.0, bulk_vec::encoding_with_bulks()) {
             let bytes = segment.bytes().len();
             if let Some(name) = (bulk_vec::route() == Route::Lend).then(|| segment.lend()).flatten() {
+                bulk_vec::note_lent();
                 return (LENT, RawBytes(format!("{name} {bytes}").as_bytes())).serialize(s);
             }
         }
@@ -252,6 +253,7 @@ mod tests {
         let wire = bulk_vec::routed(Route::Lend, || wire::encode::<Job>(Box::new(Job { id: 3, ..job() })));
         let lent = sent.a.in_node_memory();
         assert_eq!(wire.bulks_out.is_empty(), lent, "a lent bulk sends no bytes");
+        assert_eq!(wire.lends, lent, "and the token says it lends, to leave at once");
         let got = deliver(wire);
         assert_eq!(got, sent);
         assert_eq!(got.a.in_node_memory(), lent);
@@ -263,6 +265,7 @@ mod tests {
         let wire = wire::encode::<Job>(Box::new(job()));
         assert_eq!(wire.bulks_out.len(), 1, "the large vector out of band, the small one inline");
         assert_eq!(wire.bulks_out[0].len, 800_000);
+        assert!(!wire.lends);
         let got = deliver(wire);
         assert_eq!(got, sent);
         assert!(!got.a.in_node_memory());

@@ -21,6 +21,9 @@ pub(crate) struct WireToken {
     pub(crate) bytes: Vec<u8>,
     pub(crate) bulks_out: Vec<BulkRef>,
     pub(crate) bulks_in: Vec<BulkVec>,
+    /// It lends node memory (`dps::Shared`): its receiver's work waits on it as on bulk
+    /// data, so it leaves as soon as bulk data does.
+    pub(crate) lends: bool,
     #[allow(dead_code)] // held only to keep the bulk memory alive
     pub(crate) keep: Option<Box<dyn Any + Send>>,
 }
@@ -42,9 +45,9 @@ pub(crate) fn encode<T: Token>(token: Box<dyn Any + Send>) -> WireToken {
     let token = token.downcast::<T>().expect("dps: token type does not match the node's input type");
     // One pass (`serialize_into`): `bincode::serialize` would visit the token twice.
     let mut bytes = Vec::new();
-    let (result, bulks_out) = bulk_vec::stage_outgoing(|| bincode::serialize_into(&mut bytes, &*token));
+    let (result, bulks_out, lends) = bulk_vec::stage_outgoing(|| bincode::serialize_into(&mut bytes, &*token));
     result.unwrap_or_else(|e| panic!("dps: cannot encode token {}: {e}", std::any::type_name::<T>()));
-    WireToken { bytes, bulks_out, bulks_in: Vec::new(), keep: Some(token) }
+    WireToken { bytes, bulks_out, bulks_in: Vec::new(), lends, keep: Some(token) }
 }
 
 /// Decodes a received token as type `T`.
@@ -101,7 +104,7 @@ pub(crate) fn parse_packet(packet: &[u8]) -> Result<Vec<InFrame>, String> {
                 let count = u64::from_le_bytes(r.bytes(8)?.try_into().unwrap()) as usize;
                 bulks_in.push(pool::alloc(kind, count).ok_or(format!("unknown bulk kind {kind}"))?);
             }
-            Some(WireToken { bytes, bulks_out: Vec::new(), bulks_in, keep: None })
+            Some(WireToken { bytes, bulks_out: Vec::new(), bulks_in, lends: false, keep: None })
         } else {
             None
         };

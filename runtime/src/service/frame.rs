@@ -352,7 +352,7 @@ pub(crate) fn read(r: &mut impl Read, lender: Option<&Lender>) -> std::io::Resul
             lender.copy(v.as_bytes_mut(), addr)?;
         }
     }
-    Ok(Some((msg, Some(WireToken { bytes, bulks_out: Vec::new(), bulks_in, keep: None }))))
+    Ok(Some((msg, Some(WireToken { bytes, bulks_out: Vec::new(), bulks_in, lends: false, keep: None }))))
 }
 
 /// Decodes a received token as `T`, or says why it does not decode (never panics: the
@@ -493,7 +493,13 @@ mod tests {
         huge.push(8);
         huge.extend_from_slice(&u64::MAX.to_le_bytes());
         assert!(read(&mut huge.as_slice(), None).unwrap_err().to_string().contains("bulks of more than"));
-        let wrong = decode::<String>(WireToken { bytes: vec![9; 3], bulks_out: vec![], bulks_in: vec![], keep: None });
+        let wrong = decode::<String>(WireToken {
+            bytes: vec![9; 3],
+            bulks_out: vec![],
+            bulks_in: vec![],
+            lends: false,
+            keep: None,
+        });
         assert!(wrong.is_err());
     }
 }

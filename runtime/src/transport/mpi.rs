@@ -148,11 +148,12 @@ impl MpiTransport {
 
 impl Transport for MpiTransport {
     fn send(&self, dest: usize, header: Vec<u8>, token: Option<WireToken>) {
-        let bulky = token.as_ref().is_some_and(|t| !t.bulks_out.is_empty());
+        let bulky = token.as_ref().is_some_and(|t| !t.bulks_out.is_empty() || t.lends);
         self.tx.send(Outgoing::Frame { dest, header, token }).expect("dps transport error: progress thread is gone");
         // A token with bulk data leaves at once from the posting thread when the transport is
         // free: the progress thread may be dozing while this rank's workers compute, and a
         // dense app's block then waited milliseconds for it (LU's panel, 2 ranks on 2 cores).
+        // So does a token that lends node memory (3-4 ms for dps-matmul's job to rank 1).
         // Small frames stay queued, to be packed together by the next round.
         if bulky {
             if let Ok(mut progress) = self.shared.progress.try_lock() {
