@@ -64,11 +64,15 @@ impl<T: BulkElem> Shared<T> {
         Shared(Store::Heap(Arc::new(Bulk(v))))
     }
 
-    /// Whether large vectors go to node-shared memory here (a usable `/dev/shm`, and
-    /// `DPS_SHARED_MEMORY` is not `off`): ranks of this node then map them, not copy them.
-    pub fn available() -> bool {
+    /// Whether `len` elements fit in node-shared memory here (a usable `/dev/shm` at least
+    /// that large, and `DPS_SHARED_MEMORY` not `off`): ranks of this node would then map
+    /// them, not copy them. A container's `/dev/shm` is often 64 MB. Its size, not its free
+    /// space (which changes), so that the ranks of a node agree; a vector that finds no
+    /// room when it is made goes to the heap.
+    pub fn room_for(len: usize) -> bool {
         static USABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        enabled() && *USABLE.get_or_init(|| Segment::create(4096).is_some())
+        let bytes = len.saturating_mul(std::mem::size_of::<T>()) as u64;
+        enabled() && *USABLE.get_or_init(|| Segment::create(4096).is_some()) && crate::shm::size() >= bytes
     }
 
     /// The elements of `v` (copied into node-shared memory where it is used).
@@ -257,6 +261,13 @@ mod tests {
         let got = deliver(wire);
         assert_eq!(got, sent);
         assert_eq!(got.a.in_node_memory(), lent);
+    }
+
+    #[test]
+    fn room_is_the_size_of_dev_shm() {
+        if Shared::<f64>::room_for(1) {
+            assert!(!Shared::<u8>::room_for(usize::MAX), "no tmpfs holds 2^64 bytes");
+        }
     }
 
     #[test]

@@ -189,6 +189,19 @@ pub(crate) fn memory_domain() -> String {
     }
 }
 
+/// The size of `/dev/shm` in bytes (0 where it cannot be read): its total, not what is free
+/// now, so that the ranks of a node, which read it at slightly different times, agree.
+pub(crate) fn size() -> u64 {
+    let dir = CString::new(DIR).expect("no NUL in the path");
+    // SAFETY: `statvfs` is plain data; the kernel fills it through a valid, exclusive borrow.
+    let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid C string and a valid pointer to `stat`.
+    if unsafe { libc::statvfs(dir.as_ptr(), &mut stat) } != 0 {
+        return 0;
+    }
+    (stat.f_blocks as u64).saturating_mul(stat.f_frsize as u64)
+}
+
 /// Removes the names this process lent that no receiver took (a job that ended with a
 /// transfer in flight). The segments still alive keep their pages (their descriptors and
 /// mappings hold them) but can no longer be lent. Best effort.

@@ -155,9 +155,13 @@ impl Args {
         // Only the pipelined variant sends jobs in depth pieces: `phased` (and so `compare`,
         // Table 1) ships whole jobs, since nothing starts before its phase anyway.
         let pieces = self.variant == Variant::Pipelined;
-        // Every rank on this node, where strips are node-shared memory: the workers map them.
-        let lent =
-            self.run.standard.simulated_ranks().is_none() && on_node == ranks as u64 && dps::Shared::<f64>::available();
+        // Every rank on this node, where the others' strips (their rows of A, and B) fit in
+        // node-shared memory: the workers map them.
+        let others =
+            self.n.saturating_mul(self.n).saturating_mul(2).saturating_sub(self.n.saturating_mul(self.n) / ranks);
+        let lent = self.run.standard.simulated_ranks().is_none()
+            && on_node == ranks as u64
+            && dps::Shared::<f64>::room_for(others);
         grain::matmul_tiling(&grain::DEV_VM, self.n, ranks, pieces, lent, fits)
     }
 }
