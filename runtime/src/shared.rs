@@ -61,7 +61,7 @@ impl<T: BulkElem> Shared<T> {
         }
         let mut v = vec![T::zeroed(); len];
         fill(&mut v);
-        Shared(Store::Heap(Arc::new(Bulk(v))))
+        Shared::from(v)
     }
 
     /// Whether `len` elements fit in node-shared memory here (a usable `/dev/shm` at least
@@ -70,9 +70,8 @@ impl<T: BulkElem> Shared<T> {
     /// space (which changes), so that the ranks of a node agree; a vector that finds no
     /// room when it is made goes to the heap.
     pub fn room_for(len: usize) -> bool {
-        static USABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
         let bytes = len.saturating_mul(std::mem::size_of::<T>()) as u64;
-        enabled() && *USABLE.get_or_init(|| Segment::create(4096).is_some()) && crate::shm::size() >= bytes
+        enabled() && crate::shm::usable() && crate::shm::size() >= bytes
     }
 
     /// The elements of `v` (copied into node-shared memory where it is used).
@@ -193,12 +192,12 @@ impl<'de, T: BulkElem + DeserializeOwned> Deserialize<'de> for Shared<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         use serde::de::Error;
         if !bulk_vec::decoding_with_bulks() {
-            return Vec::<T>::deserialize(d).map(|v| Shared(Store::Heap(Arc::new(Bulk(v)))));
+            return Vec::<T>::deserialize(d).map(Shared::from);
         }
         let (index, buf) = <(u32, ByteBuf)>::deserialize(d)?;
         if index != LENT {
             let v = token::received_elems(index, buf.0).map_err(D::Error::custom)?;
-            return Ok(Shared(Store::Heap(Arc::new(Bulk(v)))));
+            return Ok(Shared::from(v));
         }
         let text = String::from_utf8(buf.0).map_err(D::Error::custom)?;
         let (name, bytes) = text

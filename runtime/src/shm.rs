@@ -177,14 +177,20 @@ fn map(file: File, len: usize, writable: bool) -> io::Result<Segment> {
     Ok(Segment { ptr: ptr.cast(), len, file, writable, home: std::sync::Mutex::new(None) })
 }
 
+/// Whether segments can be made here (checked once, with a small one).
+pub(crate) fn usable() -> bool {
+    static USABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *USABLE.get_or_init(|| Segment::create(4096).is_some())
+}
+
 /// What identifies this process's `/dev/shm`: the boot (a machine) and the tmpfs's device
 /// (a mount). Ranks with equal identities can lend each other segments; empty where there
 /// is no `/dev/shm` or segments cannot be made (no rank then shares with this one).
 pub(crate) fn memory_domain() -> String {
     use std::os::unix::fs::MetadataExt;
     let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
-    match (std::fs::metadata(DIR), Segment::create(4096)) {
-        (Ok(dir), Some(_)) if !boot.trim().is_empty() => format!("{} {}", boot.trim(), dir.dev()),
+    match std::fs::metadata(DIR) {
+        Ok(dir) if usable() && !boot.trim().is_empty() => format!("{} {}", boot.trim(), dir.dev()),
         _ => String::new(),
     }
 }
