@@ -54,6 +54,7 @@ pub(crate) fn run(opts: &Options) -> Result<()> {
         text = describe_machine(&topology);
         let blas = dps_dense::kernel_choice::BlasInfo::of_this_process();
         let _ = writeln!(text, "BLAS: {}", blas.describe());
+        let _ = writeln!(text, "Node-shared memory (/dev/shm): huge pages {}", dps::shared_memory_huge_pages());
     }
     let mapping = if opts.ranks { "all" } else { "0" };
     let threads = rt.threads_in(mapping)?;

@@ -87,7 +87,7 @@ pub use output_file::OutputFile;
 pub use route::{Route, RouteCtx};
 pub use runtime::Runtime;
 pub use service::{Export, Service};
-pub use shared::Shared;
+pub use shared::{shared_memory_huge_pages, Shared};
 pub use sim::{LinkCost, SimOptions, SimReport, TransferCpu};
 pub use simclock::{pause, simulated, skip_kernel, KernelCost, SimMode};
 pub use token::{Bulk, MaybeBulk, Token};

@@ -15,6 +15,13 @@ use crate::token::{self, Bulk, ByteBuf, MaybeBulk, RawBytes, LENT};
 /// lending a segment (a few system calls on each side).
 const MIN_SEGMENT_BYTES: usize = 256 * 1024;
 
+/// How node-shared memory is paged on this node: the `huge=` mode of the tmpfs at `/dev/shm`
+/// (`never`, as Debian mounts it: 4 KiB pages; `advise`, `within_size` or `always`: huge
+/// pages for [`Shared`] vectors), or `deny` / `force` where the kernel overrides every mount.
+pub fn shared_memory_huge_pages() -> String {
+    crate::shm::huge_pages()
+}
+
 /// A read-only vector of plain numbers that ranks on one node share rather than copy.
 ///
 /// It is built once, in node-shared memory (a file in `/dev/shm`). Sent to a rank on the same
@@ -25,9 +32,9 @@ const MIN_SEGMENT_BYTES: usize = 256 * 1024;
 /// a NOALLOC simulation only the length exists (as for [`MaybeBulk`](crate::MaybeBulk)).
 ///
 /// Use it for large operands that other ranks only read: a matrix's strips sent to workers.
-/// The trade-off: shared memory is on 4 KiB pages (Linux gives transparent huge pages to
-/// private memory only, unless the administrator changes `shmem_enabled`), which costs a
-/// kernel that walks the data with large strides a few per cent; a copy costs more.
+/// The trade-off: shared memory is on 4 KiB pages unless the tmpfs at `/dev/shm` is mounted
+/// with huge pages ([`shared_memory_huge_pages`]; Debian's is not), which costs a kernel that
+/// walks the data with large strides a few per cent; a copy costs more.
 ///
 /// ```
 /// let strip = dps::Shared::<f64>::from_fn(1 << 16, |x| x.fill(0.5));

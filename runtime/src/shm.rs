@@ -72,10 +72,7 @@ impl Segment {
         }
         // SAFETY: `fd` was just opened and is owned by nothing else.
         let file = unsafe { File::from_raw_fd(fd) };
-        // SAFETY: a valid descriptor; allocates the file's blocks.
-        if unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len as libc::off_t) } != 0 {
-            return None;
-        }
+        file.set_len(len as u64).ok()?;
         map(file, len, true).ok()
     }
 
@@ -163,18 +160,56 @@ impl Drop for Segment {
     }
 }
 
-/// Maps `len` bytes of `file`; the page tables are filled now (`MAP_POPULATE`): a fault per
-/// page on first reading would cost as much as copying.
+/// Maps `len` bytes of `file` and fills its page tables now: a fault per page on first
+/// reading would cost as much as copying. A writable (new) segment's pages are allocated
+/// here, so that a full tmpfs is an error now rather than a SIGBUS later. The mapping asks
+/// for huge pages first: a tmpfs mounted `huge=advise` gives them only then (`within_size`
+/// and `always` without asking), and kernels that walk the data with large strides read it
+/// 3-6 % faster (dps-matmul's lent strips; Debian's `/dev/shm` has `huge=never`).
 fn map(file: File, len: usize, writable: bool) -> io::Result<Segment> {
     let prot = if writable { libc::PROT_READ | libc::PROT_WRITE } else { libc::PROT_READ };
     // SAFETY: a fresh mapping of an open file, checked below.
-    let ptr = unsafe {
-        libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED | libc::MAP_POPULATE, file.as_raw_fd(), 0)
-    };
+    let ptr = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, libc::MAP_SHARED, file.as_raw_fd(), 0) };
     if ptr == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
     }
-    Ok(Segment { ptr: ptr.cast(), len, file, writable, home: std::sync::Mutex::new(None) })
+    // Dropped on an error below: unmapped.
+    let segment = Segment { ptr: ptr.cast(), len, file, writable, home: std::sync::Mutex::new(None) };
+    // SAFETY: advice on the mapping just made (an error leaves it on small pages).
+    unsafe { libc::madvise(ptr, len, libc::MADV_HUGEPAGE) };
+    let fill = if writable { libc::MADV_POPULATE_WRITE } else { libc::MADV_POPULATE_READ };
+    // SAFETY: as above; populating reports a failure instead of raising SIGBUS.
+    if unsafe { libc::madvise(ptr, len, fill) } != 0 {
+        let error = io::Error::last_os_error();
+        // Kernels before 5.14 have no such advice: reserve a new file's space instead (a read
+        // mapping then faults its pages in as it is read).
+        let reserved = error.raw_os_error() == Some(libc::EINVAL)
+            // SAFETY: a valid descriptor; allocates the file's blocks.
+            && (!writable || unsafe { libc::fallocate(segment.file.as_raw_fd(), 0, 0, len as libc::off_t) } == 0);
+        if !reserved {
+            return Err(error);
+        }
+    }
+    Ok(segment)
+}
+
+/// How the tmpfs at `/dev/shm` pages segments: the `huge=` option of its mount (`never`
+/// where it has none, as Debian mounts it; `advise`, `within_size`, `always`), or the
+/// kernel's `shmem_enabled` where that overrides every mount (`deny`, `force`).
+pub(crate) fn huge_pages() -> String {
+    let forced = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/shmem_enabled").unwrap_or_default();
+    let forced = forced.split_whitespace().find_map(|mode| mode.strip_prefix('[')?.strip_suffix(']'));
+    if let Some(mode @ ("deny" | "force")) = forced {
+        return mode.to_string();
+    }
+    // The last mount at the path is the one seen there.
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
+    let options = mounts.lines().filter_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        (fields.get(1) == Some(&DIR)).then(|| fields.get(3).copied().unwrap_or_default().to_string())
+    });
+    let huge = options.last().and_then(|o| o.split(',').find_map(|o| o.strip_prefix("huge=").map(str::to_string)));
+    huge.unwrap_or_else(|| "never".to_string())
 }
 
 /// Whether segments can be made here (checked once, with a small one).

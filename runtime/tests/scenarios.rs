@@ -224,6 +224,72 @@ fn scenario_shared() {
     rt.shutdown().unwrap();
 }
 
+/// Where this test may mount (root, `unshare`, transparent huge pages), it gives `/dev/shm`
+/// a tmpfs mounted `huge=advise` in a private mount namespace (Debian's own has 4 KiB pages)
+/// and runs `scenario_shared_huge` on 2 ranks there.
+#[test]
+fn shared_bulks_are_on_huge_pages_where_the_tmpfs_allows_them() {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let thp = std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists();
+    let unshare = std::process::Command::new("unshare").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !(root && thp && unshare) {
+        eprintln!("skipped: needs root, unshare and transparent huge pages (root {root}, THP {thp}, unshare {unshare})");
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let inner = format!(
+        "mount -t tmpfs -o huge=advise,size=256m,mode=1777 tmpfs /dev/shm && exec {} -n 2 {} {}",
+        common::MPIRUN,
+        exe.display(),
+        only("scenario_shared_huge").join(" ")
+    );
+    let unshare = ["-m", "--propagation", "private", "sh", "-c", &inner];
+    let job = common::test_job(common::Job::new("unshare").launcher(common::Launcher::None).args(unshare));
+    assert!(job.status.success() && job.stdout.contains("1 passed"), "{}\n{}", job.stdout, job.stderr);
+}
+
+/// Kilobytes of this process's mapping that holds `at` mapped through huge pages (the
+/// `ShmemPmdMapped` of its entry in `/proc/self/smaps`).
+fn huge_kib_of_mapping_at(at: *const f64) -> u64 {
+    let (addr, mut inside) = (at as usize, false);
+    for line in std::fs::read_to_string("/proc/self/smaps").unwrap().lines() {
+        let range = line.split_whitespace().next().and_then(|r| r.split_once('-'));
+        if let Some((Ok(start), Ok(end))) =
+            range.map(|(s, e)| (usize::from_str_radix(s, 16), usize::from_str_radix(e, 16)))
+        {
+            inside = (start..end).contains(&addr);
+        } else if let Some(kib) = line.strip_prefix("ShmemPmdMapped:").filter(|_| inside) {
+            return kib.trim().trim_end_matches("kB").trim().parse().unwrap();
+        }
+    }
+    0
+}
+
+/// On a tmpfs mounted `huge=advise`: the root's 8 MiB strip lies on huge pages, and so does
+/// the mapping of it that the other rank receives.
+#[test]
+#[ignore]
+fn scenario_shared_huge() {
+    let rt = Runtime::init().unwrap();
+    assert_eq!(dps::shared_memory_huge_pages(), "advise");
+    let main = rt.collection("main", "0", |_| ()).unwrap();
+    let last = rt.collection("last", &(rt.ranks() - 1).to_string(), |_| ()).unwrap();
+    let strip = dps::Shared::<f64>::from_fn(1 << 20, |x| x.fill(1.0));
+    assert!(strip.in_node_memory() && huge_kib_of_mapping_at(strip.as_ptr()) >= 2048, "the owner's mapping");
+    let send = Node::split("send", &main, route::fixed(0), move |_: &mut (), _: ()| std::iter::once(strip.clone()));
+    let check = Node::leaf("check", &last, route::fixed(0), |_: &mut (), s: dps::Shared<f64>| {
+        assert_eq!(s[(1 << 20) - 1], 1.0);
+        huge_kib_of_mapping_at(s.as_ptr())
+    });
+    let back = Node::merge("back", &main, MergeFn::new(|_: &mut ()| 0u64, |_, kib: &mut u64, k: u64| *kib += k, |_, k| k));
+    let g = rt.graph("shared huge", send >> check >> back).unwrap();
+    if rt.is_root() {
+        assert!(rt.call(&g, ()).unwrap() >= 2048, "the receiver's mapping");
+    }
+    rt.shutdown().unwrap();
+}
+
 // ---------------------------------------------------------------- load balancing
 
 #[test]
