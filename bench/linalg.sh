@@ -28,7 +28,9 @@ bin=target/release
 # The main job's build (a build of these packages alone would compile the workspace's crates
 # a second time, with other features).
 cargo build --release --quiet --workspace --bins --examples
-run() { timeout -k 5 900 scripts/mpirun "$@"; }
+# The DPS jobs with node-shared memory on huge pages, as MKL's threads have their private
+# memory (scripts/with-huge-shm: as root, a private /dev/shm mounted huge=advise).
+run() { timeout -k 5 900 scripts/with-huge-shm scripts/mpirun "$@"; }
 
 "$bin/dps-bench" topology | grep '^BLAS:' | tee "$out/blas.txt"
 "$bin/dps-bench" peak --json > "$out/peak.json"
@@ -102,7 +104,8 @@ def describe(r): return f"{r['blas_library']} {r['blas_version']}, core {r['blas
 dps, openblas = (next(r for r in mm if r["variant"] == v) for v in ("pipelined", "serial"))
 lines = [f"BLAS of the DPS runs: {describe(dps)}; the OpenBLAS reference: {describe(openblas)}; CPU vectors {dps['cpu_vectors']}; "
          f"measured peak {machine_peak:.1f} GFLOP/s on {peak['cores']} cores ({core_peak:.1f} on one, {peak['vectors']} FMA); "
-         f"transparent huge pages {dps.get('huge_pages', 'n/a')} (the DPS programs and the MKL driver ask for them for their matrices)",
+         f"transparent huge pages {dps.get('huge_pages', 'n/a')} (the DPS programs and the MKL driver ask for them for their matrices); "
+         f"node-shared memory (dps-matmul's lent strips) huge pages {dps.get('shared_memory_huge_pages') or 'n/a'}",
          "Rates: medians of the runs; ratios: medians of the per-round ratios (runs of a round are adjacent).", "",
          "| benchmark | block | DPS GFLOP/s | OpenBLAS GFLOP/s | MKL GFLOP/s | DPS / MKL | floor | DPS / OpenBLAS | DPS / peak | first call / median |",
          "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]

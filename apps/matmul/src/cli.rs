@@ -1,8 +1,6 @@
 //! The command line: the options, parsed and checked once into a [`Plan`] before any work
 //! (bad input exits 2 here); nothing past this module sees the raw options.
 
-use std::fmt::Write as _;
-
 use anyhow::Result;
 use clap::{Parser, ValueEnum};
 use dps::SimMode;
@@ -164,11 +162,7 @@ impl Args {
         let lent = self.run.standard.simulated_ranks().is_none()
             && on_node == ranks as u64
             && dps::Shared::<f64>::room_for(others);
-        let mut tiling = grain::matmul_tiling(&grain::DEV_VM, self.n, ranks, pieces, lent, fits);
-        if lent {
-            let _ = write!(tiling.reason, ", /dev/shm huge pages {}", dps::shared_memory_huge_pages());
-        }
-        tiling
+        grain::matmul_tiling(&grain::DEV_VM, self.n, ranks, pieces, lent, fits)
     }
 }
 

@@ -36,6 +36,11 @@ pub struct Record {
     pub block_depth_chunks: usize,
     /// Why these blocks: `--block`, `--s K`, or the cost model's predictions (`dps_dense::grain`).
     pub block_reason: String,
+    /// How this node pages the memory its ranks share (`dps::shared_memory_huge_pages`):
+    /// the operand strips lent to the other ranks of the node are on huge pages unless it is
+    /// `never` (or `deny`). Empty in records from before it was recorded.
+    #[serde(default)]
+    pub shared_memory_huge_pages: String,
     /// Blocks per column of C: row strips (not in the serial variant).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub s: Option<usize>,
@@ -86,6 +91,7 @@ impl Record {
             block_first_rows: block.first_rows,
             block_depth_chunks: block.depth_chunks,
             block_reason: block.reason.clone(),
+            shared_memory_huge_pages: dps::shared_memory_huge_pages(),
             s,
             reps,
             first_call_s: None,

@@ -35,6 +35,7 @@ fn the_core_in_use_is_as_wide_as_the_cpu() {
             assert_eq!(r["blas_library"], library, "{CHOICE}={choice}: {r}");
             assert!(r["blas_threads"].as_u64().unwrap() >= 1, "{r}");
             assert_eq!(r["huge_pages"], dps_dense::huge::mode().as_str(), "{r}");
+            assert_eq!(r["shared_memory_huge_pages"], dps::shared_memory_huge_pages().as_str(), "{r}");
         }
     }
 }
