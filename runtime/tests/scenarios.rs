@@ -234,7 +234,9 @@ fn shared_bulks_are_on_huge_pages_where_the_tmpfs_allows_them() {
     let thp = std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists();
     let unshare = std::process::Command::new("unshare").arg("--version").output().is_ok_and(|o| o.status.success());
     if !(root && thp && unshare) {
-        eprintln!("skipped: needs root, unshare and transparent huge pages (root {root}, THP {thp}, unshare {unshare})");
+        eprintln!(
+            "skipped: needs root, unshare and transparent huge pages (root {root}, THP {thp}, unshare {unshare})"
+        );
         return;
     }
     let exe = std::env::current_exe().unwrap();
@@ -282,7 +284,8 @@ fn scenario_shared_huge() {
         assert_eq!(s[(1 << 20) - 1], 1.0);
         huge_kib_of_mapping_at(s.as_ptr())
     });
-    let back = Node::merge("back", &main, MergeFn::new(|_: &mut ()| 0u64, |_, kib: &mut u64, k: u64| *kib += k, |_, k| k));
+    let back =
+        Node::merge("back", &main, MergeFn::new(|_: &mut ()| 0u64, |_, kib: &mut u64, k: u64| *kib += k, |_, k| k));
     let g = rt.graph("shared huge", send >> check >> back).unwrap();
     if rt.is_root() {
         assert!(rt.call(&g, ()).unwrap() >= 2048, "the receiver's mapping");
