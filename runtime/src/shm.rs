@@ -197,19 +197,23 @@ fn map(file: File, len: usize, writable: bool) -> io::Result<Segment> {
 /// where it has none, as Debian mounts it; `advise`, `within_size`, `always`), or the
 /// kernel's `shmem_enabled` where that overrides every mount (`deny`, `force`).
 pub(crate) fn huge_pages() -> String {
-    let forced = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/shmem_enabled").unwrap_or_default();
-    let forced = forced.split_whitespace().find_map(|mode| mode.strip_prefix('[')?.strip_suffix(']'));
+    let read = |path| std::fs::read_to_string(path).unwrap_or_default();
+    huge_mode(&read("/proc/self/mounts"), &read("/sys/kernel/mm/transparent_hugepage/shmem_enabled"))
+}
+
+/// [`huge_pages`] from the texts of `/proc/self/mounts` and `shmem_enabled`.
+fn huge_mode(mounts: &str, shmem_enabled: &str) -> String {
+    let forced = shmem_enabled.split_whitespace().find_map(|mode| mode.strip_prefix('[')?.strip_suffix(']'));
     if let Some(mode @ ("deny" | "force")) = forced {
         return mode.to_string();
     }
     // The last mount at the path is the one seen there.
-    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap_or_default();
-    let options = mounts.lines().filter_map(|line| {
+    let options = mounts.lines().rev().find_map(|line| {
         let fields: Vec<&str> = line.split_whitespace().collect();
-        (fields.get(1) == Some(&DIR)).then(|| fields.get(3).copied().unwrap_or_default().to_string())
+        (fields.get(1) == Some(&DIR)).then(|| fields.get(3).copied().unwrap_or_default())
     });
-    let huge = options.last().and_then(|o| o.split(',').find_map(|o| o.strip_prefix("huge=").map(str::to_string)));
-    huge.unwrap_or_else(|| "never".to_string())
+    let huge = options.and_then(|o| o.split(',').find_map(|o| o.strip_prefix("huge=")));
+    huge.unwrap_or("never").to_string()
 }
 
 /// Whether segments can be made here (checked once, with a small one).
@@ -271,6 +275,18 @@ fn remove_names(of: impl Fn(u32) -> bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_huge_page_mode_is_the_last_dev_shm_mount_s_unless_the_kernel_overrides_it() {
+        let debian = "proc /proc proc rw 0 0\ntmpfs /dev/shm tmpfs rw,relatime,size=24684084k 0 0\n";
+        let advised = format!("{debian}tmpfs /dev/shm tmpfs rw,relatime,size=1024k,huge=advise 0 0\n");
+        let enabled = "always within_size advise [never] deny force";
+        assert_eq!(huge_mode(debian, enabled), "never");
+        assert_eq!(huge_mode(&advised, enabled), "advise");
+        assert_eq!(huge_mode(&advised, "always within_size advise never [deny] force"), "deny");
+        assert_eq!(huge_mode(debian, "always within_size advise never deny [force]"), "force");
+        assert_eq!(huge_mode("tmpfs /dev/shmx tmpfs rw,huge=always 0 0", ""), "never", "another path");
+    }
 
     #[test]
     fn a_lent_segment_is_read_once_by_its_receiver_after_the_owner_drops_it() {
