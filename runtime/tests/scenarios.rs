@@ -224,19 +224,21 @@ fn scenario_shared() {
     rt.shutdown().unwrap();
 }
 
-/// Where this test may mount (root, a mount namespace, transparent huge pages), it gives `/dev/shm`
-/// a tmpfs mounted `huge=advise` in a private mount namespace (Debian's own has 4 KiB pages)
-/// and runs `scenario_shared_huge` on 2 ranks there.
+/// Where this test may mount (root, a mount namespace and a tmpfs there, transparent huge
+/// pages), it gives `/dev/shm` a tmpfs mounted `huge=advise` in a private mount namespace
+/// (Debian's own has 4 KiB pages) and runs `scenario_shared_huge` on 2 ranks there.
 #[test]
 fn shared_bulks_are_on_huge_pages_where_the_tmpfs_allows_them() {
     // SAFETY: geteuid has no preconditions.
     let root = unsafe { libc::geteuid() } == 0;
     let thp = std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists();
-    let unshare = std::process::Command::new("unshare").args(["-m", "--propagation", "private", "true"]).output();
+    let mount = "mount -t tmpfs -o huge=advise,size=1m tmpfs /dev/shm";
+    let unshare =
+        std::process::Command::new("unshare").args(["-m", "--propagation", "private", "sh", "-c", mount]).output();
     let unshare = unshare.is_ok_and(|o| o.status.success());
     if !(root && thp && unshare) {
         eprintln!(
-            "skipped: needs root, a mount namespace and transparent huge pages (root {root}, THP {thp}, namespace {unshare})"
+            "skipped: needs root, a tmpfs with huge pages in a mount namespace, transparent huge pages (root {root}, THP {thp}, namespace and tmpfs {unshare})"
         );
         return;
     }
