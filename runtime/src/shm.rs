@@ -179,13 +179,15 @@ fn map(file: File, len: usize, writable: bool) -> io::Result<Segment> {
     unsafe { libc::madvise(ptr, len, libc::MADV_HUGEPAGE) };
     let fill = if writable { libc::MADV_POPULATE_WRITE } else { libc::MADV_POPULATE_READ };
     // SAFETY: as above; populating reports a failure instead of raising SIGBUS.
-    if unsafe { libc::madvise(ptr, len, fill) } != 0 {
+    let populated = unsafe { libc::madvise(ptr, len, fill) } == 0;
+    // A read mapping that could not be populated faults its pages in as it is read (the
+    // owner allocated them all); a new segment must have its space.
+    if writable && !populated {
         let error = io::Error::last_os_error();
-        // Kernels before 5.14 have no such advice: reserve a new file's space instead (a read
-        // mapping then faults its pages in as it is read).
+        // Kernels before 5.14 have no such advice: reserve the file's space instead.
         let reserved = error.raw_os_error() == Some(libc::EINVAL)
             // SAFETY: a valid descriptor; allocates the file's blocks.
-            && (!writable || unsafe { libc::fallocate(segment.file.as_raw_fd(), 0, 0, len as libc::off_t) } == 0);
+            && unsafe { libc::fallocate(segment.file.as_raw_fd(), 0, 0, len as libc::off_t) } == 0;
         if !reserved {
             return Err(error);
         }
