@@ -11,7 +11,9 @@
 //! When idle the thread polls (yielding the core every few polls), then
 //! waits on its channel in short steps; while the rank's workers fill its share of the
 //! cores it polls for much less time and waits longer and longer, since every poll would
-//! then be taken from a computation.
+//! then be taken from a computation. On a node whose CPU quota bounds the rank (an emulated
+//! cluster's node), an idle thread polls only briefly too: its polls spend the quota the
+//! workers need once their next input arrives.
 //!
 //! A caller waiting for a call's output drives the transport itself for a while
 //! (`Helper::help`, `transport::recv_helping`) and the progress thread keeps off the core
@@ -58,7 +60,12 @@ const PACKET_LIMIT: usize = 256 * 1024;
 /// yield the core every few: on a small or oversubscribed node the thread that must run next
 /// may need it; a yield that finds the core busy ends the polls, `activity::yield_core`). A
 /// waiting thread only sees MPI messages when it wakes, so this covers the usual gap between
-/// the steps of an iterative computation...
+/// the steps of an iterative computation. Not where a CPU quota bounds the rank
+/// (`CoreShare::throttled`): there it polls `BUSY_POLLS` times, then waits in `IDLE_WAIT`
+/// steps. On 8 emulated nodes at a quarter of a core, 5 ms of polls per wait took a node's
+/// whole slice of a 10 ms period: Game of Life (4096², 512 generations) took 0.64-0.67 s on
+/// 2 nodes and 0.40-0.46 s on 4, and 0.43-0.45 s and 0.29-0.32 s without them; LU and
+/// matmul did not change beyond their noise (10-30 % between runs there)...
 const POLL_FOR: Duration = Duration::from_millis(5);
 const POLLS_PER_YIELD: u32 = 4;
 const IDLE_WAIT: Duration = Duration::from_micros(100);
@@ -88,6 +95,9 @@ pub(crate) struct CoreShare {
     pub(crate) cores: usize,
     /// Where the progress thread runs (`crate::binding`).
     pub(crate) binding: Arc<Binding>,
+    /// A CPU quota, not the node's cores, bounds this rank (at most a core per rank): every
+    /// poll is then taken from its workers' quota.
+    pub(crate) throttled: bool,
 }
 
 impl CoreShare {
@@ -316,6 +326,7 @@ fn run(shared: &Shared, rx: &Receiver<Outgoing>, share: &CoreShare) {
     // False once a yield between polls found the core busy, until the next activity.
     let mut core_free = true;
     let mut busy_wait = BUSY_WAIT;
+    let poll_for = if share.throttled { Duration::ZERO } else { POLL_FOR };
     {
         // The clock started with the watchdog: tell the next rank at once.
         let mut progress = shared.progress.lock().unwrap();
@@ -369,7 +380,7 @@ fn run(shared: &Shared, rx: &Receiver<Outgoing>, share: &CoreShare) {
         let saturated = share.saturated();
         // The clock is read every 64 polls only: reading it costs about as much as a poll.
         if idle.is_multiple_of(64) {
-            within_poll_time = idle_since.elapsed() < POLL_FOR;
+            within_poll_time = idle_since.elapsed() < poll_for;
         }
         // Polls on a busy core would each take a time slice's turn from the computation
         // there (`activity::yield_core`): the thread waits instead.
