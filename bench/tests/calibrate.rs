@@ -31,6 +31,7 @@ fn platform(links: bool) -> Platform {
         sizes: vec![1, 1024, 1 << 20],
         times_us: vec![l, l + 0.2, l + 210.0],
         fit: vec![Segment { latency_us: l, ..segment }],
+        stream: None,
     };
     let mut p = dps_harness::simulate::made_up_platform();
     p.links = if links { vec![link(Carrier::Dps, 5.0), link(Carrier::Mpi, 1.0)] } else { vec![] };

@@ -308,6 +308,7 @@ pub fn made_up_platform() -> Platform {
             sizes: vec![1, 1 << 20],
             times_us: vec![5.0, 5.0 + (1 << 20) as f64 / 5000.0],
             fit: vec![Segment { from_bytes: 1, to_bytes: 1 << 20, latency_us: 5.0, bytes_per_us: 5000.0 }],
+            stream: None,
         }],
         overheads: Overheads {
             measurable: false,

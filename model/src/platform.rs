@@ -129,6 +129,20 @@ pub struct Link {
     pub times_us: Vec<f64>,
     /// The fit: one segment, or two when the protocol switch shows.
     pub fit: Vec<Segment>,
+    /// The same sizes sent one after another (DPS only): how long each message holds the
+    /// path while others follow. Absent in files calibrated before it was measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<Stream>,
+}
+
+/// A stream's time per message over a link's sizes, and its fit.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Stream {
+    /// Time per message while a sender keeps messages in flight, per size, µs.
+    pub times_us: Vec<f64>,
+    /// The fit of those times, as [`Link::fit`].
+    pub fit: Vec<Segment>,
 }
 
 impl Link {
@@ -137,11 +151,19 @@ impl Link {
         crate::fit::predict(&self.fit, s)
     }
 
-    /// The bandwidth part of [`Link::time_us`] for `s` bytes (`s / b` of the segment that
-    /// covers `s`, without its latency), µs: how long the message occupies the link.
+    /// How long an `s`-byte message occupies the link, µs: `s / b` of the segment that
+    /// covers `s` (without its latency), b measured by the stream where there is one (a
+    /// ping-pong waits for each message to arrive; a stream overlaps the copies of
+    /// consecutive messages, as a sender's burst does).
     pub fn transfer_us(&self, s: u64) -> f64 {
-        let segment = crate::fit::segment_for(&self.fit, s);
-        (segment.time_us(s as f64) - segment.latency_us).max(0.0)
+        s as f64 / self.bytes_per_us(s)
+    }
+
+    /// The bandwidth that carries `s`-byte messages, B/µs: the stream's where measured, else
+    /// the ping-pong's.
+    pub fn bytes_per_us(&self, s: u64) -> f64 {
+        let fit = self.stream.as_ref().map_or(&self.fit, |stream| &stream.fit);
+        crate::fit::segment_for(fit, s).bytes_per_us
     }
 }
 
@@ -446,9 +468,22 @@ impl Platform {
             if link.fit.is_empty() {
                 return Err(format!("{name}: no fit"));
             }
-            for (j, g) in link.fit.iter().enumerate() {
-                limits::LATENCY_US.check(format_args!("links[{i}].fit[{j}].latency_us"), g.latency_us)?;
-                limits::BYTES_PER_US.check(format_args!("links[{i}].fit[{j}].bytes_per_us"), g.bytes_per_us)?;
+            check_fit(&format!("links[{i}].fit"), &link.fit)?;
+            if let Some(stream) = &link.stream {
+                if stream.times_us.len() != link.sizes.len() {
+                    return Err(format!(
+                        "{name}: {} sizes and {} stream times",
+                        link.sizes.len(),
+                        stream.times_us.len()
+                    ));
+                }
+                for (j, &t) in stream.times_us.iter().enumerate() {
+                    limits::ONE_WAY_US.check(format_args!("links[{i}].stream.times_us[{j}]"), t)?;
+                }
+                if stream.fit.is_empty() {
+                    return Err(format!("{name}: no stream fit"));
+                }
+                check_fit(&format!("links[{i}].stream.fit"), &stream.fit)?;
             }
         }
         if let Some(share) = self.header.cpu_share {
@@ -499,3 +534,12 @@ pub mod limits;
 
 #[cfg(test)]
 mod tests;
+
+/// Every segment of a fit (named `field` in the TOML) in range.
+fn check_fit(field: &str, fit: &[Segment]) -> Result<(), String> {
+    for (j, g) in fit.iter().enumerate() {
+        limits::LATENCY_US.check(format_args!("{field}[{j}].latency_us"), g.latency_us)?;
+        limits::BYTES_PER_US.check(format_args!("{field}[{j}].bytes_per_us"), g.bytes_per_us)?;
+    }
+    Ok(())
+}

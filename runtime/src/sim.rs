@@ -394,7 +394,8 @@ impl SimPost for Simulator {
     /// A message to another rank leaves when the posting operation has paid its send cost,
     /// and is received (a job of its receive cost on the receiving rank) so that, with a
     /// core free on both sides, it is there `link(from, to, bytes)` after the post began:
-    /// the link's time, measured end to end, already contains both sides' CPU work.
+    /// the link's time, measured end to end, already contains both sides' CPU work (at the
+    /// nodes' share of a core, where the calibration ran on such nodes).
     fn post(&self, from: usize, to: usize, header: Header, payload: Option<Payload>, bytes: usize) {
         let (send, receive) =
             if from == to { (0, 0) } else { (self.opts.send_cpu.ns(bytes), self.opts.receive_cpu.ns(bytes)) };
@@ -409,8 +410,10 @@ impl SimPost for Simulator {
         s.messages += 1;
         s.bytes += bytes as u64;
         let link = simtime::from_seconds((self.opts.link)(from, to, bytes as u64));
-        // A link at the end of the range stays there, whatever its CPU share.
-        let flight = if link == simtime::BEYOND { link } else { link.saturating_sub(add(send, receive)) };
+        // A link at the end of the range stays there, whatever its CPU share. The CPU work
+        // takes 1 / share times its CPU time on the nodes the link was measured between.
+        let cpu_wall = simtime::scale(add(send, receive), 1.0 / self.opts.cpu_share);
+        let flight = if link == simtime::BEYOND { link } else { link.saturating_sub(cpu_wall) };
         let leaves = if let Some(holds) = &self.opts.port_contention {
             let occupies = simtime::from_seconds(holds(from, to, bytes as u64));
             let leaves = sent.max(s.send_port_free[from]).max(s.receive_port_free[to]);

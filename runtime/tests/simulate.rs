@@ -178,6 +178,15 @@ fn transfer_costs_take_cpu_but_not_latency_when_cores_are_free() {
 }
 
 #[test]
+fn on_a_share_of_a_core_the_link_still_contains_both_sides_cpu_work() {
+    // At half a core the 1 µs send and 4 µs reception take 2 and 8 µs: with the link's 10 µs
+    // measured on such nodes, nothing is left in flight, and the square still arrives the
+    // link's time after its send began, as without transfer costs.
+    let half = |opts: SimOptions| two_ranks(SimOptions { cpu_share: 0.5, ..opts }, 2).0;
+    assert_eq!(half(costed_transfers()), half(costed(SimMode::Pdexec)));
+}
+
+#[test]
 fn a_reception_waits_for_a_free_core() {
     // With 8 numbers each rank squares 4 (4 ms): rank 0's core is busy when rank 1's
     // squares come back, so their receptions (4 µs each) wait and then add to rank 0's time.

@@ -16,6 +16,7 @@
 mod kernels;
 mod overheads;
 mod pingpong;
+mod stream;
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -26,7 +27,7 @@ use clap::Args;
 use dps_harness::OutputFile;
 use dps_launch::Launcher;
 use dps_model::platform::{
-    Carrier, Header, Link, Machine, Overheads, PathKind, Platform, TransferCost, DPS_VERSION, FORMAT,
+    Carrier, Header, Link, Machine, Overheads, PathKind, Platform, Stream, TransferCost, DPS_VERSION, FORMAT,
 };
 use mpi::topology::Communicator;
 use mpi::traits::CommunicatorCollectives;
@@ -221,7 +222,15 @@ fn median_links(jobs: &[Vec<Link>]) -> Result<(Vec<Link>, Vec<String>)> {
             ));
         }
         let sizes: Vec<usize> = l.sizes.iter().map(|&s| s as usize).collect();
-        links.push(link(l.path, l.carrier, l.ranks[1] as usize, &sizes, times)?);
+        let mut median_link = link(l.path, l.carrier, l.ranks[1] as usize, &sizes, times)?;
+        let streams: Vec<&Stream> = same.iter().filter_map(|o| o.stream.as_ref()).collect();
+        if streams.len() == same.len() && !streams.is_empty() {
+            let times = (0..sizes.len())
+                .map(|k| dps_harness::median(&streams.iter().map(|s| s.times_us[k]).collect::<Vec<_>>()))
+                .collect();
+            median_link.stream = Some(streamed(&sizes, times)?);
+        }
+        links.push(median_link);
     }
     Ok((links, warnings))
 }
@@ -265,12 +274,16 @@ pub(crate) fn worker(opts: &Options, transfers_only: bool) -> Result<()> {
 
     let rt = dps::Runtime::from_universe(universe)?;
     let echoes = peers.iter().map(|&(_, peer)| pingpong::echo_graph(&rt, peer)).collect::<Result<Vec<_>>>()?;
+    let paced = peers.iter().map(|&(_, peer)| stream::graph(&rt, peer)).collect::<Result<Vec<_>>>()?;
     let streams = peers.first().map(|&(_, peer)| overheads::Streams::build(&rt, peer)).transpose()?;
     if rt.is_root() {
         let mut links = Vec::new();
-        for ((&(path, peer), raw_times), echo) in peers.iter().zip(&raw).zip(&echoes) {
+        for (((&(path, peer), raw_times), echo), paced) in peers.iter().zip(&raw).zip(&echoes).zip(&paced) {
             let dps_times = pingpong::dps(&rt, echo, &plan.sizes, plan.pingpong)?;
-            links.push(link(path, Carrier::Dps, peer, &plan.sizes, dps_times)?);
+            let stream_times = stream::per_message(&rt, paced, &plan.sizes, plan.pingpong)?;
+            let mut dps = link(path, Carrier::Dps, peer, &plan.sizes, dps_times)?;
+            dps.stream = Some(streamed(&plan.sizes, stream_times)?);
+            links.push(dps);
             links.push(link(path, Carrier::Mpi, peer, &plan.sizes, raw_times.clone())?);
         }
         let overheads = match (&streams, peers.first()) {
@@ -402,7 +415,16 @@ fn link(path: PathKind, carrier: Carrier, peer: usize, sizes: &[usize], times_us
     let points: Vec<(u64, f64)> = sizes.iter().map(|&s| s as u64).zip(times_us.iter().copied()).collect();
     let fit = dps_model::fit::fit(&points)
         .ok_or_else(|| anyhow!("calibrate: no line t = l + s/b fits the {carrier:?} times {times_us:?}"))?;
-    Ok(Link { path, carrier, ranks: [0, peer as u32], sizes: sizes.iter().map(|&s| s as u64).collect(), times_us, fit })
+    let sizes = sizes.iter().map(|&s| s as u64).collect();
+    Ok(Link { path, carrier, ranks: [0, peer as u32], sizes, times_us, fit, stream: None })
+}
+
+/// A stream's times per message with their fit.
+fn streamed(sizes: &[usize], times_us: Vec<f64>) -> Result<Stream> {
+    let points: Vec<(u64, f64)> = sizes.iter().map(|&s| s as u64).zip(times_us.iter().copied()).collect();
+    let fit = dps_model::fit::fit(&points)
+        .ok_or_else(|| anyhow!("calibrate: no line t = l + s/b fits the stream's times {times_us:?}"))?;
+    Ok(Stream { times_us, fit })
 }
 
 /// A path or carrier as the file writes it (`intra-node`, `dps`).
@@ -432,22 +454,9 @@ fn summary(p: &Platform, out: &std::path::Path) -> String {
             "| path | carrier | sizes | l (µs) | b (GB/s) | fit error (rms, worst) |\n|---|---|---|---:|---:|---:|\n",
         );
         for link in &p.links {
-            let points: Vec<(u64, f64)> = link.sizes.iter().copied().zip(link.times_us.iter().copied()).collect();
-            let worst = dps_model::fit::worst_error(&link.fit, &points);
-            let rms = dps_model::fit::rms_error(&link.fit, &points);
-            for g in &link.fit {
-                let _ = writeln!(
-                    s,
-                    "| {} | {} | {}-{} | {:.2} | {:.2} | {:.0}%, {:.0}% |",
-                    kebab(&link.path),
-                    kebab(&link.carrier),
-                    dps_harness::format_bytes(g.from_bytes),
-                    dps_harness::format_bytes(g.to_bytes),
-                    g.latency_us,
-                    g.bytes_per_us / 1e3,
-                    rms * 100.0,
-                    worst * 100.0
-                );
+            let stream = link.stream.as_ref().map(|st| ("stream", &st.times_us, &st.fit));
+            for (how, times, fit) in std::iter::once(("", &link.times_us, &link.fit)).chain(stream) {
+                summary_rows(&mut s, link, how, times, fit);
             }
         }
         s.push('\n');
@@ -481,6 +490,28 @@ fn summary(p: &Platform, out: &std::path::Path) -> String {
         }
     }
     s
+}
+
+/// The summary's rows of one fit of `link` (`how`: "" for the ping-pong, "stream").
+fn summary_rows(s: &mut String, link: &Link, how: &str, times: &[f64], fit: &[dps_model::fit::Segment]) {
+    let points: Vec<(u64, f64)> = link.sizes.iter().copied().zip(times.iter().copied()).collect();
+    let worst = dps_model::fit::worst_error(fit, &points);
+    let rms = dps_model::fit::rms_error(fit, &points);
+    for g in fit {
+        let _ = writeln!(
+            s,
+            "| {} | {}{}{how} | {}-{} | {:.2} | {:.2} | {:.0}%, {:.0}% |",
+            kebab(&link.path),
+            kebab(&link.carrier),
+            if how.is_empty() { "" } else { " " },
+            dps_harness::format_bytes(g.from_bytes),
+            dps_harness::format_bytes(g.to_bytes),
+            g.latency_us,
+            g.bytes_per_us / 1e3,
+            rms * 100.0,
+            worst * 100.0
+        );
+    }
 }
 
 #[cfg(test)]

@@ -223,8 +223,8 @@ pub(super) fn measure(rt: &Runtime, streams: &Streams, reps: usize, time: Durati
 
 /// The transfer costs on nodes that have `share` of a core (a CPU quota: an emulated
 /// cluster's), from `link`, the inter-node DPS link measured there: each side spends
-/// `share / b` CPU seconds per byte, b the bandwidth of the segment that carries
-/// [`LARGE`] messages, and nothing per message.
+/// `share / b` CPU seconds per byte, b the link's bandwidth for [`LARGE`] messages (its
+/// stream's, where measured: what a node moves while busy sending), and nothing per message.
 ///
 /// Why not [`measure`]: under a quota the stream's extra CPU also counts the progress
 /// thread's polling while the quota-bound peer is slow to answer, which grows with the
@@ -234,8 +234,8 @@ pub(super) fn measure(rt: &Runtime, streams: &Streams, reps: usize, time: Durati
 /// true cost per byte of the side that limits the link; the simulator's predictions with
 /// it are in docs/measurements/2026-11-28-sim-accuracy-transfer-costs.md.
 pub(super) fn under_quota(share: f64, link: &Link, measured: &Overheads) -> Overheads {
-    let segment = dps_model::fit::segment_for(&link.fit, LARGE as u64);
-    let cost = TransferCost { us_per_message: 0.0, ns_per_byte: share / segment.bytes_per_us * 1e3 };
+    let bytes_per_us = link.bytes_per_us(LARGE as u64);
+    let cost = TransferCost { us_per_message: 0.0, ns_per_byte: share / bytes_per_us * 1e3 };
     let was = |c: TransferCost| format!("{:.2} µs + {:.3} ns/byte", c.us_per_message, c.ns_per_byte);
     Overheads {
         measurable: true,
@@ -244,7 +244,7 @@ pub(super) fn under_quota(share: f64, link: &Link, measured: &Overheads) -> Over
              ({:.1} B/µs); the stream measurement, which polling inflates there, gave sending {}, receiving {} \
              ({})",
             cost.ns_per_byte,
-            segment.bytes_per_us,
+            bytes_per_us,
             was(measured.send),
             was(measured.receive),
             measured.note

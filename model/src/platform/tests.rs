@@ -40,6 +40,7 @@ fn sample() -> Platform {
             sizes: vec![1, 4096, 1 << 20],
             times_us: vec![2.5, 4.0, 180.25],
             fit: vec![segment(1, 4096, 2.4, 3000.0), segment(8192, 1 << 20, 8.0, 6100.5)],
+            stream: None,
         }],
         overheads: Overheads {
             measurable: false,
@@ -95,6 +96,30 @@ fn a_links_transfer_is_its_time_less_the_latency_of_the_segment_that_covers_the_
     assert_eq!(link.transfer_us(0), 0.0);
 }
 
+/// A stream measured on the sample's link: 2 µs a message plus 1 µs per 8000 bytes.
+fn with_stream(p: &mut Platform) {
+    let link = &mut p.links[0];
+    let times_us = link.sizes.iter().map(|&s| 2.0 + s as f64 / 8000.0).collect();
+    let fit = vec![Segment { from_bytes: 1, to_bytes: 1 << 20, latency_us: 2.0, bytes_per_us: 8000.0 }];
+    link.stream = Some(Stream { times_us, fit });
+}
+
+#[test]
+fn where_a_stream_was_measured_a_message_holds_the_link_at_the_streams_bandwidth() {
+    let mut p = sample();
+    with_stream(&mut p);
+    p.seal();
+    assert_eq!(parse(&p.to_toml()).unwrap(), p, "round trip with the stream");
+    let link = &p.links[0];
+    assert_eq!(link.transfer_us(1 << 20), (1 << 20) as f64 / 8000.0);
+    assert_eq!(link.bytes_per_us(64), 8000.0);
+    // A lone message's time stays the ping-pong's.
+    assert_eq!(link.time_us(3000), 3.4);
+    // Files calibrated before streams were measured have none, and read as before.
+    assert!(!sample().to_toml().contains("stream"));
+    assert_eq!(sample().links[0].bytes_per_us(64), 3000.0);
+}
+
 #[test]
 fn every_refusal_is_one_line_naming_the_file_and_the_command() {
     let good = sample().to_toml();
@@ -125,6 +150,27 @@ fn every_refusal_is_one_line_naming_the_file_and_the_command() {
         (resealed(&|p| p.links[0].times_us.pop().map_or((), drop)), "3 sizes and 2 times"),
         (resealed(&|p| p.kernels[0].points[0].seconds = 0.0), "kernels[0].points[0].seconds (\"gemm\""),
         (resealed(&|p| p.links[0].fit[0].bytes_per_us = -1.0), "links[0].fit[0].bytes_per_us = -1: below the limit"),
+        (
+            resealed(&|p| {
+                with_stream(p);
+                p.links[0].stream.as_mut().map_or((), |s| s.times_us.truncate(1))
+            }),
+            "3 sizes and 1 stream times",
+        ),
+        (
+            resealed(&|p| {
+                with_stream(p);
+                p.links[0].stream.as_mut().map_or((), |s| s.fit[0].bytes_per_us = 0.0)
+            }),
+            "links[0].stream.fit[0].bytes_per_us = 0: below the limit",
+        ),
+        (
+            resealed(&|p| {
+                with_stream(p);
+                p.links[0].stream.as_mut().map_or((), |s| s.fit.clear())
+            }),
+            "no stream fit",
+        ),
         (good.replace("ranks = 2\n", "ranks = 2\ncolour = 1\n"), "p.toml:"),
         ("[header]\nformat = 3\n".into(), "missing field"),
         ("links = 3\n".into(), "not a platform file"),
