@@ -531,7 +531,7 @@ mod tests {
     }
 
     #[test]
-    fn under_a_quota_each_side_pays_the_share_over_the_links_bandwidth_per_byte() {
+    fn under_a_quota_each_side_pays_its_measured_cost_per_byte_at_most_the_share_over_the_bandwidth() {
         // Small messages at 5 ms (quota waits), large ones at 250 B/µs: 0.2 / 250 µs per KB.
         let sizes = [64, 1024, 16384, 65536, 262144, 1 << 20, 4 << 20];
         let times: Vec<f64> =
@@ -548,6 +548,11 @@ mod tests {
         assert!((o.send.ns_per_byte - 0.8).abs() < 1e-6, "{o:?}");
         assert_eq!((o.send, o.send.us_per_message, o.co_run_slowdown), (o.receive, 0.0, 1.1));
         assert!(o.note.contains("receiving 87.00 µs + 6.400 ns/byte") && o.note.contains("streams"), "{}", o.note);
+        // A side measured below the bound keeps its own cost.
+        let cheap_send = Overheads { send: TransferCost { us_per_message: 1.0, ns_per_byte: 0.3 }, ..measured };
+        let o = overheads::under_quota(0.2, &link, &cheap_send);
+        assert_eq!((o.send.ns_per_byte, o.send.us_per_message), (0.3, 0.0));
+        assert!((o.receive.ns_per_byte - 0.8).abs() < 1e-6, "{o:?}");
     }
 
     #[test]

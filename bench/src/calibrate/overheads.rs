@@ -222,35 +222,35 @@ pub(super) fn measure(rt: &Runtime, streams: &Streams, reps: usize, time: Durati
 }
 
 /// The transfer costs on nodes that have `share` of a core (a CPU quota: an emulated
-/// cluster's), from `link`, the inter-node DPS link measured there: each side spends
-/// `share / b` CPU seconds per byte, b the link's bandwidth for [`LARGE`] messages (its
-/// stream's, where measured: what a node moves while busy sending), and nothing per message.
+/// cluster's), from `link`, the inter-node DPS link measured there: each side's measured cost
+/// per byte, at most `share / b` (b the link's bandwidth for [`LARGE`] messages, its
+/// stream's where measured), and nothing per message.
 ///
-/// Why not [`measure`]: under a quota the stream's extra CPU also counts the progress
-/// thread's polling while the quota-bound peer is slow to answer, which grows with the
-/// message and so reads as a cost per byte (on 0.2-core nodes: 6.4 ns/byte received, at
-/// which the measured 0.26 GB/s link could not run). A node at `share` moving b bytes per
-/// second spends at most `share` CPU seconds per second on it, so `share / b` bounds the
-/// true cost per byte of the side that limits the link; the simulator's predictions with
-/// it are in docs/measurements/2026-11-28-sim-accuracy-transfer-costs.md.
+/// Why the bound: a node at `share` moving b bytes per second spends at most `share` CPU
+/// seconds per second on it. Before the progress thread stopped polling for 5 ms under a
+/// quota, the stream's extra CPU counted those polls while the quota-bound peer was slow to
+/// answer, which grew with the message and read as a cost per byte (on 0.2-core nodes: 6.4
+/// ns/byte received, at which the measured 0.26 GB/s link could not run), and each side was
+/// charged the bound. Since, the measured costs are below it on the sending side (0.29 against
+/// 0.42 ns/byte on 0.25-core nodes): a master that feeds several workers sends faster than one
+/// receiver takes (docs/measurements/2026-11-29-sim-accuracy-stream-and-polling.md). Nothing
+/// per message: under a quota the small stream's cost is the wait for the peer's slice.
 pub(super) fn under_quota(share: f64, link: &Link, measured: &Overheads) -> Overheads {
     let bytes_per_us = link.bytes_per_us(LARGE as u64);
-    let cost = TransferCost { us_per_message: 0.0, ns_per_byte: share / bytes_per_us * 1e3 };
+    let bound = share / bytes_per_us * 1e3;
+    let cost = |c: TransferCost| TransferCost { us_per_message: 0.0, ns_per_byte: c.ns_per_byte.min(bound) };
     let was = |c: TransferCost| format!("{:.2} µs + {:.3} ns/byte", c.us_per_message, c.ns_per_byte);
     Overheads {
         measurable: true,
         note: format!(
-            "under a CPU quota of {share} core: each side {:.3} ns/byte = share / b of the inter-node DPS link \
-             ({:.1} B/µs); the stream measurement, which polling inflates there, gave sending {}, receiving {} \
-             ({})",
-            cost.ns_per_byte,
-            bytes_per_us,
+            "under a CPU quota of {share} core: each side the stream measurement's ns/byte, at most {bound:.3} = \
+             share / b of the inter-node DPS link ({bytes_per_us:.1} B/µs); measured: sending {}, receiving {} ({})",
             was(measured.send),
             was(measured.receive),
             measured.note
         ),
-        send: cost,
-        receive: cost,
+        send: cost(measured.send),
+        receive: cost(measured.receive),
         co_run_slowdown: measured.co_run_slowdown,
     }
 }
