@@ -177,7 +177,7 @@ impl Runtime {
                 activity: rt.engine.activity().clone(),
                 cores: (cores / ranks_on_node).max(1),
                 binding: rt.binding.clone(),
-                throttled: crate::cpu_quota::limit().is_some_and(|q| q <= ranks_on_node as f64),
+                throttled: crate::cpu_quota::limit().is_some_and(|q| q < ranks_on_node as f64),
             };
             let transport: Arc<dyn Transport> = Arc::new(MpiTransport::start(comm, deliver, share, stall_timeout));
             rt.engine.connect(Outlet::Transport(Arc::downgrade(&transport)));

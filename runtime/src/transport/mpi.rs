@@ -95,8 +95,9 @@ pub(crate) struct CoreShare {
     pub(crate) cores: usize,
     /// Where the progress thread runs (`crate::binding`).
     pub(crate) binding: Arc<Binding>,
-    /// A CPU quota, not the node's cores, bounds this rank (at most a core per rank): every
-    /// poll is then taken from its workers' quota.
+    /// A CPU quota of less than a core per rank on the node bounds this rank (an emulated
+    /// cluster's node; not a container's quota of whole cores): every poll is then taken
+    /// from its workers' quota.
     pub(crate) throttled: bool,
 }
 
