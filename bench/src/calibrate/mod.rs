@@ -204,9 +204,7 @@ fn median_links(jobs: &[Vec<Link>]) -> Result<(Vec<Link>, Vec<String>)> {
         if same.len() != jobs.len() || !same.iter().all(alike) {
             return Err(anyhow!("calibrate: the link-measuring jobs measured different paths or sizes"));
         }
-        let times: Vec<f64> = (0..l.sizes.len())
-            .map(|k| dps_harness::median(&same.iter().map(|o| o.times_us[k]).collect::<Vec<_>>()))
-            .collect();
+        let times = medians_per_size(&same.iter().map(|o| &o.times_us[..]).collect::<Vec<_>>());
         let last: Vec<f64> = same.iter().filter_map(|o| o.times_us.last().copied()).collect();
         let (lo, hi) = last.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), &t| (lo.min(t), hi.max(t)));
         if hi > LINK_SPREAD_WARNING * lo {
@@ -223,16 +221,19 @@ fn median_links(jobs: &[Vec<Link>]) -> Result<(Vec<Link>, Vec<String>)> {
         }
         let sizes: Vec<usize> = l.sizes.iter().map(|&s| s as usize).collect();
         let mut median_link = link(l.path, l.carrier, l.ranks[1] as usize, &sizes, times)?;
-        let streams: Vec<&Stream> = same.iter().filter_map(|o| o.stream.as_ref()).collect();
+        let streams: Vec<&[f64]> = same.iter().filter_map(|o| Some(&o.stream.as_ref()?.times_us[..])).collect();
         if streams.len() == same.len() && !streams.is_empty() {
-            let times = (0..sizes.len())
-                .map(|k| dps_harness::median(&streams.iter().map(|s| s.times_us[k]).collect::<Vec<_>>()))
-                .collect();
-            median_link.stream = Some(streamed(&sizes, times)?);
+            median_link.stream = Some(streamed(&sizes, medians_per_size(&streams))?);
         }
         links.push(median_link);
     }
     Ok((links, warnings))
+}
+
+/// Each size's median over several jobs' times (the same sizes in each).
+fn medians_per_size(jobs: &[&[f64]]) -> Vec<f64> {
+    let sizes = jobs.first().map_or(0, |times| times.len());
+    (0..sizes).map(|k| dps_harness::median(&jobs.iter().map(|times| times[k]).collect::<Vec<_>>())).collect()
 }
 
 /// The CPU costs of several jobs as one: each coefficient's median (the first job's note, and
@@ -412,19 +413,22 @@ fn no_overheads(note: &str) -> dps_model::platform::Overheads {
 
 /// A measured link with its fit.
 fn link(path: PathKind, carrier: Carrier, peer: usize, sizes: &[usize], times_us: Vec<f64>) -> Result<Link> {
-    let points: Vec<(u64, f64)> = sizes.iter().map(|&s| s as u64).zip(times_us.iter().copied()).collect();
-    let fit = dps_model::fit::fit(&points)
-        .ok_or_else(|| anyhow!("calibrate: no line t = l + s/b fits the {carrier:?} times {times_us:?}"))?;
+    let fit = fitted(sizes, &times_us, &format!("{carrier:?}"))?;
     let sizes = sizes.iter().map(|&s| s as u64).collect();
     Ok(Link { path, carrier, ranks: [0, peer as u32], sizes, times_us, fit, stream: None })
 }
 
 /// A stream's times per message with their fit.
 fn streamed(sizes: &[usize], times_us: Vec<f64>) -> Result<Stream> {
-    let points: Vec<(u64, f64)> = sizes.iter().map(|&s| s as u64).zip(times_us.iter().copied()).collect();
-    let fit = dps_model::fit::fit(&points)
-        .ok_or_else(|| anyhow!("calibrate: no line t = l + s/b fits the stream's times {times_us:?}"))?;
+    let fit = fitted(sizes, &times_us, "stream's")?;
     Ok(Stream { times_us, fit })
+}
+
+/// The fit of `times_us` over `sizes` (`what` names them in the error).
+fn fitted(sizes: &[usize], times_us: &[f64], what: &str) -> Result<Vec<dps_model::fit::Segment>> {
+    let points: Vec<(u64, f64)> = sizes.iter().map(|&s| s as u64).zip(times_us.iter().copied()).collect();
+    dps_model::fit::fit(&points)
+        .ok_or_else(|| anyhow!("calibrate: no line t = l + s/b fits the {what} times {times_us:?}"))
 }
 
 /// A path or carrier as the file writes it (`intra-node`, `dps`).

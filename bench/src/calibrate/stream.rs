@@ -67,10 +67,10 @@ pub(super) fn per_message(
         ensure!(n == k, "the stream acknowledged {n} of {k} messages");
         Ok(span.as_secs_f64() * 1e6 / (k - 1) as f64)
     };
+    let span = effort.time.max(MIN_SPAN).as_secs_f64() * 1e6;
     let mut out = Vec::with_capacity(sizes.len());
     for &bytes in sizes {
         let probe = pace(MIN_MESSAGES, bytes)?;
-        let span = effort.time.max(MIN_SPAN).as_secs_f64() * 1e6;
         let k = ((span / probe.max(1e-3)) as u64).clamp(MIN_MESSAGES, 1 << 20);
         let times = (0..effort.reps).map(|_| pace(k, bytes)).collect::<Result<Vec<_>>>()?;
         out.push(median(&times));
