@@ -116,6 +116,16 @@ fn ranks_run_on_the_nodes_and_host_names_map_threads() {
     // The nodes weigh the most the kernel allows against the processes beside them.
     let shares = std::fs::read_to_string("/sys/fs/cgroup/cpu/dps-cluster/cpu.shares").unwrap();
     assert_eq!(shares.trim(), "262144");
+    // `unthrottled` runs a program as a node's (its host name) but outside its CPU quota.
+    let outside = Job::new(cluster.dir.join("unthrottled"))
+        .launcher(Launcher::None)
+        .args(["n2", "/bin/sh", "-c", "echo $(hostname) $(grep :cpu: /proc/self/cgroup)"])
+        .timeout_s(30);
+    let done = test_job(outside);
+    assert_ok(&done, "unthrottled n2");
+    assert!(done.stdout.starts_with("n2 ") && !done.stdout.contains("dps-cluster"), "{}", done.stdout);
+    let done = test_job(Job::new(cluster.dir.join("unthrottled")).launcher(Launcher::None).args(["n9", "true"]));
+    assert!(!done.status.success() && done.stderr.contains("n9 is not a node of the cluster"), "{}", done.stderr);
 
     let uppercase = example("uppercase");
     let done = test_job(cluster.job(4, &uppercase).args(["--map", "n1*2 n2 n3", "hello cluster"]));

@@ -192,7 +192,8 @@ impl Simulate {
         let holding = link_between.clone();
         opts.link = Arc::new(move |a, b, bytes| link_between(a, b).time_us(bytes) * 1e-6);
         // The simulator paper's network: a node's transfers share its link in each direction.
-        opts.port_contention = Some(Arc::new(move |a, b, bytes| holding(a, b).transfer_us(bytes) * 1e-6));
+        let sides = (platform.overheads.send, platform.overheads.receive);
+        opts.port_contention = Some(Arc::new(move |a, b, bytes| port_hold_s(&holding(a, b), bytes, sides, share)));
         let cpu =
             |c: TransferCost| TransferCpu { per_message_s: c.us_per_message * 1e-6, per_byte_s: c.ns_per_byte * 1e-9 };
         opts.send_cpu = cpu(platform.overheads.send);
@@ -209,6 +210,22 @@ impl Simulate {
         opts.kernels = Arc::new(move |name, dims, work| platform.kernel(name).ok()?.seconds(dims, work));
         opts
     }
+}
+
+/// How long a message of `bytes` bytes holds its sender's sending port and its receiver's
+/// receiving port, seconds: the link's stream time `bytes / b`. Under a CPU quota (a node of
+/// an emulated cluster) each side's transfer is CPU work at the node's `share`, which the
+/// simulator charges already (to the sending operation and the reception job), and the
+/// stream was bound by the slower side's: the ports hold only the rest, the wire's part
+/// (almost nothing on an unshaped link, nearly all of `bytes / b` on a shaped one). Holding
+/// them for the whole stream time charged a master's sends twice: matmul on 8 nodes at 0.25
+/// of a core predicted 0.49-0.60 s, 0.42-0.44 without (docs/measurements/
+/// 2026-11-29-sim-accuracy-unthrottled-de.md).
+fn port_hold_s(link: &Link, bytes: u64, (send, receive): (TransferCost, TransferCost), share: Option<f64>) -> f64 {
+    let stream = link.transfer_us(bytes) * 1e-6;
+    let Some(share) = share else { return stream };
+    let cpu_s = |c: TransferCost| (c.us_per_message * 1e3 + bytes as f64 * c.ns_per_byte) * 1e-9;
+    (stream - cpu_s(send).max(cpu_s(receive)) / share).max(0.0)
 }
 
 /// What a simulated run adds to its record ([`crate::Common`]).
@@ -499,5 +516,23 @@ mod tests {
         std::fs::write(&path, made_up_platform().to_toml()).unwrap();
         let p = Platform::load(&path).unwrap();
         assert_eq!(p.kernel("gemm").unwrap().seconds(&[64, 64, 64], 1.0), Some(2.0 * 64f64.powi(3) / 1e10));
+    }
+
+    #[test]
+    fn under_a_quota_the_ports_hold_a_message_only_for_what_the_sides_cpu_does_not_explain() {
+        // A stream of 500 B/µs (2 ns/byte); sending 0.2 ns/byte, receiving 1 µs + 0.4 ns/byte.
+        let link = made_up_platform().links[0].clone();
+        let link = Link { stream: None, fit: vec![Segment { bytes_per_us: 500.0, ..link.fit[0] }], ..link };
+        let cost = |us, ns| TransferCost { us_per_message: us, ns_per_byte: ns };
+        let sides = (cost(0.0, 0.2), cost(1.0, 0.4));
+        let mib = 1u64 << 20;
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-12;
+        // Whole cores: the whole stream time, as before.
+        assert!(close(port_hold_s(&link, mib, sides, None), mib as f64 * 2e-9));
+        // At 0.25 of a core the receiver's CPU takes 1.6 ns of the 2 per byte (and 4 µs per
+        // message): the wire's 0.4 ns per byte are left.
+        assert!(close(port_hold_s(&link, mib, sides, Some(0.25)), mib as f64 * 0.4e-9 - 4e-6));
+        // At 0.2 the CPU explains more than the stream: nothing is left.
+        assert_eq!(port_hold_s(&link, mib, sides, Some(0.2)), 0.0);
     }
 }

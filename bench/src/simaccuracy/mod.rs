@@ -47,8 +47,9 @@ pub(crate) struct Args {
     #[arg(long, value_delimiter = ',', default_value = "1,2")]
     ranks: Vec<usize>,
     /// Run on the emulated cluster that `slurm/cluster.sh up DIR` stood up: the real jobs one
-    /// rank per node, unbound, and the simulations on node n1, where the platform file
-    /// (`DPS_CLUSTER=DIR dps-bench calibrate`) was measured. The Table 1 replica and the
+    /// rank per node, unbound, and the simulations as node n1 (where the platform file,
+    /// `DPS_CLUSTER=DIR dps-bench calibrate`, was measured) but outside its CPU quota, which
+    /// the simulator applies itself. The Table 1 replica and the
     /// scaling table, which run on this machine's cores, are left out.
     #[arg(long, value_name = "DIR")]
     cluster: Option<PathBuf>,
@@ -134,7 +135,11 @@ pub(super) fn bound_as_simulated(job: Job) -> Job {
 }
 
 /// Runs `app` (from `bin`) with `point`'s options and `extra`, on the emulated `cluster`
-/// if one is given (a plain process, `Launcher::None`, then runs on node n1 as one rank).
+/// if one is given. A plain process (`Launcher::None`: a simulation) then runs as node n1's
+/// but outside its CPU quota (`DIR/unthrottled`): direct execution charges each operation
+/// its CPU time, which the quota's throttling inflated by 40-110 % and from run to run
+/// (docs/measurements/2026-11-29-sim-accuracy-unthrottled-de.md); the simulator applies the
+/// node's share itself.
 fn seconds(
     bin: &Path,
     point: &Point,
@@ -154,6 +159,12 @@ fn seconds(
     args.extend(extra.iter().cloned());
     let mut job = Job::new(bin.join(point.app)).ranks(ranks).args(&args).timeout_s(300);
     job = match cluster {
+        Some(dir) if launcher == Launcher::None => Job::new(dir.join("unthrottled"))
+            .launcher(launcher)
+            .arg("n1")
+            .arg(bin.join(point.app))
+            .args(&args)
+            .timeout_s(300),
         // Alone on its node, a rank has the node's share of a core: nothing to bind.
         Some(dir) => job.launcher(Launcher::Mpirun).env("DPS_CLUSTER", dir),
         None if launcher != Launcher::None => bound_as_simulated(job.launcher(launcher)),
