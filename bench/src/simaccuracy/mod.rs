@@ -137,7 +137,7 @@ pub(super) fn bound_as_simulated(job: Job) -> Job {
 /// Runs `app` (from `bin`) with `point`'s options and `extra`, on the emulated `cluster`
 /// if one is given. A plain process (`Launcher::None`: a simulation) then runs as node n1's
 /// but outside its CPU quota (`DIR/unthrottled`): direct execution charges each operation
-/// its CPU time, which the quota's throttling inflated by 40-110 % and from run to run
+/// its CPU time, which the quota's throttling inflated by 35-110 %, differently from run to run
 /// (docs/measurements/2026-11-29-sim-accuracy-unthrottled-de.md); the simulator applies the
 /// node's share itself.
 fn seconds(
