@@ -224,8 +224,7 @@ impl Simulate {
 fn port_hold_s(link: &Link, bytes: u64, (send, receive): (TransferCost, TransferCost), share: Option<f64>) -> f64 {
     let stream = link.transfer_us(bytes) * 1e-6;
     let Some(share) = share else { return stream };
-    let cpu_s = |c: TransferCost| (c.us_per_message * 1e3 + bytes as f64 * c.ns_per_byte) * 1e-9;
-    (stream - cpu_s(send).max(cpu_s(receive)) / share).max(0.0)
+    (stream - send.us(bytes).max(receive.us(bytes)) * 1e-6 / share).max(0.0)
 }
 
 /// What a simulated run adds to its record ([`crate::Common`]).

@@ -195,6 +195,13 @@ pub struct TransferCost {
     pub ns_per_byte: f64,
 }
 
+impl TransferCost {
+    /// The cost of a message of `bytes` bytes, µs.
+    pub fn us(&self, bytes: u64) -> f64 {
+        self.us_per_message + self.ns_per_byte * bytes as f64 * 1e-3
+    }
+}
+
 /// A kernel's cost table.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

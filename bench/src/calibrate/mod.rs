@@ -386,8 +386,7 @@ fn suspicions(p: &Platform) -> Vec<String> {
         // What a message costs the two sides' CPUs should not exceed its one-way time by much:
         // the link's time includes that work.
         let (o, size) = (&p.overheads, 1u64 << 20);
-        let cpu_us = |c: &dps_model::platform::TransferCost| c.us_per_message + c.ns_per_byte * size as f64 * 1e-3;
-        let (cpu, link) = (cpu_us(&o.send) + cpu_us(&o.receive), dps.time_us(size));
+        let (cpu, link) = (o.send.us(size) + o.receive.us(size), dps.time_us(size));
         if cpu > 2.0 * link {
             found.push(format!(
                 "a 1 MiB message costs {cpu:.0} µs of CPU on its two ranks but takes {link:.0} µs end to end: \
